@@ -1,0 +1,12 @@
+//! Shared by both backends: scenario files, the result schema, statistics and the compare table.
+
+pub mod compare;
+pub mod result;
+pub mod scenario;
+pub mod source;
+pub mod stats;
+pub mod units;
+
+pub use result::{MachineInfo, ResultDoc, RunResult, SwapInfo, Throughput, SCHEMA};
+pub use scenario::{Scenario, Target, Workload};
+pub use source::{ScenarioError, Source};

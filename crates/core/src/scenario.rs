@@ -1,0 +1,566 @@
+//! The typed scenario shared by the `sim` and `host` backends.
+//!
+//! A scenario file names a workload (`workload.kind`) and the memcg, run and (simulated) machine
+//! around it. Backend-specific tunables live in `[sim]` and `[host]` sections, which the backend
+//! reads through [`Source`] itself so that its own keys get the same errors as everything else.
+
+use crate::source::{ScenarioError, Source};
+use serde::Serialize;
+use std::path::Path;
+use toml_edit::Value;
+
+/// Scenarios shipped in `scenarios/`, compiled in so the binary works from any directory.
+pub const BUILTIN: &[(&str, &str)] = &[
+    (
+        "stress-vm",
+        include_str!("../../../scenarios/stress-vm.toml"),
+    ),
+    (
+        "file-reclaim",
+        include_str!("../../../scenarios/file-reclaim.toml"),
+    ),
+    (
+        "file-mmap-rw",
+        include_str!("../../../scenarios/file-mmap-rw.toml"),
+    ),
+];
+
+/// Which backend the scenario is being resolved for: the limits that make a value impossible.
+#[derive(Clone, Copy, Debug)]
+pub enum Target {
+    /// The simulated machine described by `machine.*`.
+    Sim,
+    /// The live machine: its CPU count and RAM.
+    Host { cpus: usize, memory_bytes: u64 },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arch {
+    X86,
+    Arm64,
+}
+
+/// `"all"` (unpinned; the scheduler places threads) or an explicit CPU per worker/thread,
+/// assigned round-robin when there are more workers than entries.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum CpuSet {
+    All(AllTag),
+    List(Vec<usize>),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AllTag {
+    All,
+}
+
+impl CpuSet {
+    pub fn is_all(&self) -> bool {
+        matches!(self, CpuSet::All(_))
+    }
+    /// CPU for worker `i`, or None when unpinned.
+    pub fn for_worker(&self, i: usize) -> Option<usize> {
+        match self {
+            CpuSet::All(_) => None,
+            CpuSet::List(l) => Some(l[i % l.len()]),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Machine {
+    /// Simulated CPU count (the host backend uses the live machine's).
+    pub cpus: usize,
+    pub arch: Arch,
+    /// Simulated RAM (the host backend uses the live machine's).
+    pub memory_bytes: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Memcg {
+    pub limit_bytes: u64,
+    pub swappiness: u32,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Run {
+    pub duration_ns: u64,
+    /// Seed for every random choice the simulator makes (and the host's workers' random patterns).
+    pub seed: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Kernel {
+    /// Kernel preset the simulator models (e.g. "6.18").
+    pub preset: String,
+    /// Policies (patch series) applied on top of the preset.
+    pub patches: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pattern {
+    Sequential,
+    Random,
+}
+
+/// stress-ng's vm stressor with `--vm-keep` (seed 000).
+#[derive(Clone, Debug, Serialize)]
+pub struct StressVm {
+    pub workers: usize,
+    /// Total over all workers: stress-ng 0.15 divides `--vm-bytes` among the `--vm` instances.
+    pub bytes_total: u64,
+    pub cpus: CpuSet,
+    /// stress-ng `--vm-method`.
+    pub method: String,
+    /// Pass `--no-madvise` (stop stress-ng's random madvise() advice on the buffers).
+    pub no_madvise: bool,
+}
+
+impl StressVm {
+    pub fn bytes_per_worker(&self) -> u64 {
+        self.bytes_total / self.workers as u64
+    }
+}
+
+/// Populate a file through a shared read-only mapping, then reclaim part of it (seeds 001/004).
+#[derive(Clone, Debug, Serialize)]
+pub struct FileReclaim {
+    pub file_bytes: u64,
+    pub reclaim_bytes: u64,
+    pub threads: usize,
+    pub cpus: CpuSet,
+    /// Directory for the data file (host); it is removed afterwards.
+    pub dir: String,
+}
+
+/// Threads read (and optionally write) a shared file mapping larger than the memcg limit.
+#[derive(Clone, Debug, Serialize)]
+pub struct FileMmapRw {
+    pub file_bytes: u64,
+    pub threads: usize,
+    pub cpus: CpuSet,
+    pub write: bool,
+    pub pattern: Pattern,
+    pub dir: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Workload {
+    StressVm(StressVm),
+    FileReclaim(FileReclaim),
+    FileMmapRw(FileMmapRw),
+}
+
+impl Workload {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Workload::StressVm(_) => "stress-vm",
+            Workload::FileReclaim(_) => "file-reclaim",
+            Workload::FileMmapRw(_) => "file-mmap-rw",
+        }
+    }
+    /// Whether the workload's memory is anonymous (and so needs swap to be reclaimed).
+    pub fn is_anon(&self) -> bool {
+        matches!(self, Workload::StressVm(_))
+    }
+}
+
+/// A fully resolved scenario. `source` keeps the raw keys so a backend can read its own section.
+#[derive(Debug, Serialize)]
+pub struct Scenario {
+    pub name: String,
+    pub description: String,
+    pub machine: Machine,
+    pub memcg: Memcg,
+    /// Simulated swap device size (the host uses the swap it is given).
+    pub swap_bytes: u64,
+    pub run: Run,
+    pub kernel: Kernel,
+    pub workload: Workload,
+    #[serde(skip)]
+    pub source: Source,
+}
+
+/// Find a scenario by builtin name or by path; returns (display name, text).
+pub fn locate(name_or_path: &str) -> Result<(String, String), ScenarioError> {
+    let p = Path::new(name_or_path);
+    if p.extension().is_some_and(|e| e == "toml") || p.exists() {
+        let text = std::fs::read_to_string(p)
+            .map_err(|e| ScenarioError(format!("{name_or_path}: cannot read scenario: {e}")))?;
+        return Ok((name_or_path.to_string(), text));
+    }
+    if let Some((n, t)) = BUILTIN.iter().find(|(n, _)| *n == name_or_path) {
+        return Ok((format!("scenarios/{n}.toml"), t.to_string()));
+    }
+    let names: Vec<&str> = BUILTIN.iter().map(|(n, _)| *n).collect();
+    Err(ScenarioError(format!(
+        "no scenario named {name_or_path:?}: give a path to a .toml file or one of {}",
+        names.join(", ")
+    )))
+}
+
+impl Scenario {
+    /// Locate, apply `--set` overrides, and resolve for `target`. Backend sections (`sim.*`,
+    /// `host.*`) are left for the backend to read; call [`Scenario::finish`] after it has.
+    pub fn load(
+        name_or_path: &str,
+        sets: &[String],
+        target: Target,
+    ) -> Result<Scenario, ScenarioError> {
+        let (file, text) = locate(name_or_path)?;
+        let mut src = Source::parse(&file, &text)?;
+        for s in sets {
+            src.set(s)?;
+        }
+        Scenario::resolve(src, target)
+    }
+
+    pub fn resolve(src: Source, target: Target) -> Result<Scenario, ScenarioError> {
+        let name = src
+            .str_opt("name")?
+            .ok_or_else(|| ScenarioError(format!("{}: missing key name", src.file())))?;
+        let description = src.str_or("description", "")?;
+
+        let machine = Machine {
+            cpus: src.u64_or("machine.cpus", 2)? as usize,
+            arch: match src.str_or("machine.arch", "x86")?.as_str() {
+                "x86" | "x86_64" => Arch::X86,
+                "arm64" | "aarch64" => Arch::Arm64,
+                other => {
+                    return Err(src.err(
+                        "machine.arch",
+                        format!("unknown arch {other:?}: use x86 or arm64"),
+                    ))
+                }
+            },
+            memory_bytes: src.size_or("machine.memory", 32 << 30)?,
+        };
+        if machine.cpus == 0 || machine.cpus > 4096 {
+            return Err(src.err(
+                "machine.cpus",
+                format!("must be 1..=4096 (got {})", machine.cpus),
+            ));
+        }
+        let (cpus_avail, mem_avail, where_) = match target {
+            Target::Sim => (
+                machine.cpus,
+                machine.memory_bytes,
+                "the simulated machine (machine.memory)",
+            ),
+            Target::Host { cpus, memory_bytes } => (cpus, memory_bytes, "this machine's RAM"),
+        };
+
+        let memcg = Memcg {
+            limit_bytes: src
+                .size_opt("memcg.limit")?
+                .ok_or_else(|| ScenarioError(format!("{}: missing key memcg.limit", src.file())))?,
+            swappiness: src.u64_or("memcg.swappiness", 60)? as u32,
+        };
+        if memcg.limit_bytes < (4 << 20) {
+            return Err(src.err("memcg.limit", "must be at least 4M"));
+        }
+        if memcg.limit_bytes > mem_avail {
+            return Err(src.err(
+                "memcg.limit",
+                format!(
+                    "{} is above {where_} ({})",
+                    crate::units::fmt_size(memcg.limit_bytes),
+                    crate::units::fmt_size(mem_avail)
+                ),
+            ));
+        }
+        if memcg.swappiness > 200 {
+            return Err(src.err("memcg.swappiness", "must be 0..=200"));
+        }
+        let swap_bytes = src.size_or("swap.size", 8 << 30)?;
+        let run = Run {
+            duration_ns: src.duration_ns_or("run.duration", 10_000_000_000)?,
+            seed: src.u64_or("run.seed", 1)?,
+        };
+        if run.duration_ns == 0 {
+            return Err(src.err("run.duration", "must be greater than zero"));
+        }
+        let kernel = Kernel {
+            preset: src.str_or("kernel.preset", "6.18")?,
+            patches: src.str_list_or("kernel.patches", &[])?,
+        };
+
+        let kind = src
+            .str_opt("workload.kind")?
+            .ok_or_else(|| ScenarioError(format!("{}: missing key workload.kind", src.file())))?;
+        let workload = match kind.as_str() {
+            "stress-vm" => {
+                let w = StressVm {
+                    workers: positive(&src, "workload.workers", 16)?,
+                    bytes_total: src.size_or("workload.bytes", 2 << 30)?,
+                    cpus: cpuset(&src, "workload.cpus", cpus_avail)?,
+                    method: src.str_or("workload.method", "all")?,
+                    no_madvise: src.bool_or("workload.no_madvise", true)?,
+                };
+                if w.bytes_per_worker() < 4096 {
+                    return Err(src.err("workload.bytes", "leaves less than one page per worker"));
+                }
+                Workload::StressVm(w)
+            }
+            "file-reclaim" => {
+                let w = FileReclaim {
+                    file_bytes: src.size_or("workload.file_bytes", 1 << 30)?,
+                    reclaim_bytes: src.size_or("workload.reclaim_bytes", 512 << 20)?,
+                    threads: positive(&src, "workload.threads", cpus_avail as u64)?,
+                    cpus: cpuset_or_pinned(&src, "workload.cpus", cpus_avail)?,
+                    dir: src.str_or("workload.dir", "/var/tmp")?,
+                };
+                if w.reclaim_bytes > w.file_bytes {
+                    return Err(src.err(
+                        "workload.reclaim_bytes",
+                        "is larger than workload.file_bytes",
+                    ));
+                }
+                if w.file_bytes > memcg.limit_bytes {
+                    return Err(src.err(
+                        "workload.file_bytes",
+                        "must fit under memcg.limit (the file is populated before reclaim starts)",
+                    ));
+                }
+                Workload::FileReclaim(w)
+            }
+            "file-mmap-rw" => Workload::FileMmapRw(FileMmapRw {
+                file_bytes: src.size_or("workload.file_bytes", 1 << 30)?,
+                threads: positive(&src, "workload.threads", cpus_avail as u64)?,
+                cpus: cpuset_or_pinned(&src, "workload.cpus", cpus_avail)?,
+                write: src.bool_or("workload.write", false)?,
+                pattern: match src.str_or("workload.pattern", "sequential")?.as_str() {
+                    "sequential" => Pattern::Sequential,
+                    "random" => Pattern::Random,
+                    o => {
+                        return Err(src.err(
+                            "workload.pattern",
+                            format!("{o:?}: use sequential or random"),
+                        ))
+                    }
+                },
+                dir: src.str_or("workload.dir", "/var/tmp")?,
+            }),
+            other => {
+                return Err(src.err(
+                    "workload.kind",
+                    format!(
+                        "unknown workload {other:?}: use stress-vm, file-reclaim or file-mmap-rw"
+                    ),
+                ))
+            }
+        };
+        Ok(Scenario {
+            name,
+            description,
+            machine,
+            memcg,
+            swap_bytes,
+            run,
+            kernel,
+            workload,
+            source: src,
+        })
+    }
+
+    /// Ignore a backend section the current backend does not read (e.g. `sim.*` under `bench`).
+    pub fn skip_section(&self, prefix: &str) {
+        for k in self.source.keys_under(prefix) {
+            let _ = self.source.raw(&k);
+        }
+    }
+
+    /// After the backend read its section: error on any key nobody used.
+    pub fn finish(&self) -> Result<(), ScenarioError> {
+        self.source.check_all_used()
+    }
+
+    /// The resolved scenario as JSON, for the result's `config`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("scenario serializes")
+    }
+}
+
+fn positive(src: &Source, key: &str, default: u64) -> Result<usize, ScenarioError> {
+    let v = src.u64_or(key, default)?;
+    if v == 0 {
+        return Err(src.err(key, "must be at least 1 (got 0)"));
+    }
+    Ok(v as usize)
+}
+
+/// Like [`cpuset`], but when the key is absent each thread is pinned to its own CPU (0, 1, ...).
+fn cpuset_or_pinned(src: &Source, key: &str, avail: usize) -> Result<CpuSet, ScenarioError> {
+    if src.has(key) {
+        cpuset(src, key, avail)
+    } else {
+        Ok(CpuSet::List((0..avail).collect()))
+    }
+}
+
+/// `"all"`, `[0, 1]` or `"0-3,5"`; every CPU must exist on the target machine.
+fn cpuset(src: &Source, key: &str, avail: usize) -> Result<CpuSet, ScenarioError> {
+    let list = match src.raw(key) {
+        None => return Ok(CpuSet::All(AllTag::All)),
+        Some(Value::String(s)) if s.value().trim() == "all" => return Ok(CpuSet::All(AllTag::All)),
+        Some(Value::String(s)) => parse_cpu_list(s.value()).map_err(|m| src.err(key, m))?,
+        Some(Value::Integer(i)) if *i.value() >= 0 => vec![*i.value() as usize],
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|v| match v {
+                Value::Integer(i) if *i.value() >= 0 => Ok(*i.value() as usize),
+                other => Err(src.err(
+                    key,
+                    format!("CPU numbers must be whole numbers, got {other}"),
+                )),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(other) => {
+            return Err(src.err(
+                key,
+                format!("expected \"all\", a list or \"0-3,5\", got {other}"),
+            ))
+        }
+    };
+    if list.is_empty() {
+        return Err(src.err(key, "empty CPU list"));
+    }
+    if let Some(bad) = list.iter().find(|c| **c >= avail) {
+        return Err(src.err(
+            key,
+            format!(
+                "CPU {bad} does not exist: the target machine has {avail} CPUs (0-{})",
+                avail - 1
+            ),
+        ));
+    }
+    Ok(CpuSet::List(list))
+}
+
+/// Parse the kernel's cpulist format ("0-3,5").
+pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let parse = |x: &str| {
+            x.trim()
+                .parse::<usize>()
+                .map_err(|_| format!("bad CPU list {s:?}: use \"all\", \"0-3,5\" or [0, 1]"))
+        };
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (parse(a)?, parse(b)?);
+                if b < a {
+                    return Err(format!("bad CPU range {part:?}"));
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(parse(part)?),
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(name: &str, sets: &[&str], t: Target) -> Result<Scenario, ScenarioError> {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        let s = Scenario::load(name, &sets, t)?;
+        s.skip_section("sim");
+        s.skip_section("host");
+        s.finish()?;
+        Ok(s)
+    }
+
+    const HOST: Target = Target::Host {
+        cpus: 2,
+        memory_bytes: 24 << 30,
+    };
+
+    #[test]
+    fn builtins_resolve_for_both_backends() {
+        for (n, _) in BUILTIN {
+            load(n, &[], Target::Sim).unwrap_or_else(|e| panic!("{n} sim: {e}"));
+            let s = load(n, &[], HOST).unwrap_or_else(|e| panic!("{n} host: {e}"));
+            assert_eq!(s.to_json()["workload"]["kind"], *n);
+        }
+    }
+
+    #[test]
+    fn stress_vm_defaults_match_seed_000() {
+        let s = load("stress-vm", &[], Target::Sim).unwrap();
+        let Workload::StressVm(w) = &s.workload else {
+            panic!()
+        };
+        assert_eq!((w.workers, w.bytes_total), (16, 2 << 30));
+        assert_eq!(w.bytes_per_worker(), 128 << 20);
+        assert_eq!(s.memcg.limit_bytes, 512 << 20);
+        assert_eq!(s.run.duration_ns, 60_000_000_000);
+        assert_eq!(s.machine.cpus, 16);
+    }
+
+    #[test]
+    fn overrides_and_errors() {
+        let s = load(
+            "stress-vm",
+            &["workload.workers=2", "memcg.limit=256M"],
+            HOST,
+        )
+        .unwrap();
+        assert_eq!(s.memcg.limit_bytes, 256 << 20);
+        let e = load("stress-vm", &["workload.workers=0"], HOST)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--set workload.workers=0: workload.workers: must be at least 1"),
+            "{e}"
+        );
+        let e = load("stress-vm", &["memcg.limit=100G"], HOST)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("above this machine's RAM"), "{e}");
+        let e = load("stress-vm", &["workload.cpus=0-3"], HOST)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("CPU 2 does not exist"), "{e}");
+        let e = load("stress-vm", &["workload.bogus=1"], HOST)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown key workload.bogus"), "{e}");
+        let e = load("stress-vm", &["run.duration=5h"], HOST)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("run.duration: bad duration unit"), "{e}");
+        // 16 pinned CPUs are fine on the simulated 16-CPU machine.
+        load("stress-vm", &["workload.cpus=0-15"], Target::Sim).unwrap();
+    }
+
+    #[test]
+    fn file_errors_name_line() {
+        let dir = std::env::temp_dir().join(format!("rl-scn-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("bad.toml");
+        std::fs::write(
+            &p,
+            "name = \"bad\"\n[workload]\nkind = \"stress-vm\"\nworkers = 0\n[memcg]\nlimit = \"64M\"\n",
+        )
+        .unwrap();
+        let e = load(p.to_str().unwrap(), &[], Target::Sim)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("bad.toml:4: workload.workers"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("0-3,5").unwrap(), vec![0, 1, 2, 3, 5]);
+        assert!(parse_cpu_list("3-1").is_err());
+        assert!(parse_cpu_list("a").is_err());
+    }
+}

@@ -1,0 +1,47 @@
+//! The live-kernel backend (`reclaimlab bench`). Being built under issue 2.
+
+use reclaimlab_core::{ResultDoc, Scenario};
+
+/// `--swap zram:SIZE`: set up a zram swap device for the run and take it down after.
+#[derive(Clone, Debug)]
+pub enum SwapRequest {
+    Zram { bytes: u64 },
+}
+
+impl std::str::FromStr for SwapRequest {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.split_once(':') {
+            Some(("zram", size)) => Ok(SwapRequest::Zram {
+                bytes: reclaimlab_core::units::parse_size(size)?,
+            }),
+            _ => Err(format!("bad --swap {s:?}: use zram:SIZE, e.g. zram:4G")),
+        }
+    }
+}
+
+#[derive(Default)]
+pub struct BenchOptions<'a> {
+    pub repeat: usize,
+    pub swap: Option<SwapRequest>,
+    pub trace: bool,
+    /// Called with (repetition index, repetitions, elapsed fraction of this repetition).
+    pub progress: Option<&'a dyn Fn(usize, usize, f64)>,
+}
+
+/// Run a scenario on the live kernel `repeat` times and return the shared result document.
+pub fn bench(scn: &Scenario, _opts: &BenchOptions) -> anyhow::Result<ResultDoc> {
+    scn.skip_section("sim");
+    anyhow::bail!("the host backend is not built yet (scenario {})", scn.name)
+}
+
+/// CPUs and RAM of this machine, for validating scenarios against it.
+pub fn machine_limits() -> (usize, u64) {
+    let cpus = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    // SAFETY: sysconf has no preconditions.
+    let pages = unsafe { libc::sysconf(libc::_SC_PHYS_PAGES) } as u64;
+    let psz = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
+    (cpus, pages * psz)
+}
