@@ -1,1 +1,288 @@
-fn main() {}
+//! `reclaimlab`: measure (host), predict (sim) and compare TLB-flush batching in page reclaim.
+
+mod render;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use reclaimlab_core::compare::compare;
+use reclaimlab_core::{ResultDoc, Scenario, Target};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "reclaimlab",
+    version,
+    about = "Measure, predict and check TLB-flush batching in Linux page reclaim",
+    long_about = "reclaimlab runs page-reclaim scenarios (the benchmarks of the LKML series on batched TLB \
+flushing) either in a deterministic model of the kernel's reclaim path (`sim`, no root needed) or on the \
+live kernel in a memcg (`bench`, root), and compares results as the seeds' Before/After/Delta table.\n\n\
+Scenarios are TOML files; the shipped ones (see `reclaimlab scenarios`) are selected by name, others by path. \
+Any key can be overridden with --set KEY=VALUE (sizes take K/M/G/T, durations ns/us/ms/s/m)."
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Args)]
+struct ScenarioArgs {
+    /// Scenario name (see `reclaimlab scenarios`) or path to a .toml file.
+    scenario: String,
+    /// Override a scenario key, e.g. --set workload.workers=2 --set memcg.limit=256M (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
+}
+
+#[derive(Args)]
+struct OutputArgs {
+    /// Print only the result JSON on stdout (no table, no progress bar).
+    #[arg(long)]
+    json: bool,
+    /// Also write the result JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Show every non-zero counter, not just the headline ones.
+    #[arg(long)]
+    all: bool,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Simulate a scenario in the model of the kernel's reclaim path (no root needed).
+    Sim {
+        #[command(flatten)]
+        scn: ScenarioArgs,
+        /// Kernel preset to model (sets kernel.preset), e.g. 6.18.
+        #[arg(long, value_name = "PRESET")]
+        kernel: Option<String>,
+        /// Apply a policy (patch series) on top of the preset (repeatable; sets kernel.patches).
+        #[arg(long = "patch", value_name = "NAME")]
+        patches: Vec<String>,
+        /// Random seed (sets run.seed); the same scenario and seed give the same output, bit for bit.
+        #[arg(long)]
+        seed: Option<u64>,
+        #[command(flatten)]
+        out: OutputArgs,
+    },
+    /// Run a scenario on the live kernel in a memcg (needs root); leaves nothing behind.
+    Bench {
+        #[command(flatten)]
+        scn: ScenarioArgs,
+        /// Repetitions (each in a fresh memcg); medians, min and max are reported.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
+        repeat: u64,
+        /// Set up swap for the run and take it down after: zram:SIZE (e.g. zram:4G).
+        #[arg(long, value_name = "zram:SIZE")]
+        swap: Option<reclaimlab_host::SwapRequest>,
+        /// Record a tlb:tlb_flush histogram (by reason and pages) with tracefs.
+        #[arg(long)]
+        trace: bool,
+        #[command(flatten)]
+        out: OutputArgs,
+    },
+    /// Print the Before/After/Delta table of two result files (host or sim, in any mix).
+    Compare {
+        before: PathBuf,
+        after: PathBuf,
+        /// Print the comparison as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Print a Markdown table (for a cover letter or docs/).
+        #[arg(long)]
+        markdown: bool,
+        /// Include every counter both results have.
+        #[arg(long)]
+        all: bool,
+    },
+    /// List the shipped scenarios, or print one.
+    Scenarios {
+        /// Print this scenario's TOML.
+        name: Option<String>,
+    },
+    /// Internal: run a host workload process (used by `bench`).
+    #[command(hide = true, name = "__worker")]
+    Worker {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("reclaimlab: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.cmd {
+        Cmd::Sim {
+            mut scn,
+            kernel,
+            patches,
+            seed,
+            out,
+        } => {
+            if let Some(k) = kernel {
+                scn.sets.push(format!("kernel.preset={k}"));
+            }
+            if !patches.is_empty() {
+                let list: Vec<String> = patches.iter().map(|p| format!("{p:?}")).collect();
+                scn.sets
+                    .push(format!("kernel.patches=[{}]", list.join(",")));
+            }
+            if let Some(s) = seed {
+                scn.sets.push(format!("run.seed={s}"));
+            }
+            let scenario = Scenario::load(&scn.scenario, &scn.sets, Target::Sim)?;
+            let bar = progress_bar(out.json, "simulated s");
+            let cb = |done: u64, total: u64| {
+                if let Some(b) = &bar {
+                    b.set_length(total / 1_000_000);
+                    b.set_position(done / 1_000_000);
+                }
+            };
+            let opts = reclaimlab_sim::SimOptions {
+                progress: Some(&cb),
+                ..Default::default()
+            };
+            let doc = finish_scenario(&scenario, reclaimlab_sim::run(&scenario, &opts))?;
+            if let Some(b) = bar {
+                b.finish_and_clear();
+            }
+            emit(&doc, &out)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Bench {
+            scn,
+            repeat,
+            swap,
+            trace,
+            out,
+        } => {
+            let (cpus, memory_bytes) = reclaimlab_host::machine_limits();
+            let scenario = Scenario::load(
+                &scn.scenario,
+                &scn.sets,
+                Target::Host { cpus, memory_bytes },
+            )?;
+            let bar = progress_bar(out.json, "repetition");
+            let cb = |i: usize, n: usize, frac: f64| {
+                if let Some(b) = &bar {
+                    b.set_length(n as u64 * 1000);
+                    b.set_position(i as u64 * 1000 + (frac.clamp(0.0, 1.0) * 1000.0) as u64);
+                    b.set_message(format!("run {}/{}", i + 1, n));
+                }
+            };
+            let opts = reclaimlab_host::BenchOptions {
+                repeat: repeat as usize,
+                swap,
+                trace,
+                progress: Some(&cb),
+            };
+            let doc = finish_scenario(&scenario, reclaimlab_host::bench(&scenario, &opts))?;
+            if let Some(b) = bar {
+                b.finish_and_clear();
+            }
+            emit(&doc, &out)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Compare {
+            before,
+            after,
+            json,
+            markdown,
+            all,
+        } => {
+            let b = read_doc(&before)?;
+            let a = read_doc(&after)?;
+            if b.scenario != a.scenario {
+                eprintln!(
+                    "reclaimlab: note: comparing different scenarios ({} vs {})",
+                    b.scenario, a.scenario
+                );
+            }
+            let c = compare(&b, &a, all);
+            if json {
+                println!("{}", serde_json::to_string_pretty(&c)?);
+            } else if markdown {
+                print!("{}", c.markdown());
+            } else {
+                println!("{}", render::compare_table(&c));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Scenarios { name } => {
+            match name {
+                Some(n) => {
+                    let (_, text) = reclaimlab_core::scenario::locate(&n)?;
+                    print!("{text}");
+                }
+                None => {
+                    for (n, text) in reclaimlab_core::scenario::BUILTIN {
+                        let desc = text
+                            .lines()
+                            .find_map(|l| l.strip_prefix("description = "))
+                            .unwrap_or("")
+                            .trim_matches('"');
+                        println!("{n:<14} {desc}");
+                    }
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Worker { args } => {
+            let _ = args;
+            bail!("__worker is internal to `bench`")
+        }
+    }
+}
+
+/// The backend has read its own section; now every key must have been used.
+fn finish_scenario(scn: &Scenario, res: Result<ResultDoc>) -> Result<ResultDoc> {
+    scn.finish()?;
+    res
+}
+
+fn progress_bar(json: bool, unit: &str) -> Option<ProgressBar> {
+    if json || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let b = ProgressBar::new(1);
+    b.set_style(
+        ProgressStyle::with_template(&format!(
+            "{{spinner}} [{{bar:40}}] {{pos}}/{{len}} {unit} {{msg}} (eta {{eta}})"
+        ))
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    Some(b)
+}
+
+fn read_doc(p: &PathBuf) -> Result<ResultDoc> {
+    let text =
+        std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
+    ResultDoc::from_json(&text)
+        .with_context(|| format!("{} is not a reclaimlab result", p.display()))
+}
+
+fn emit(doc: &ResultDoc, out: &OutputArgs) -> Result<()> {
+    let json = serde_json::to_string_pretty(doc)?;
+    if let Some(p) = &out.out {
+        std::fs::write(p, format!("{json}\n"))
+            .with_context(|| format!("cannot write {}", p.display()))?;
+    }
+    if out.json {
+        println!("{json}");
+    } else {
+        println!("{}", render::result_table(doc, out.all));
+    }
+    Ok(())
+}

@@ -1,0 +1,89 @@
+//! Tables for people: a result's counters, and the Before/After/Delta comparison.
+
+use comfy_table::{presets::UTF8_FULL_CONDENSED, CellAlignment, Table};
+use reclaimlab_core::compare::{fmt_num, Comparison, HEADLINE};
+use reclaimlab_core::ResultDoc;
+
+fn table(header: &[&str]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED)
+        .set_header(header.to_vec());
+    for i in 1..header.len() {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    t
+}
+
+/// Headline counters first (in the seeds' order), then every other non-zero counter.
+pub fn result_table(d: &ResultDoc, all: bool) -> String {
+    let multi = d.runs.len() > 1;
+    let mut t = if multi {
+        table(&["metric", "median", "min", "max"])
+    } else {
+        table(&["metric", "value"])
+    };
+    let mut keys: Vec<&str> = HEADLINE
+        .iter()
+        .copied()
+        .filter(|k| d.median.contains_key(*k))
+        .collect();
+    if all {
+        keys.extend(
+            d.median
+                .keys()
+                .map(String::as_str)
+                .filter(|k| !HEADLINE.contains(k) && d.median[*k] != 0.0),
+        );
+    }
+    for k in keys {
+        let label = if k == "throughput" {
+            format!("throughput ({})", d.throughput_unit())
+        } else {
+            k.to_string()
+        };
+        let med = fmt_num(d.median[k]);
+        if multi {
+            t.add_row(vec![label, med, fmt_num(d.min[k]), fmt_num(d.max[k])]);
+        } else {
+            t.add_row(vec![label, med]);
+        }
+    }
+    let runs = d.runs.len();
+    let invalid = d.runs.iter().filter(|r| !r.valid).count();
+    let oom: u64 = d.runs.iter().map(|r| r.oom_kills).sum();
+    let mut head = format!(
+        "{} on {} ({}), {} CPUs, {} run{}",
+        d.scenario,
+        d.backend,
+        if d.policy.is_empty() {
+            &d.kernel
+        } else {
+            &d.policy
+        },
+        d.machine.cpus,
+        runs,
+        if runs == 1 { "" } else { "s" }
+    );
+    if oom > 0 || invalid > 0 {
+        head.push_str(&format!(", OOM kills {oom}, invalid runs {invalid}"));
+    }
+    format!("{head}\n{t}")
+}
+
+pub fn compare_table(c: &Comparison) -> String {
+    let mut t = table(&["Metric", "Before", "After", "Delta (abs / %)"]);
+    for r in &c.rows {
+        t.add_row(vec![
+            c.metric_label(&r.metric),
+            fmt_num(r.before),
+            fmt_num(r.after),
+            r.delta_text(),
+        ]);
+    }
+    format!(
+        "Before: {}\nAfter:  {}\n{t}\n(n.s. = min–max ranges overlap)",
+        c.before, c.after
+    )
+}

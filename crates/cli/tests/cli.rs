@@ -1,0 +1,99 @@
+//! The command line as a user meets it: listing, errors, and the compare table.
+
+use std::process::Command;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_reclaimlab"))
+}
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let o = bin().args(args).output().expect("runs");
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn lists_and_prints_scenarios() {
+    let (code, out, _) = run(&["scenarios"]);
+    assert_eq!(code, 0);
+    for n in ["stress-vm", "file-reclaim", "file-mmap-rw"] {
+        assert!(out.contains(n), "{out}");
+    }
+    let (code, out, _) = run(&["scenarios", "stress-vm"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("kind = \"stress-vm\""));
+}
+
+#[test]
+fn scenario_errors_name_key_and_origin() {
+    let (code, _, err) = run(&["sim", "stress-vm", "--set", "workload.workerz=2"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--set workload.workerz=2: unknown key workload.workerz"),
+        "{err}"
+    );
+    let (code, _, err) = run(&["sim", "stress-vm", "--set", "memcg.limit=12Q"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("memcg.limit: bad size unit"), "{err}");
+    let (code, _, err) = run(&["sim", "no-such-scenario"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no scenario named"), "{err}");
+    let (code, _, err) = run(&["bench", "stress-vm", "--swap", "disk:4G"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("use zram:SIZE"), "{err}");
+}
+
+fn write_doc(dir: &std::path::Path, name: &str, shoot: &[u64], thr: &[f64]) -> String {
+    let runs: Vec<serde_json::Value> = shoot
+        .iter()
+        .zip(thr)
+        .map(|(s, t)| {
+            serde_json::json!({"counters": {"tlb_shootdowns": s, "pgsteal_anon": 1000},
+                "wall_seconds": 60.0, "throughput": {"value": t, "unit": "bogo_ops_per_sec"}})
+        })
+        .collect();
+    let mut doc: reclaimlab_core::ResultDoc = serde_json::from_value(serde_json::json!({
+        "schema": reclaimlab_core::SCHEMA, "scenario": "stress-vm", "backend": "host",
+        "kernel": "6.18.0", "machine": {"cpus": 2, "memory_bytes": 1, "arch": "x86", "cgroup": "v1",
+        "swap": {"kind": "zram", "devices": [], "bytes": 0}}, "config": {}, "runs": runs,
+        "median": {}, "min": {}, "max": {}}))
+    .unwrap();
+    doc.summarize();
+    let p = dir.join(name);
+    std::fs::write(&p, serde_json::to_string(&doc).unwrap()).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+#[test]
+fn compare_prints_seed_table() {
+    let dir = std::env::temp_dir().join(format!("rl-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let b = write_doc(&dir, "b.json", &[100, 120, 110], &[10.0, 11.0, 12.0]);
+    let a = write_doc(&dir, "a.json", &[30, 35, 40], &[11.5, 12.5, 13.0]);
+    let (code, out, err) = run(&["compare", &b, &a, "--markdown"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("| Metric | Before | After | Delta (abs / %) |"),
+        "{out}"
+    );
+    assert!(
+        out.contains("| tlb_shootdowns | 110 | 35 | -75 (-68.2%) |"),
+        "{out}"
+    );
+    // Throughput ranges overlap (11-13 vs 11.5-13): flagged not significant.
+    assert!(
+        out.contains("throughput (bogo_ops_per_sec)") && out.contains("n.s."),
+        "{out}"
+    );
+    let (code, out, _) = run(&["compare", &b, &a, "--json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["rows"].as_array().unwrap().len(), 4);
+    let (code, _, err) = run(&["compare", &b, "/nonexistent.json"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("cannot read /nonexistent.json"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
