@@ -97,6 +97,26 @@ enum Cmd {
         #[arg(long)]
         all: bool,
     },
+    /// Run a scenario on the host and in the simulator (as this machine) and print the
+    /// per-stolen-page ratios side by side with the sim's relative error (host part needs root).
+    Validate {
+        #[command(flatten)]
+        scn: ScenarioArgs,
+        /// Host repetitions.
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=1000))]
+        repeat: u64,
+        /// Swap for the host runs: zram:SIZE.
+        #[arg(long, value_name = "zram:SIZE")]
+        swap: Option<reclaimlab_host::SwapRequest>,
+        /// Use this host result instead of running the host backend.
+        #[arg(long, value_name = "FILE")]
+        host_result: Option<PathBuf>,
+        /// Print a Markdown table (for docs/validation.md).
+        #[arg(long)]
+        markdown: bool,
+        #[command(flatten)]
+        out: OutputArgs,
+    },
     /// List the shipped scenarios, or print one.
     Scenarios {
         /// Print this scenario's TOML.
@@ -149,6 +169,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     b.set_position(done / 1_000_000);
                 }
             };
+            // SimOptions grows fields the CLI leaves at their defaults.
+            #[allow(clippy::needless_update)]
             let opts = reclaimlab_sim::SimOptions {
                 progress: Some(&cb),
                 ..Default::default()
@@ -219,6 +241,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Cmd::Validate {
+            scn,
+            repeat,
+            swap,
+            host_result,
+            markdown,
+            out,
+        } => validate(scn, repeat, swap, host_result, markdown, out),
         Cmd::Scenarios { name } => {
             match name {
                 Some(n) => {
@@ -243,6 +273,66 @@ fn run(cli: Cli) -> Result<ExitCode> {
             bail!("__worker is internal to `bench`")
         }
     }
+}
+
+/// Host vs sim for one scenario: the sim models this machine (its CPU count and RAM).
+fn validate(
+    scn: ScenarioArgs,
+    repeat: u64,
+    swap: Option<reclaimlab_host::SwapRequest>,
+    host_result: Option<PathBuf>,
+    markdown: bool,
+    out: OutputArgs,
+) -> Result<ExitCode> {
+    let (cpus, memory_bytes) = reclaimlab_host::machine_limits();
+    let host = match host_result {
+        Some(p) => read_doc(&p)?,
+        None => {
+            let s = Scenario::load(
+                &scn.scenario,
+                &scn.sets,
+                Target::Host { cpus, memory_bytes },
+            )?;
+            let bar = progress_bar(out.json, "host repetition");
+            let cb = |i: usize, n: usize, frac: f64| {
+                if let Some(b) = &bar {
+                    b.set_length(n as u64 * 1000);
+                    b.set_position(i as u64 * 1000 + (frac.clamp(0.0, 1.0) * 1000.0) as u64);
+                }
+            };
+            let opts = reclaimlab_host::BenchOptions {
+                repeat: repeat as usize,
+                swap,
+                trace: false,
+                progress: Some(&cb),
+            };
+            let d = finish_scenario(&s, reclaimlab_host::bench(&s, &opts))?;
+            if let Some(b) = bar {
+                b.finish_and_clear();
+            }
+            d
+        }
+    };
+    let mut sets = scn.sets.clone();
+    sets.push(format!("machine.cpus={}", host.machine.cpus.max(1)));
+    sets.push(format!(
+        "machine.memory={}",
+        host.machine.memory_bytes.max(64 << 20)
+    ));
+    let s = Scenario::load(&scn.scenario, &sets, Target::Sim)?;
+    let sim = finish_scenario(&s, reclaimlab_sim::run(&s, &Default::default()))?;
+    let rows = reclaimlab_core::validate::ratio_table(&host, &sim);
+    if let Some(p) = &out.out {
+        let v = serde_json::json!({"host": host, "sim": sim, "rows": rows});
+        std::fs::write(p, serde_json::to_string_pretty(&v)?)
+            .with_context(|| format!("cannot write {}", p.display()))?;
+    }
+    if out.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        println!("{}", render::validate_table(&rows, markdown));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The backend has read its own section; now every key must have been used.

@@ -2,6 +2,7 @@
 
 use comfy_table::{presets::UTF8_FULL_CONDENSED, CellAlignment, Table};
 use reclaimlab_core::compare::{fmt_num, Comparison, HEADLINE};
+use reclaimlab_core::validate::RatioRow;
 use reclaimlab_core::ResultDoc;
 
 fn table(header: &[&str]) -> Table {
@@ -86,4 +87,53 @@ pub fn compare_table(c: &Comparison) -> String {
         "Before: {}\nAfter:  {}\n{t}\n(n.s. = min–max ranges overlap)",
         c.before, c.after
     )
+}
+
+fn opt(v: Option<f64>) -> String {
+    v.map(fmt_num).unwrap_or_else(|| "-".into())
+}
+
+/// Host median [min–max] beside the sim figure and its relative error.
+pub fn validate_table(rows: &[RatioRow], markdown: bool) -> String {
+    let cells: Vec<[String; 4]> = rows
+        .iter()
+        .map(|r| {
+            let err = match r.error_pct {
+                Some(e) => format!(
+                    "{e:+.1}%{}",
+                    if e.abs() <= 25.0 {
+                        ""
+                    } else {
+                        " (outside ±25%)"
+                    }
+                ),
+                None => "-".into(),
+            };
+            [
+                r.ratio.clone(),
+                format!(
+                    "{} [{}–{}]",
+                    opt(r.host_median),
+                    opt(r.host_min),
+                    opt(r.host_max)
+                ),
+                opt(r.sim),
+                err,
+            ]
+        })
+        .collect();
+    let header = ["ratio", "host median [min–max]", "sim", "sim error"];
+    if markdown {
+        let mut s = format!("| {} |\n| --- | ---: | ---: | ---: |\n", header.join(" | "));
+        for c in cells {
+            s.push_str(&format!("| {} |\n", c.join(" | ")));
+        }
+        s
+    } else {
+        let mut t = table(&header);
+        for c in cells {
+            t.add_row(c.to_vec());
+        }
+        t.to_string()
+    }
 }

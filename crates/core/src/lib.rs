@@ -6,6 +6,7 @@ pub mod scenario;
 pub mod source;
 pub mod stats;
 pub mod units;
+pub mod validate;
 
 pub use result::{MachineInfo, ResultDoc, RunResult, SwapInfo, Throughput, SCHEMA};
 pub use scenario::{Scenario, Target, Workload};

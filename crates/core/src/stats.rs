@@ -15,7 +15,7 @@ pub fn summarize(v: &[f64]) -> Option<Summary> {
     let mut s = v.to_vec();
     s.sort_by(|a, b| a.total_cmp(b));
     let n = s.len();
-    let median = if n % 2 == 1 {
+    let median = if !n.is_multiple_of(2) {
         s[n / 2]
     } else {
         (s[n / 2 - 1] + s[n / 2]) / 2.0

@@ -69,7 +69,7 @@ pub fn fmt_size(b: u64) -> String {
         ("K", 1 << 10),
     ];
     for (name, m) in U {
-        if b >= m && b % m == 0 {
+        if b >= m && b.is_multiple_of(m) {
             return format!("{}{}", b / m, name);
         }
     }

@@ -1,0 +1,139 @@
+//! Sim against host: per-stolen-page ratios, host median [min–max] beside the sim figure.
+//!
+//! Ratios per stolen page (not raw counts) because the two backends steal different numbers of
+//! pages in the same time; what the model must get right is the mechanism's cost per page.
+
+use crate::result::{ResultDoc, RunResult};
+use crate::stats::summarize;
+use serde::Serialize;
+
+/// Numerators divided by `pgsteal_anon` (issue 3's and issue 6's validation ratios).
+pub const RATIOS: &[&str] = &[
+    "tlb_shootdowns",
+    "function_call_interrupts",
+    "pgscan_anon",
+    "pswpout",
+    "workingset_refault_anon",
+];
+pub const DENOMINATOR: &str = "pgsteal_anon";
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct RatioRow {
+    /// e.g. "tlb_shootdowns/pgsteal_anon", or "throughput".
+    pub ratio: String,
+    pub host_median: Option<f64>,
+    pub host_min: Option<f64>,
+    pub host_max: Option<f64>,
+    pub sim: Option<f64>,
+    /// (sim − host median) / host median, in percent.
+    pub error_pct: Option<f64>,
+    pub within_25pct: Option<bool>,
+}
+
+fn ratio(r: &RunResult, num: &str) -> Option<f64> {
+    let d = *r.counters.get(DENOMINATOR)? as f64;
+    if d == 0.0 {
+        return None;
+    }
+    Some(*r.counters.get(num).unwrap_or(&0) as f64 / d)
+}
+
+fn valid_runs(d: &ResultDoc) -> Vec<&RunResult> {
+    let v: Vec<&RunResult> = d.runs.iter().filter(|r| r.valid).collect();
+    if v.is_empty() {
+        d.runs.iter().collect()
+    } else {
+        v
+    }
+}
+
+fn row(name: String, host: Vec<f64>, sim: Vec<f64>) -> RatioRow {
+    let h = summarize(&host);
+    let s = summarize(&sim).map(|s| s.median);
+    let error_pct = match (h, s) {
+        (Some(h), Some(s)) if h.median != 0.0 => Some((s - h.median) / h.median * 100.0),
+        (Some(h), Some(s)) if h.median == 0.0 && s == 0.0 => Some(0.0),
+        _ => None,
+    };
+    RatioRow {
+        ratio: name,
+        host_median: h.map(|h| h.median),
+        host_min: h.map(|h| h.min),
+        host_max: h.map(|h| h.max),
+        sim: s,
+        within_25pct: error_pct.map(|e| e.abs() <= 25.0),
+        error_pct,
+    }
+}
+
+/// One row per ratio, plus throughput (absolute, same unit in both backends).
+pub fn ratio_table(host: &ResultDoc, sim: &ResultDoc) -> Vec<RatioRow> {
+    let (h, s) = (valid_runs(host), valid_runs(sim));
+    let mut rows: Vec<RatioRow> = RATIOS
+        .iter()
+        .map(|num| {
+            row(
+                format!("{num}/{DENOMINATOR}"),
+                h.iter().filter_map(|r| ratio(r, num)).collect(),
+                s.iter().filter_map(|r| ratio(r, num)).collect(),
+            )
+        })
+        .collect();
+    if host.throughput_unit() == sim.throughput_unit() {
+        rows.push(row(
+            format!("throughput ({})", host.throughput_unit()),
+            h.iter().map(|r| r.throughput.value).collect(),
+            s.iter().map(|r| r.throughput.value).collect(),
+        ));
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(runs: &[(u64, u64)]) -> ResultDoc {
+        ResultDoc {
+            runs: runs
+                .iter()
+                .map(|(shoot, steal)| RunResult {
+                    counters: [
+                        ("tlb_shootdowns".to_string(), *shoot),
+                        ("pgsteal_anon".to_string(), *steal),
+                    ]
+                    .into(),
+                    valid: true,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn ratios_and_error() {
+        let host = doc(&[(200, 100), (100, 100), (300, 100)]);
+        let sim = doc(&[(250, 100)]);
+        let t = ratio_table(&host, &sim);
+        let r = &t[0];
+        assert_eq!(r.ratio, "tlb_shootdowns/pgsteal_anon");
+        assert_eq!(
+            (r.host_median, r.host_min, r.host_max),
+            (Some(2.0), Some(1.0), Some(3.0))
+        );
+        assert_eq!(r.sim, Some(2.5));
+        assert_eq!(r.error_pct, Some(25.0));
+        assert_eq!(r.within_25pct, Some(true));
+        // pswpout is absent in both: ratio 0 = 0, no error.
+        let p = t.iter().find(|r| r.ratio.starts_with("pswpout")).unwrap();
+        assert_eq!(p.error_pct, Some(0.0));
+    }
+
+    #[test]
+    fn no_steal_means_no_ratio() {
+        let t = ratio_table(&doc(&[(5, 0)]), &doc(&[(5, 0)]));
+        assert_eq!(t[0].host_median, None);
+        assert_eq!(t[0].error_pct, None);
+    }
+}
