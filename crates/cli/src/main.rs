@@ -117,6 +117,8 @@ enum Cmd {
         #[command(flatten)]
         out: OutputArgs,
     },
+    /// List kernel presets and policies (the seed series), one line each.
+    Policies,
     /// List the shipped scenarios, or print one.
     Scenarios {
         /// Print this scenario's TOML.
@@ -249,6 +251,19 @@ fn run(cli: Cli) -> Result<ExitCode> {
             markdown,
             out,
         } => validate(scn, repeat, swap, host_result, markdown, out),
+        Cmd::Policies => {
+            use reclaimlab_core::policy::{Patch, PRESETS};
+            println!("Kernel presets (--kernel):");
+            for (name, patches, what) in PRESETS {
+                let p: Vec<&str> = patches.iter().map(|p| p.name()).collect();
+                println!("  {name:<6} {what} [{}]", p.join(", "));
+            }
+            println!("Policies (--patch, or PRESET+NAME):");
+            for p in Patch::ALL {
+                println!("  {:<24} {}", p.name(), p.summary());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Cmd::Scenarios { name } => {
             match name {
                 Some(n) => {

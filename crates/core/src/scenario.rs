@@ -289,6 +289,15 @@ impl Scenario {
             patches: src.str_list_or("kernel.patches", &[])?,
         };
 
+        if let Err(e) = crate::policy::KernelPolicy::new(&kernel.preset, &kernel.patches) {
+            let key = if e.contains("preset") {
+                "kernel.preset"
+            } else {
+                "kernel.patches"
+            };
+            return Err(src.err(key, e));
+        }
+
         let kind = src
             .str_opt("workload.kind")?
             .ok_or_else(|| ScenarioError(format!("{}: missing key workload.kind", src.file())))?;
@@ -377,6 +386,12 @@ impl Scenario {
     /// After the backend read its section: error on any key nobody used.
     pub fn finish(&self) -> Result<(), ScenarioError> {
         self.source.check_all_used()
+    }
+
+    /// The kernel preset and patches, already validated by `resolve`.
+    pub fn kernel_policy(&self) -> crate::policy::KernelPolicy {
+        crate::policy::KernelPolicy::new(&self.kernel.preset, &self.kernel.patches)
+            .expect("validated in Scenario::resolve")
     }
 
     /// The resolved scenario as JSON, for the result's `config`.
@@ -536,6 +551,14 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("run.duration: bad duration unit"), "{e}");
+        let e = load(
+            "stress-vm",
+            &["kernel.patches=[\"batch-dirty-flush\",\"x\"]"],
+            HOST,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("kernel.patches: unknown patch \"x\""), "{e}");
         // 16 pinned CPUs are fine on the simulated 16-CPU machine.
         load("stress-vm", &["workload.cpus=0-15"], Target::Sim).unwrap();
     }
