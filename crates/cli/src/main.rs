@@ -83,10 +83,25 @@ enum Cmd {
         #[command(flatten)]
         out: OutputArgs,
     },
-    /// Print the Before/After/Delta table of two result files (host or sim, in any mix).
+    /// Before/After/Delta table: of two result files (host or sim, in any mix), or of two
+    /// simulations of one scenario: `compare SCENARIO --before 6.18 --after 6.18+batch-dirty-flush`.
+    #[command(
+        override_usage = "reclaimlab compare BEFORE.json AFTER.json [OPTIONS]\n       \
+                                reclaimlab compare SCENARIO --before PRESET[+PATCH...] --after PRESET[+PATCH...] [--set KEY=VALUE]... [OPTIONS]"
+    )]
     Compare {
-        before: PathBuf,
-        after: PathBuf,
+        /// Two result files, or one scenario with --before/--after.
+        #[arg(num_args = 1..=2, required = true, value_name = "INPUT")]
+        inputs: Vec<String>,
+        /// Kernel policy simulated as "before", e.g. 6.18.
+        #[arg(long, value_name = "PRESET[+PATCH...]", requires = "after")]
+        before: Option<String>,
+        /// Kernel policy simulated as "after", e.g. 6.18+batch-dirty-flush.
+        #[arg(long, value_name = "PRESET[+PATCH...]", requires = "before")]
+        after: Option<String>,
+        /// Override a scenario key for both simulations (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
         /// Print the comparison as JSON.
         #[arg(long)]
         json: bool,
@@ -219,14 +234,34 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Compare {
+            inputs,
             before,
             after,
+            sets,
             json,
             markdown,
             all,
         } => {
-            let b = read_doc(&before)?;
-            let a = read_doc(&after)?;
+            let (b, a) = match (inputs.as_slice(), before, after) {
+                ([b, a], None, None) if sets.is_empty() => {
+                    (read_doc(b.as_ref())?, read_doc(a.as_ref())?)
+                }
+                ([scn], Some(before), Some(after)) => {
+                    // Reject a bad spec before spending time on the other simulation.
+                    for spec in [&before, &after] {
+                        reclaimlab_core::policy::KernelPolicy::parse(spec)
+                            .map_err(anyhow::Error::msg)?;
+                    }
+                    (
+                        simulate_policy(scn, &sets, &before)?,
+                        simulate_policy(scn, &sets, &after)?,
+                    )
+                }
+                _ => bail!(
+                    "compare takes two result files, or one scenario with --before and --after \
+                     (--set only with a scenario)"
+                ),
+            };
             if b.scenario != a.scenario {
                 eprintln!(
                     "reclaimlab: note: comparing different scenarios ({} vs {})",
@@ -288,6 +323,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
             bail!("__worker is internal to `bench`")
         }
     }
+}
+
+/// Simulate `scenario` under the kernel policy `spec` (PRESET[+PATCH...]).
+fn simulate_policy(scenario: &str, sets: &[String], spec: &str) -> Result<ResultDoc> {
+    let k = reclaimlab_core::policy::KernelPolicy::parse(spec).map_err(anyhow::Error::msg)?;
+    let mut sets = sets.to_vec();
+    sets.push(format!("kernel.preset={}", k.preset));
+    let names: Vec<String> = k.added.iter().map(|p| format!("{:?}", p.name())).collect();
+    sets.push(format!("kernel.patches=[{}]", names.join(",")));
+    let s = Scenario::load(scenario, &sets, Target::Sim)?;
+    eprintln!("reclaimlab: simulating {} under {k}", s.name);
+    finish_scenario(&s, reclaimlab_sim::run(&s, &Default::default()))
 }
 
 /// Host vs sim for one scenario: the sim models this machine (its CPU count and RAM).
@@ -371,7 +418,7 @@ fn progress_bar(json: bool, unit: &str) -> Option<ProgressBar> {
     Some(b)
 }
 
-fn read_doc(p: &PathBuf) -> Result<ResultDoc> {
+fn read_doc(p: &std::path::Path) -> Result<ResultDoc> {
     let text =
         std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
     ResultDoc::from_json(&text)
