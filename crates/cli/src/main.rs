@@ -1,6 +1,8 @@
 //! `reclaimlab`: measure (host), predict (sim) and compare TLB-flush batching in page reclaim.
 
+mod plot;
 mod render;
+mod sweep;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
@@ -131,6 +133,30 @@ enum Cmd {
         markdown: bool,
         #[command(flatten)]
         out: OutputArgs,
+    },
+    /// Simulate a grid of scenario variations under two policies (in parallel on all cores) and
+    /// print each metric's Before/After delta per grid point.
+    Sweep {
+        /// Scenario name or path.
+        scenario: String,
+        /// A key to vary: KEY=V1,V2,... (repeatable; the grid is their product).
+        #[arg(long = "vary", value_name = "KEY=V1,V2,...", required = true)]
+        vary: Vec<sweep::Axis>,
+        /// Kernel policy simulated as "before".
+        #[arg(long, value_name = "PRESET[+PATCH...]", default_value = "6.18")]
+        before: String,
+        /// Kernel policy simulated as "after".
+        #[arg(long, value_name = "PRESET[+PATCH...]")]
+        after: String,
+        /// Override a scenario key at every grid point (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+        /// Draw each metric's delta against the first varied key (SVG).
+        #[arg(long, value_name = "FILE.svg")]
+        plot: Option<PathBuf>,
+        /// Print JSON instead of the table.
+        #[arg(long)]
+        json: bool,
     },
     /// List kernel presets and policies (the seed series), one line each.
     Policies,
@@ -286,6 +312,33 @@ fn run(cli: Cli) -> Result<ExitCode> {
             markdown,
             out,
         } => validate(scn, repeat, swap, host_result, markdown, out),
+        Cmd::Sweep {
+            scenario,
+            vary,
+            before,
+            after,
+            sets,
+            plot,
+            json,
+        } => {
+            for spec in [&before, &after] {
+                reclaimlab_core::policy::KernelPolicy::parse(spec).map_err(anyhow::Error::msg)?;
+            }
+            let points = sweep::run(&vary, &before, &after, |extra, pol| {
+                let mut all = sets.clone();
+                all.extend_from_slice(extra);
+                simulate_policy(&scenario, &all, pol)
+            })?;
+            if let Some(p) = &plot {
+                plot::sweep_svg(&points, p)?;
+            }
+            if json {
+                println!("{}", serde_json::to_string_pretty(&points)?);
+            } else {
+                println!("{}", render::sweep_table(&points));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Cmd::Policies => {
             use reclaimlab_core::policy::{Patch, PRESETS};
             println!("Kernel presets (--kernel):");
@@ -333,7 +386,6 @@ fn simulate_policy(scenario: &str, sets: &[String], spec: &str) -> Result<Result
     let names: Vec<String> = k.added.iter().map(|p| format!("{:?}", p.name())).collect();
     sets.push(format!("kernel.patches=[{}]", names.join(",")));
     let s = Scenario::load(scenario, &sets, Target::Sim)?;
-    eprintln!("reclaimlab: simulating {} under {k}", s.name);
     finish_scenario(&s, reclaimlab_sim::run(&s, &Default::default()))
 }
 

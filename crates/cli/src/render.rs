@@ -137,3 +137,41 @@ pub fn validate_table(rows: &[RatioRow], markdown: bool) -> String {
         t.to_string()
     }
 }
+
+/// One row per grid point: the varied values, then each headline metric's delta in percent.
+pub fn sweep_table(points: &[crate::sweep::Point]) -> String {
+    let Some(first) = points.first() else {
+        return String::new();
+    };
+    let metrics = [
+        "throughput",
+        "tlb_shootdowns",
+        "function_call_interrupts",
+        "pgsteal_anon",
+    ];
+    let mut header: Vec<String> = first.at.iter().map(|(k, _)| k.clone()).collect();
+    header.extend(metrics.iter().map(|m| format!("{m} Δ%")));
+    let h: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut t = table(&h);
+    for p in points {
+        let mut row: Vec<String> = p.at.iter().map(|(_, v)| v.clone()).collect();
+        for m in metrics {
+            let cell = p
+                .comparison
+                .rows
+                .iter()
+                .find(|r| r.metric == m)
+                .map(|r| match r.delta_pct {
+                    Some(d) => format!("{d:+.1}%"),
+                    None => "n/a".into(),
+                })
+                .unwrap_or_else(|| "-".into());
+            row.push(cell);
+        }
+        t.add_row(row);
+    }
+    format!(
+        "Before: {}\nAfter:  {}\n{t}",
+        first.comparison.before, first.comparison.after
+    )
+}
