@@ -1,4 +1,22 @@
-//! The live-kernel backend (`reclaimlab bench`). Being built under issue 2.
+//! The live-kernel backend (`reclaimlab bench`): runs a scenario in a memcg on the running
+//! kernel, samples its counters, and undoes every change it made on every exit path.
+//!
+//! One job per module: [`cgroup`] (memcg v1/v2), [`swap`] (zram), [`counters`]
+//! (/proc/interrupts, /proc/vmstat, memory.stat), [`trace`] (tlb:tlb_flush), [`stress`]
+//! (stress-ng), [`workers`] (the project's file workloads), [`workload`] (the trait they
+//! implement), [`proc`] (processes we start), [`cleanup`] (undo on every exit path), and
+//! [`bench`](mod@bench) (the repetitions).
+
+pub mod bench;
+pub mod cgroup;
+pub mod cleanup;
+pub mod counters;
+pub mod proc;
+pub mod stress;
+pub mod swap;
+pub mod trace;
+pub mod workers;
+pub mod workload;
 
 use reclaimlab_core::{ResultDoc, Scenario};
 
@@ -30,9 +48,11 @@ pub struct BenchOptions<'a> {
 }
 
 /// Run a scenario on the live kernel `repeat` times and return the shared result document.
-pub fn bench(scn: &Scenario, _opts: &BenchOptions) -> anyhow::Result<ResultDoc> {
-    scn.skip_section("sim");
-    anyhow::bail!("the host backend is not built yet (scenario {})", scn.name)
+///
+/// Needs root and a memory cgroup controller. Reads the scenario's `[host]` keys (`host.grace`,
+/// `host.stress_ng`) and skips `[sim]`, so the caller can `scn.finish()` afterwards.
+pub fn bench(scn: &Scenario, opts: &BenchOptions) -> anyhow::Result<ResultDoc> {
+    bench::bench(scn, opts)
 }
 
 /// CPUs and RAM of this machine, for validating scenarios against it.

@@ -1,0 +1,186 @@
+//! `bench`: the repetitions of one scenario on the live kernel, each in a fresh memcg, with
+//! every change undone on every exit path (see [`crate::cleanup`]).
+
+use crate::cgroup::{self, Memcg, MemcgRoot};
+use crate::cleanup::Cleanup;
+use crate::trace::Tracer;
+use crate::workload::{for_scenario, Env, HostConfig, HostWorkload, Meter};
+use crate::{swap, BenchOptions, SwapRequest};
+use anyhow::{bail, Result};
+use reclaimlab_core::{MachineInfo, ResultDoc, RunResult, Scenario, SCHEMA};
+use std::time::Duration;
+
+/// Root and a memory controller, or an error saying what is missing.
+pub fn preflight() -> Result<MemcgRoot> {
+    if !nix::unistd::geteuid().is_root() {
+        bail!(
+            "bench runs the scenario on the live kernel and needs root (it creates a memcg, may \
+             set up swap and tracing): run it as root, e.g. sudo reclaimlab bench ..."
+        );
+    }
+    cgroup::detect()
+}
+
+pub fn kernel_release() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+pub fn bench(scn: &Scenario, opts: &BenchOptions) -> Result<ResultDoc> {
+    scn.skip_section("sim");
+    let cfg = HostConfig::read(scn)?;
+    let root = preflight()?;
+    let mut wl = for_scenario(scn, &cfg);
+    wl.check()?;
+
+    let cleanup = Cleanup::new();
+    let swap_kind = match &opts.swap {
+        Some(SwapRequest::Zram { bytes }) => {
+            swap::setup_zram(&cleanup, *bytes)?;
+            "zram"
+        }
+        None if !swap::active().is_empty() => "existing",
+        None if scn.workload.is_anon() => return Err(swap::no_swap_error(&scn.name)),
+        None => "none",
+    };
+    let swap_info = swap::info(swap_kind);
+    if root.needs_subtree_memory() {
+        let r2 = root.clone();
+        cleanup.apply(
+            format!("+memory in {}/cgroup.subtree_control", root.dir.display()),
+            || root.set_subtree_memory(true),
+            move || r2.set_subtree_memory(false),
+        )?;
+    }
+    let tracer = if opts.trace {
+        Some(Tracer::setup(&cleanup)?)
+    } else {
+        None
+    };
+
+    let repeat = opts.repeat.max(1);
+    let mut runs = Vec::with_capacity(repeat);
+    for i in 0..repeat {
+        let progress = |f: f64| {
+            if let Some(p) = opts.progress {
+                p(i, repeat, f.clamp(0.0, 1.0))
+            }
+        };
+        runs.push(run_once(
+            scn,
+            &root,
+            wl.as_mut(),
+            &cleanup,
+            tracer.as_ref(),
+            &cfg,
+            i,
+            &progress,
+        )?);
+        progress(1.0);
+    }
+    let errors = cleanup.run_all();
+    if !errors.is_empty() {
+        bail!(
+            "the run finished but clean-up failed:\n{}",
+            errors.join("\n")
+        );
+    }
+    let (cpus, memory_bytes) = crate::machine_limits();
+    let mut doc = ResultDoc {
+        schema: SCHEMA.into(),
+        scenario: scn.name.clone(),
+        backend: "host".into(),
+        kernel: kernel_release(),
+        policy: String::new(),
+        machine: MachineInfo {
+            cpus,
+            memory_bytes,
+            arch: std::env::consts::ARCH.into(),
+            cgroup: root.version.as_str().into(),
+            swap: swap_info,
+        },
+        config: scn.to_json(),
+        workload_command: wl.command(),
+        workload_version: wl.version(),
+        runs,
+        ..Default::default()
+    };
+    doc.summarize();
+    Ok(doc)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_once(
+    scn: &Scenario,
+    root: &MemcgRoot,
+    wl: &mut dyn HostWorkload,
+    cleanup: &Cleanup,
+    tracer: Option<&Tracer>,
+    cfg: &HostConfig,
+    index: usize,
+    progress: &dyn Fn(f64),
+) -> Result<RunResult> {
+    let name = root.unique_name();
+    let cg = Memcg {
+        version: root.version,
+        dir: root.dir.join(&name),
+    };
+    let cg2 = cg.clone();
+    let (_, undo) = cleanup.apply(
+        format!("memcg {}", cg.dir.display()),
+        || root.create(&name),
+        move || cg2.remove(),
+    )?;
+    cg.set_limit(scn.memcg.limit_bytes)?;
+    let mut notes = Vec::new();
+    if !cg.set_swappiness(scn.memcg.swappiness)? {
+        notes.push("cgroup v2 has no per-memcg swappiness: memcg.swappiness not applied".into());
+    }
+    let env = Env {
+        cg: &cg,
+        cleanup,
+        duration: Duration::from_nanos(scn.run.duration_ns),
+        grace: cfg.grace,
+        seed: scn.run.seed,
+        index,
+        progress,
+    };
+    let mut meter = Meter::new(&cg, tracer);
+    let out = wl.run(&env, &mut meter)?;
+    let (d, wall, hist) = meter.finish()?;
+    let oom_kills = cg.oom_kills()?;
+    undo.run()?;
+
+    let mut counters = d.counters;
+    counters.insert("oom_kills".into(), oom_kills);
+    notes.extend(out.notes);
+    if oom_kills > 0 {
+        notes.push(format!(
+            "{oom_kills} OOM kill(s) in the memcg during this run{}",
+            if scn.workload.kind() == "stress-vm" {
+                " (stress-ng restarts killed workers, so bogo ops/s is noisy)"
+            } else {
+                ""
+            }
+        ));
+    }
+    if !out.completed {
+        notes.push("the workload did not run to its end: this run is marked invalid".into());
+    }
+    let mut extra = out.extra;
+    if let Some(h) = hist {
+        extra.insert("tlb_flush_trace".into(), serde_json::to_value(h)?);
+    }
+    Ok(RunResult {
+        counters,
+        per_cpu: d.per_cpu,
+        memcg_stat: d.memcg_stat,
+        wall_seconds: wall,
+        throughput: out.throughput,
+        oom_kills,
+        valid: out.completed,
+        notes,
+        extra,
+    })
+}

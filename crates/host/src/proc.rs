@@ -1,0 +1,240 @@
+//! Processes bench starts: each in its own process group, moved into the memcg before it runs
+//! anything of the workload, killed with SIGKILL by PID/process group (never by name), and
+//! reaped.
+
+use crate::cgroup::Memcg;
+use crate::cleanup::{Cleanup, Undo};
+use anyhow::{bail, Context, Result};
+use nix::sys::signal::{killpg, Signal};
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::Pid;
+use std::ffi::CString;
+use std::fs::File;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How a started process ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ended {
+    Exited(i32),
+    Signaled(i32),
+}
+
+impl Ended {
+    pub fn ok(&self) -> bool {
+        *self == Ended::Exited(0)
+    }
+    pub fn describe(&self) -> String {
+        match self {
+            Ended::Exited(c) => format!("exited with status {c}"),
+            Ended::Signaled(s) => format!("was killed by signal {s}"),
+        }
+    }
+}
+
+/// Kill the process group `pid` leads and reap `pid` (used by clean-up; harmless if gone).
+pub fn kill_and_reap(pid: i32) -> Result<()> {
+    let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+    let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+    let _ = waitpid(Pid::from_raw(pid), None);
+    Ok(())
+}
+
+/// Spawn `cmd` and register its clean-up (kill its process group, reap it). The command should
+/// put the child in its own process group (see [`JoinMemcg::in_child`]).
+pub fn spawn(
+    cleanup: &Cleanup,
+    what: &str,
+    cmd: &mut std::process::Command,
+) -> Result<(std::process::Child, Undo)> {
+    let slot = Arc::new(AtomicI32::new(0));
+    let s2 = slot.clone();
+    cleanup.apply(
+        what,
+        || {
+            let c = cmd.spawn().with_context(|| format!("starting {what}"))?;
+            slot.store(c.id() as i32, Ordering::SeqCst);
+            Ok(c)
+        },
+        move || match s2.load(Ordering::SeqCst) {
+            0 => Ok(()),
+            pid => kill_and_reap(pid),
+        },
+    )
+}
+
+/// Wait for `pid` until `deadline`, calling `tick` every ~100 ms. None on timeout.
+pub fn wait_until(pid: i32, deadline: Instant, tick: &mut dyn FnMut()) -> Result<Option<Ended>> {
+    loop {
+        match waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::Exited(_, c)) => return Ok(Some(Ended::Exited(c))),
+            Ok(WaitStatus::Signaled(_, s, _)) => return Ok(Some(Ended::Signaled(s as i32))),
+            Ok(_) => {}
+            Err(e) => return Err(e).context(format!("waiting for pid {pid}")),
+        }
+        if Instant::now() >= deadline {
+            return Ok(None);
+        }
+        tick();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Prepared in the parent so the child does not allocate before it has joined the memcg.
+pub struct JoinMemcg {
+    procs: CString,
+}
+
+impl JoinMemcg {
+    pub fn new(cg: &Memcg) -> Result<JoinMemcg> {
+        Ok(JoinMemcg {
+            procs: CString::new(cg.procs_path().into_os_string().into_encoded_bytes())?,
+        })
+    }
+
+    /// In the child between fork and exec: own process group, die with the parent, join the
+    /// memcg. Only async-signal-safe calls.
+    pub fn in_child(&self) -> std::io::Result<()> {
+        // SAFETY: plain syscalls on valid pointers; no allocation.
+        unsafe {
+            if libc::setpgid(0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            // Our signal handlers write to bench's signal pipe: the child must not.
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            libc::signal(libc::SIGTERM, libc::SIG_DFL);
+            libc::signal(libc::SIGHUP, libc::SIG_DFL);
+            let fd = libc::open(self.procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+            if fd < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // "0" moves the writing process itself.
+            let r = libc::write(fd, b"0".as_ptr().cast(), 1);
+            libc::close(fd);
+            if r != 1 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A forked worker process with a pipe each way.
+pub struct Forked {
+    pub pid: i32,
+    /// Lines from the child.
+    pub from_child: File,
+    /// Closing it (drop) tells the child to finish.
+    pub to_child: Option<File>,
+}
+
+/// Fork a child that joins `cg` and runs `body(from_parent, to_parent)`, exiting 0 on Ok and 1
+/// (after printing the error) on Err. The child is registered for clean-up.
+///
+/// The child of a multi-threaded parent: glibc keeps malloc usable after fork, and the child
+/// touches no lock the parent's other threads use (it prints only with raw write(2)).
+pub fn fork_in_memcg(
+    cg: &Memcg,
+    cleanup: &Cleanup,
+    what: &str,
+    body: impl FnOnce(File, File) -> Result<()>,
+) -> Result<(Forked, Undo)> {
+    let join = JoinMemcg::new(cg)?;
+    let (p_rd, c_wr): (OwnedFd, OwnedFd) = nix::unistd::pipe().context("pipe")?;
+    let (c_rd, p_wr): (OwnedFd, OwnedFd) = nix::unistd::pipe().context("pipe")?;
+    let parent_fds = [p_rd.as_raw_fd(), p_wr.as_raw_fd()];
+    let slot = Arc::new(AtomicI32::new(0));
+    let s2 = slot.clone();
+    let (pid, undo) = cleanup.apply(
+        format!("{what} (forked worker)"),
+        move || {
+            // SAFETY: the child only runs the code below and leaves with _exit.
+            match unsafe { nix::unistd::fork() }.context("fork")? {
+                nix::unistd::ForkResult::Child => {
+                    let code = match join.in_child() {
+                        Err(e) => {
+                            raw_eprint(&format!("reclaimlab worker: joining the memcg: {e}\n"));
+                            1
+                        }
+                        Ok(()) => {
+                            for fd in parent_fds {
+                                // SAFETY: the parent's ends, unused in the child.
+                                unsafe { libc::close(fd) };
+                            }
+                            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                body(File::from(c_rd), File::from(c_wr))
+                            }));
+                            match r {
+                                Ok(Ok(())) => 0,
+                                Ok(Err(e)) => {
+                                    raw_eprint(&format!("reclaimlab worker: {e:#}\n"));
+                                    1
+                                }
+                                Err(_) => 101,
+                            }
+                        }
+                    };
+                    // SAFETY: leave without the parent's atexit handlers or destructors.
+                    unsafe { libc::_exit(code) }
+                }
+                nix::unistd::ForkResult::Parent { child } => {
+                    slot.store(child.as_raw(), Ordering::SeqCst);
+                    Ok(child.as_raw())
+                }
+            }
+        },
+        move || match s2.load(Ordering::SeqCst) {
+            0 => Ok(()),
+            pid => kill_and_reap(pid),
+        },
+    )?;
+    Ok((
+        Forked {
+            pid,
+            from_child: File::from(p_rd),
+            to_child: Some(File::from(p_wr)),
+        },
+        undo,
+    ))
+}
+
+/// stderr without the std lock (for a forked child).
+pub fn raw_eprint(m: &str) {
+    // SAFETY: valid buffer.
+    unsafe { libc::write(2, m.as_ptr().cast(), m.len()) };
+}
+
+/// Read one line from `f` (a pipe), waiting until `deadline`. Ok(None) on timeout, error on EOF.
+pub fn read_line(f: &mut File, buf: &mut Vec<u8>, deadline: Instant) -> Result<Option<String>> {
+    use std::io::Read;
+    loop {
+        if let Some(i) = buf.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = buf.drain(..=i).collect();
+            return Ok(Some(String::from_utf8_lossy(&line[..i]).into_owned()));
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Ok(None);
+        }
+        let mut pfd = libc::pollfd {
+            fd: f.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = left.as_millis().min(200) as i32;
+        // SAFETY: one valid pollfd.
+        let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+        if n <= 0 {
+            continue;
+        }
+        let mut chunk = [0u8; 4096];
+        let r = f.read(&mut chunk).context("reading from the worker")?;
+        if r == 0 {
+            bail!("the worker process ended before it reported");
+        }
+        buf.extend_from_slice(&chunk[..r]);
+    }
+}

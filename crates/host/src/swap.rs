@@ -1,0 +1,179 @@
+//! Swap for anonymous scenarios: report what is on, or set up a zram device for the run
+//! (`--swap zram:SIZE`) and take it down afterwards.
+
+use crate::cleanup::Cleanup;
+use anyhow::{bail, Context, Result};
+use reclaimlab_core::SwapInfo;
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+
+/// Active swap devices from `/proc/swaps` text: (device, size in bytes).
+pub fn parse_proc_swaps(text: &str) -> Vec<(String, u64)> {
+    text.lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            Some((
+                f.first()?.to_string(),
+                f.get(2)?.parse::<u64>().ok()? * 1024,
+            ))
+        })
+        .collect()
+}
+
+pub fn active() -> Vec<(String, u64)> {
+    parse_proc_swaps(&std::fs::read_to_string("/proc/swaps").unwrap_or_default())
+}
+
+/// What swap the run has, for `machine.swap`.
+pub fn info(kind: &str) -> SwapInfo {
+    let a = active();
+    SwapInfo {
+        kind: if a.is_empty() {
+            "none".into()
+        } else {
+            kind.into()
+        },
+        bytes: a.iter().map(|(_, b)| b).sum(),
+        devices: a.into_iter().map(|(d, _)| d).collect(),
+    }
+}
+
+/// The message for an anonymous scenario without swap.
+pub fn no_swap_error(scenario: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "scenario {scenario} reclaims anonymous memory, which needs swap, and no swap is on: \
+         pass --swap zram:4G to set up a zram swap device for the run (it is taken down \
+         afterwards), or enable swap yourself"
+    )
+}
+
+fn sysfs_write(p: &Path, v: &str) -> Result<()> {
+    std::fs::write(p, v).with_context(|| format!("writing {v:?} to {}", p.display()))
+}
+
+fn swapon(dev: &Path) -> Result<()> {
+    let c = CString::new(dev.as_os_str().as_encoded_bytes())?;
+    // Highest priority, so the run's swap goes to this device first.
+    // SWAP_FLAG_PREFER | priority (linux/swap.h; not in the libc crate).
+    const SWAP_FLAG_PREFER: libc::c_int = 0x8000;
+    const SWAP_FLAG_PRIO_MASK: libc::c_int = 0x7fff;
+    let flags = SWAP_FLAG_PREFER | (32767 & SWAP_FLAG_PRIO_MASK);
+    // SAFETY: valid NUL-terminated path.
+    if unsafe { libc::swapon(c.as_ptr(), flags) } != 0 {
+        return Err(std::io::Error::last_os_error()).context(format!("swapon {}", dev.display()));
+    }
+    Ok(())
+}
+
+fn swapoff(dev: &Path) -> Result<()> {
+    let c = CString::new(dev.as_os_str().as_encoded_bytes())?;
+    // SAFETY: valid NUL-terminated path.
+    if unsafe { libc::swapoff(c.as_ptr()) } != 0 {
+        return Err(std::io::Error::last_os_error()).context(format!("swapoff {}", dev.display()));
+    }
+    Ok(())
+}
+
+/// Pick a free zram device: the first existing one with disksize 0 that is not swap, else one
+/// hot-added through /sys/class/zram-control (removed again at clean-up).
+fn free_zram(cleanup: &Cleanup) -> Result<u32> {
+    let in_use: Vec<String> = active().into_iter().map(|(d, _)| d).collect();
+    let mut ids: Vec<u32> = std::fs::read_dir("/sys/block")
+        .map(|rd| {
+            rd.filter_map(|e| {
+                e.ok()?
+                    .file_name()
+                    .to_str()?
+                    .strip_prefix("zram")?
+                    .parse()
+                    .ok()
+            })
+            .collect()
+        })
+        .unwrap_or_default();
+    ids.sort();
+    for id in ids {
+        let size =
+            std::fs::read_to_string(format!("/sys/block/zram{id}/disksize")).unwrap_or_default();
+        if size.trim() == "0" && !in_use.contains(&format!("/dev/zram{id}")) {
+            return Ok(id);
+        }
+    }
+    let ctl = Path::new("/sys/class/zram-control");
+    if !ctl.exists() {
+        bail!(
+            "no free zram device and no /sys/class/zram-control: load the zram module \
+             (modprobe zram) or enable swap yourself"
+        );
+    }
+    let slot = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(-1));
+    let s2 = slot.clone();
+    let (id, _) = cleanup.apply(
+        "hot-added zram device",
+        || {
+            let s = std::fs::read_to_string(ctl.join("hot_add")).context("zram hot_add")?;
+            let id = s.trim().parse::<u32>().context("zram hot_add answer")?;
+            slot.store(id as i64, std::sync::atomic::Ordering::SeqCst);
+            Ok(id)
+        },
+        move || match s2.load(std::sync::atomic::Ordering::SeqCst) {
+            id if id >= 0 => sysfs_write(&ctl.join("hot_remove"), &id.to_string()),
+            _ => Ok(()),
+        },
+    )?;
+    Ok(id)
+}
+
+/// Set up `/dev/zramN` of `bytes` as swap. Every step registers its undo: swapoff, reset.
+pub fn setup_zram(cleanup: &Cleanup, bytes: u64) -> Result<PathBuf> {
+    let id = free_zram(cleanup)?;
+    let sys = PathBuf::from(format!("/sys/block/zram{id}"));
+    let dev = PathBuf::from(format!("/dev/zram{id}"));
+    let reset = sys.join("reset");
+    cleanup.apply(
+        format!("zram{id} disksize"),
+        || sysfs_write(&sys.join("disksize"), &bytes.to_string()),
+        move || sysfs_write(&reset, "1"),
+    )?;
+    let out = std::process::Command::new("mkswap")
+        .arg(&dev)
+        .output()
+        .context("running mkswap (util-linux)")?;
+    if !out.status.success() {
+        bail!(
+            "mkswap {} failed: {}",
+            dev.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let d2 = dev.clone();
+    cleanup.apply(
+        format!("swapon {}", dev.display()),
+        || swapon(&dev),
+        move || swapoff(&d2),
+    )?;
+    Ok(dev)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_proc_swaps() {
+        let t = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n\
+                 /dev/zram0                              partition\t4194300\t\t0\t\t32767\n";
+        assert_eq!(
+            parse_proc_swaps(t),
+            vec![("/dev/zram0".to_string(), 4194300 * 1024)]
+        );
+        assert!(parse_proc_swaps("Filename Type Size Used Priority\n").is_empty());
+    }
+
+    #[test]
+    fn no_swap_error_says_how_to_fix() {
+        let m = no_swap_error("stress-vm").to_string();
+        assert!(m.contains("--swap zram:4G"), "{m}");
+    }
+}

@@ -1,0 +1,180 @@
+//! The project's own file workloads: a forked worker process joins the memcg, maps a data file
+//! shared by threads pinned one per CPU, and talks to bench over a pipe (`ready ...`,
+//! `result ...` lines; bench closing its end means "finish").
+
+pub mod file_mmap_rw;
+pub mod file_reclaim;
+
+use crate::cleanup::Cleanup;
+use crate::proc::{read_line, wait_until, Ended, Forked};
+use crate::workload::Env;
+use anyhow::{bail, Context, Result};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Refuse a data directory whose pages would not be file pages (tmpfs is shmem: swap-backed).
+pub fn check_dir(dir: &str) -> Result<()> {
+    let p = Path::new(dir);
+    if !p.is_dir() {
+        bail!("workload.dir {dir:?} is not a directory");
+    }
+    let st = nix::sys::statfs::statfs(p).with_context(|| format!("statfs {dir}"))?;
+    if st.filesystem_type() == nix::sys::statfs::TMPFS_MAGIC {
+        bail!(
+            "workload.dir {dir:?} is on tmpfs, whose pages are shmem (swap-backed), not file \
+             pages: use a directory on a disk filesystem, e.g. /var/tmp"
+        );
+    }
+    Ok(())
+}
+
+/// Create `dir/reclaimlab-<pid>-<index>.dat` of `bytes`, allocated (fallocate) but never
+/// read, so none of it is in the page cache until the worker maps it; removed by clean-up.
+pub fn create_data_file(cleanup: &Cleanup, dir: &str, index: usize, bytes: u64) -> Result<PathBuf> {
+    let path = Path::new(dir).join(format!("reclaimlab-{}-{index}.dat", std::process::id()));
+    let p2 = path.clone();
+    cleanup.apply(
+        format!("data file {}", path.display()),
+        || {
+            let f = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .open(&path)
+                .with_context(|| format!("creating {}", path.display()))?;
+            // SAFETY: valid fd.
+            let r = unsafe { libc::fallocate(f.as_raw_fd(), 0, 0, bytes as libc::off_t) };
+            if r != 0 {
+                let e = std::io::Error::last_os_error();
+                let _ = std::fs::remove_file(&path);
+                return Err(e).with_context(|| format!("fallocate {} bytes", bytes));
+            }
+            Ok(())
+        },
+        move || match std::fs::remove_file(&p2) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+            _ => Ok(()),
+        },
+    )?;
+    Ok(path)
+}
+
+/// A shared mapping of a whole file.
+pub struct Mapping {
+    pub addr: usize,
+    pub len: usize,
+}
+
+impl Mapping {
+    pub fn map(path: &Path, write: bool) -> Result<Mapping> {
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(write)
+            .open(path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        let len = f.metadata()?.len() as usize;
+        let prot = libc::PROT_READ | if write { libc::PROT_WRITE } else { 0 };
+        // SAFETY: mapping a regular file we opened; the mapping outlives the fd legitimately.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                prot,
+                libc::MAP_SHARED,
+                f.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error()).context("mmap");
+        }
+        Ok(Mapping {
+            addr: p as usize,
+            len,
+        })
+    }
+
+    pub fn pages(&self) -> usize {
+        self.len / 4096
+    }
+
+    /// Read (and with `write`, also write) one byte of page `i`.
+    #[inline]
+    pub fn touch(&self, i: usize, write: bool) {
+        let p = (self.addr + i * 4096) as *mut u8;
+        // SAFETY: i < pages(); the mapping is live and (for write) writable.
+        unsafe {
+            let v = std::ptr::read_volatile(p);
+            if write {
+                std::ptr::write_volatile(p, v.wrapping_add(1));
+            }
+        }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: our own mapping.
+        unsafe { libc::munmap(self.addr as *mut libc::c_void, self.len) };
+    }
+}
+
+/// Pin the calling thread to `cpu` (None: leave it to the scheduler).
+pub fn pin(cpu: Option<usize>) -> Result<()> {
+    if let Some(c) = cpu {
+        let mut set = nix::sched::CpuSet::new();
+        set.set(c).context("CPU number")?;
+        nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)
+            .with_context(|| format!("pinning to CPU {c}"))?;
+    }
+    Ok(())
+}
+
+/// The clean-up tests' "workload hangs" fault: RECLAIMLAB_TEST_FAULT=hang makes the worker
+/// sleep instead of working, until bench's deadline kills it.
+pub fn maybe_hang() {
+    if std::env::var("RECLAIMLAB_TEST_FAULT").as_deref() == Ok("hang") {
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    }
+}
+
+/// Wait for the next line from the worker, reporting progress as elapsed / `expected`.
+/// Ok(None) when the worker ended (e.g. was killed) before it wrote one; error at the deadline.
+pub fn wait_line(
+    w: &mut Forked,
+    buf: &mut Vec<u8>,
+    env: &Env,
+    expected: Duration,
+    what: &str,
+) -> Result<Option<String>> {
+    let t0 = Instant::now();
+    let deadline = env.deadline(expected);
+    loop {
+        let step = (Instant::now() + Duration::from_millis(200)).min(deadline);
+        match read_line(&mut w.from_child, buf, step) {
+            Ok(Some(l)) => return Ok(Some(l)),
+            Ok(None) if Instant::now() >= deadline => bail!(
+                "the {what} worker (pid {}) did not report within {:.0}s (run.duration + \
+                 host.grace): killed it",
+                w.pid,
+                (expected + env.grace).as_secs_f64()
+            ),
+            Ok(None) => {
+                (env.progress)(t0.elapsed().as_secs_f64() / expected.as_secs_f64().max(1e-9))
+            }
+            Err(_) => return Ok(None),
+        }
+    }
+}
+
+/// Close the pipe to the worker (it finishes) and wait for it to exit.
+pub fn finish(w: &mut Forked, env: &Env) -> Result<Ended> {
+    w.to_child.take();
+    match wait_until(w.pid, env.deadline(Duration::ZERO), &mut || {})? {
+        Some(e) => Ok(e),
+        None => bail!("the worker (pid {}) did not exit: killed it", w.pid),
+    }
+}

@@ -1,0 +1,144 @@
+//! What every host workload plugs into: the run environment (its memcg, the clean-up registry,
+//! duration and grace, progress), the meter that samples counters around the measured part, and
+//! the [`HostWorkload`] trait. Adding a workload means one module implementing the trait and one
+//! arm in [`for_scenario`].
+
+use crate::cgroup::Memcg;
+use crate::cleanup::Cleanup;
+use crate::counters::{deltas, Deltas, Snapshot};
+use crate::trace::{Histogram, Recording, Tracer};
+use anyhow::{bail, Result};
+use reclaimlab_core::{Scenario, Throughput, Workload};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// Host-only tunables from the scenario's `[host]` section.
+#[derive(Clone, Debug)]
+pub struct HostConfig {
+    /// How long past `run.duration` a run may take before bench gives up on it (`host.grace`).
+    pub grace: Duration,
+    /// The stress-ng binary (`host.stress_ng`).
+    pub stress_ng: String,
+}
+
+impl HostConfig {
+    pub fn read(scn: &Scenario) -> Result<HostConfig> {
+        let s = &scn.source;
+        Ok(HostConfig {
+            grace: Duration::from_nanos(s.duration_ns_or("host.grace", 30_000_000_000)?),
+            stress_ng: s.str_or("host.stress_ng", "stress-ng")?,
+        })
+    }
+}
+
+/// Everything a workload needs for one repetition.
+pub struct Env<'a> {
+    pub cg: &'a Memcg,
+    pub cleanup: &'a Cleanup,
+    pub duration: Duration,
+    pub grace: Duration,
+    pub seed: u64,
+    /// Repetition index (0-based), for unique file names.
+    pub index: usize,
+    pub progress: &'a dyn Fn(f64),
+}
+
+impl Env<'_> {
+    /// Deadline for a phase that should take `expected`.
+    pub fn deadline(&self, expected: Duration) -> Instant {
+        Instant::now() + expected + self.grace
+    }
+
+    /// Called by a workload once its processes run inside the memcg: the fault-injection point
+    /// of the clean-up tests (`RECLAIMLAB_TEST_FAULT=panic|error`).
+    pub fn started(&self) -> Result<()> {
+        match std::env::var("RECLAIMLAB_TEST_FAULT").as_deref() {
+            Ok("panic") => panic!("RECLAIMLAB_TEST_FAULT=panic: injected panic after set-up"),
+            Ok("error") => bail!("RECLAIMLAB_TEST_FAULT=error: injected error after set-up"),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Samples counters (and the trace) around the measured part of a run.
+pub struct Meter<'a> {
+    cg: &'a Memcg,
+    tracer: Option<&'a Tracer>,
+    before: Option<(Snapshot, Instant)>,
+    rec: Option<Recording>,
+    done: Option<(Deltas, f64, Option<Histogram>)>,
+}
+
+impl<'a> Meter<'a> {
+    pub fn new(cg: &'a Memcg, tracer: Option<&'a Tracer>) -> Meter<'a> {
+        Meter {
+            cg,
+            tracer,
+            before: None,
+            rec: None,
+            done: None,
+        }
+    }
+
+    pub fn start(&mut self) -> Result<()> {
+        self.rec = match self.tracer {
+            Some(t) => Some(t.start()?),
+            None => None,
+        };
+        self.before = Some((Snapshot::take(Some(self.cg)), Instant::now()));
+        Ok(())
+    }
+
+    pub fn stop(&mut self) {
+        let after = Snapshot::take(Some(self.cg));
+        if let Some((before, t0)) = self.before.take() {
+            let wall = t0.elapsed().as_secs_f64();
+            let hist = self.rec.take().map(|r| r.finish());
+            self.done = Some((deltas(&before, &after), wall, hist));
+        }
+    }
+
+    /// (counter deltas, wall seconds of the measured part, trace histogram).
+    pub fn finish(self) -> Result<(Deltas, f64, Option<Histogram>)> {
+        match self.done {
+            Some(d) => Ok(d),
+            None => bail!("internal: the workload never stopped its meter"),
+        }
+    }
+}
+
+/// What a workload reports for one repetition (counters come from the meter).
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub throughput: Throughput,
+    /// False when the workload did not run to its end (killed, failed): the run is invalid.
+    pub completed: bool,
+    pub notes: Vec<String>,
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+pub trait HostWorkload {
+    /// Check what the workload needs (binaries, directories) before anything is changed.
+    fn check(&mut self) -> Result<()> {
+        Ok(())
+    }
+    /// The exact command line of the workload program, if it is an external one.
+    fn command(&self) -> Option<String> {
+        None
+    }
+    /// The workload program's version, if external.
+    fn version(&self) -> Option<String> {
+        None
+    }
+    /// Run one repetition inside `env.cg`, calling `meter.start()`/`stop()` around the measured
+    /// part. Every process or file it creates is registered with `env.cleanup`.
+    fn run(&mut self, env: &Env, meter: &mut Meter) -> Result<Outcome>;
+}
+
+pub fn for_scenario(scn: &Scenario, cfg: &HostConfig) -> Box<dyn HostWorkload> {
+    match &scn.workload {
+        Workload::StressVm(w) => Box::new(crate::stress::StressVm::new(w, scn, cfg)),
+        Workload::FileReclaim(w) => Box::new(crate::workers::file_reclaim::FileReclaim::new(w)),
+        Workload::FileMmapRw(w) => Box::new(crate::workers::file_mmap_rw::FileMmapRw::new(w)),
+    }
+}
