@@ -31,7 +31,9 @@ pub fn bench(scn: &Scenario, opts: &BenchOptions) -> Result<ResultDoc> {
     scn.skip_section("sim");
     let cfg = HostConfig::read(scn)?;
     let root = preflight()?;
-    let mut wl = for_scenario(scn, &cfg);
+    let mut wl = for_scenario(scn, &cfg)?;
+    // Every key has been read now: fail on an unknown one before changing anything.
+    scn.finish()?;
     wl.check()?;
 
     let cleanup = Cleanup::new();
@@ -165,6 +167,12 @@ fn run_once(
             }
         ));
     }
+    let valid = out.completed && !(oom_kills > 0 && wl.oom_invalidates());
+    if out.completed && !valid {
+        notes.push(
+            "OOM kills in a workload that should have none: this run is marked invalid".into(),
+        );
+    }
     if !out.completed {
         notes.push("the workload did not run to its end: this run is marked invalid".into());
     }
@@ -179,7 +187,7 @@ fn run_once(
         wall_seconds: wall,
         throughput: out.throughput,
         oom_kills,
-        valid: out.completed,
+        valid,
         notes,
         extra,
     })

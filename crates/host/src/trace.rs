@@ -14,11 +14,16 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
 const TRACEFS: &str = "/sys/kernel/tracing";
+
+/// Set by the instance's clean-up: every reader thread stops and closes its `trace_pipe`
+/// (an instance with an open file cannot be removed).
+static STOP_ALL: AtomicBool = AtomicBool::new(false);
+static READERS: AtomicUsize = AtomicUsize::new(0);
 
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct Histogram {
@@ -113,7 +118,25 @@ impl Tracer {
             || std::fs::create_dir(&inst).with_context(|| format!("creating {}", inst.display())),
             move || {
                 let _ = std::fs::write(i2.join("events/tlb/tlb_flush/enable"), "0");
-                std::fs::remove_dir(&i2).with_context(|| format!("removing {}", i2.display()))
+                STOP_ALL.store(true, Ordering::SeqCst);
+                let t = std::time::Instant::now();
+                while READERS.load(Ordering::SeqCst) > 0 && t.elapsed().as_secs() < 5 {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                loop {
+                    match std::fs::remove_dir(&i2) {
+                        Err(e)
+                            if e.raw_os_error() == Some(libc::EBUSY)
+                                && t.elapsed().as_secs() < 5 =>
+                        {
+                            std::thread::sleep(std::time::Duration::from_millis(20))
+                        }
+                        r => {
+                            STOP_ALL.store(false, Ordering::SeqCst);
+                            return r.with_context(|| format!("removing {}", i2.display()));
+                        }
+                    }
+                }
             },
         )?;
         // A roomier per-CPU buffer (the instance's own, gone with it).
@@ -133,7 +156,12 @@ impl Tracer {
         std::fs::write(&enable, "1").context("enabling tlb:tlb_flush")?;
         let stop = Arc::new(AtomicBool::new(false));
         let s2 = stop.clone();
-        let reader = std::thread::spawn(move || read_pipe(pipe, &s2));
+        READERS.fetch_add(1, Ordering::SeqCst);
+        let reader = std::thread::spawn(move || {
+            let h = read_pipe(pipe, &s2);
+            READERS.fetch_sub(1, Ordering::SeqCst);
+            h
+        });
         Ok(Recording {
             enable,
             stop,
@@ -147,7 +175,7 @@ fn read_pipe(mut pipe: std::fs::File, stop: &AtomicBool) -> Histogram {
     let mut buf = vec![0u8; 1 << 16];
     let mut partial = String::new();
     let mut idle_after_stop = 0;
-    loop {
+    while !STOP_ALL.load(Ordering::SeqCst) {
         match pipe.read(&mut buf) {
             Ok(n) if n > 0 => {
                 partial.push_str(&String::from_utf8_lossy(&buf[..n]));

@@ -130,15 +130,23 @@ pub trait HostWorkload {
     fn version(&self) -> Option<String> {
         None
     }
+    /// Whether an OOM kill in the memcg makes the run invalid (a workload that should never be
+    /// OOM-killed). stress-ng's workers are routinely killed and restarted, so not for it.
+    fn oom_invalidates(&self) -> bool {
+        false
+    }
     /// Run one repetition inside `env.cg`, calling `meter.start()`/`stop()` around the measured
     /// part. Every process or file it creates is registered with `env.cleanup`.
     fn run(&mut self, env: &Env, meter: &mut Meter) -> Result<Outcome>;
 }
 
-pub fn for_scenario(scn: &Scenario, cfg: &HostConfig) -> Box<dyn HostWorkload> {
-    match &scn.workload {
+/// The host implementation of the scenario's workload (reads its own `host.*` keys).
+pub fn for_scenario(scn: &Scenario, cfg: &HostConfig) -> Result<Box<dyn HostWorkload>> {
+    Ok(match &scn.workload {
         Workload::StressVm(w) => Box::new(crate::stress::StressVm::new(w, scn, cfg)),
-        Workload::FileReclaim(w) => Box::new(crate::workers::file_reclaim::FileReclaim::new(w)),
+        Workload::FileReclaim(w) => {
+            Box::new(crate::workers::file_reclaim::FileReclaim::new(w, scn)?)
+        }
         Workload::FileMmapRw(w) => Box::new(crate::workers::file_mmap_rw::FileMmapRw::new(w)),
-    }
+    })
 }

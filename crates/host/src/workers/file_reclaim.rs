@@ -13,13 +13,34 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+/// What the threads do while bench reclaims (`host.hold`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hold {
+    /// Busy-wait on their CPUs, so the mm stays live there and unmapping its pages needs
+    /// shootdown IPIs (the default).
+    Spin,
+    /// Sleep: their CPUs go idle, in lazy-TLB mode, which x86 skips when flushing.
+    Sleep,
+}
+
 pub struct FileReclaim {
     spec: Spec,
+    hold: Hold,
 }
 
 impl FileReclaim {
-    pub fn new(spec: &Spec) -> FileReclaim {
-        FileReclaim { spec: spec.clone() }
+    pub fn new(spec: &Spec, scn: &reclaimlab_core::Scenario) -> Result<FileReclaim> {
+        let hold = match scn.source.str_or("host.hold", "spin")?.as_str() {
+            "spin" => Hold::Spin,
+            "sleep" => Hold::Sleep,
+            o => bail!(scn
+                .source
+                .err("host.hold", format!("{o:?}: use spin or sleep"))),
+        };
+        Ok(FileReclaim {
+            spec: spec.clone(),
+            hold,
+        })
     }
 }
 
@@ -27,6 +48,7 @@ impl FileReclaim {
 /// the pipe.
 fn worker(
     spec: &Spec,
+    hold: Hold,
     path: &std::path::Path,
     mut from: std::fs::File,
     mut to: std::fs::File,
@@ -52,7 +74,10 @@ fn worker(
                 let _ = tx.send(r);
                 // Hold the mapping, on this CPU, until bench is done reclaiming.
                 while !stop.load(Ordering::Relaxed) {
-                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    match hold {
+                        Hold::Spin => std::hint::spin_loop(),
+                        Hold::Sleep => std::thread::sleep(std::time::Duration::from_millis(20)),
+                    }
                 }
             })
         })
@@ -77,13 +102,13 @@ impl HostWorkload for FileReclaim {
 
     fn run(&mut self, env: &Env, meter: &mut Meter) -> Result<Outcome> {
         let path = create_data_file(env.cleanup, &self.spec.dir, env.index, self.spec.file_bytes)?;
-        let spec = self.spec.clone();
+        let (spec, hold) = (self.spec.clone(), self.hold);
         let p2 = path.clone();
         let (mut w, undo) = fork_in_memcg(
             env.cg,
             env.cleanup,
             "file-reclaim worker",
-            move |from, to| worker(&spec, &p2, from, to),
+            move |from, to| worker(&spec, hold, &p2, from, to),
         )?;
         env.started()?;
         let mut buf = Vec::new();

@@ -1,0 +1,500 @@
+//! Real-kernel tests of `reclaimlab bench` (issue 2): short runs whose counters must move, and
+//! the "leaves nothing behind" guarantee on every exit path (success, SIGINT, SIGTERM, injected
+//! error, injected panic, workload hang/timeout, workload killed).
+//!
+//! They need root and a memory cgroup controller; without them each test prints why it is
+//! skipped and passes. CI runs as root on a machine with memcg v1, so they run there. They run
+//! one at a time (they share swap, zram0 and tracefs).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_reclaimlab"))
+}
+
+/// The memory controller's directory, or None (with the reason printed) when the tests must skip.
+fn host_or_skip(test: &str, needs_stress_ng: bool) -> Option<PathBuf> {
+    if !is_root() {
+        eprintln!("skipping {test}: needs root (bench creates a memcg)");
+        return None;
+    }
+    let root = match reclaimlab_host::cgroup::detect() {
+        Ok(r) => r.dir,
+        Err(e) => {
+            eprintln!("skipping {test}: {e}");
+            return None;
+        }
+    };
+    if needs_stress_ng && Command::new("stress-ng").arg("--version").output().is_err() {
+        eprintln!("skipping {test}: stress-ng is not installed (apt-get install stress-ng)");
+        return None;
+    }
+    Some(root)
+}
+
+/// Everything bench may touch, to compare before and after.
+#[derive(Debug, PartialEq)]
+struct MachineState {
+    swaps: String,
+    zram_disksize: String,
+    tracefs_mounted: bool,
+    trace_instances: Vec<String>,
+    reclaim_cgroups: Vec<String>,
+    thp: Vec<String>,
+    data_files: Vec<String>,
+}
+
+fn ls(dir: &Path, pred: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|n| pred(n))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+impl MachineState {
+    fn capture(cg_root: &Path) -> MachineState {
+        let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+        let mounts = read("/proc/mounts");
+        let mut thp = vec![read("/sys/kernel/mm/transparent_hugepage/enabled")];
+        for d in ls(Path::new("/sys/kernel/mm/transparent_hugepage"), |n| {
+            n.starts_with("hugepages-")
+        }) {
+            thp.push(read(&format!(
+                "/sys/kernel/mm/transparent_hugepage/{d}/enabled"
+            )));
+        }
+        MachineState {
+            swaps: read("/proc/swaps"),
+            zram_disksize: read("/sys/block/zram0/disksize"),
+            tracefs_mounted: mounts.lines().any(|l| l.contains(" tracefs ")),
+            trace_instances: trace_instances(mounts.contains(" /sys/kernel/tracing tracefs ")),
+            reclaim_cgroups: ls(cg_root, |n| n.contains("reclaim") || n.contains("rlab")),
+            thp,
+            data_files: ls(Path::new("/var/tmp"), |n| n.starts_with("reclaimlab-")),
+        }
+    }
+}
+
+/// Trace instances live on in the kernel when tracefs is unmounted: look at them through a
+/// private mount (then unmount it) when /sys/kernel/tracing is not mounted.
+fn trace_instances(mounted: bool) -> Vec<String> {
+    if mounted {
+        return ls(Path::new("/sys/kernel/tracing/instances"), |_| true);
+    }
+    let dir = std::env::temp_dir().join(format!("rlab-test-tracefs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ok = Command::new("mount")
+        .args(["-t", "tracefs", "nodev"])
+        .arg(&dir)
+        .status()
+        .is_ok_and(|s| s.success());
+    let v = if ok {
+        ls(&dir.join("instances"), |_| true)
+    } else {
+        vec![]
+    };
+    if ok {
+        assert!(Command::new("umount").arg(&dir).status().unwrap().success());
+    }
+    std::fs::remove_dir(&dir).unwrap();
+    v
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|u| u.split_whitespace().nth(1).map(|e| e == "0"))
+        .unwrap_or(false)
+}
+
+/// Send a signal by PID with kill(1) (this crate does not depend on nix or libc).
+fn send(sig: &str, pid: u32) {
+    let st = Command::new("kill")
+        .args([format!("-{sig}"), pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success(), "kill -{sig} {pid}");
+}
+
+fn swap_is_on() -> bool {
+    std::fs::read_to_string("/proc/swaps")
+        .unwrap_or_default()
+        .lines()
+        .count()
+        > 1
+}
+
+/// `--swap zram:1G` when the machine has no swap of its own.
+fn swap_args() -> Vec<&'static str> {
+    if swap_is_on() {
+        vec![]
+    } else {
+        vec!["--swap", "zram:1G"]
+    }
+}
+
+fn stdout_json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "bench did not print JSON ({e}); status {:?}\nstderr:\n{}",
+            o.status,
+            String::from_utf8_lossy(&o.stderr)
+        )
+    })
+}
+
+fn assert_clean(before: &MachineState, cg_root: &Path, pids: &[i32]) {
+    let after = MachineState::capture(cg_root);
+    assert_eq!(&after, before, "bench left state behind");
+    for p in pids {
+        let alive = std::fs::read_to_string(format!("/proc/{p}/stat"))
+            .map(|s| !s.contains(") Z "))
+            .unwrap_or(false);
+        assert!(!alive, "workload process {p} is still running");
+    }
+}
+
+/// Wait until bench (pid `bench`) has a memcg with processes in it; return their pids.
+fn wait_for_workload(child: &mut Child, cg_root: &Path) -> Vec<i32> {
+    let prefix = format!("reclaimlab-{}-", child.id());
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(60) {
+        if let Ok(Some(st)) = child.try_wait() {
+            panic!("bench exited early: {st:?}");
+        }
+        for d in ls(cg_root, |n| n.starts_with(&prefix)) {
+            let procs =
+                std::fs::read_to_string(cg_root.join(&d).join("cgroup.procs")).unwrap_or_default();
+            let pids: Vec<i32> = procs
+                .split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect();
+            if !pids.is_empty() {
+                std::thread::sleep(Duration::from_millis(500));
+                return pids;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("bench never started its workload");
+}
+
+fn wait_exit(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
+    let t = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st;
+        }
+        if t.elapsed() > limit {
+            let _ = child.kill();
+            panic!("bench did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn stress_vm_short_run_moves_shootdowns_and_anon_reclaim() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(cg) = host_or_skip("stress_vm_short_run", true) else {
+        return;
+    };
+    let before = MachineState::capture(&cg);
+    let mut args = vec![
+        "bench",
+        "stress-vm",
+        "--set",
+        "workload.workers=2",
+        "--set",
+        "workload.bytes=300M",
+        "--set",
+        "memcg.limit=200M",
+        "--set",
+        "run.duration=8s",
+        "--json",
+    ];
+    args.extend(swap_args());
+    let o = bin().args(&args).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let d = stdout_json(&o);
+    assert_eq!(d["backend"], "host");
+    assert_eq!(d["scenario"], "stress-vm");
+    assert!(d["workload_command"]
+        .as_str()
+        .unwrap()
+        .contains("--vm 2 --vm-bytes 300M --vm-keep"));
+    assert!(d["workload_version"]
+        .as_str()
+        .unwrap()
+        .contains("stress-ng"));
+    let r = &d["runs"][0];
+    let c = &r["counters"];
+    assert!(c["tlb_shootdowns"].as_u64().unwrap() > 0, "{c}");
+    assert!(c["pgsteal_anon"].as_u64().unwrap() > 0, "{c}");
+    assert_eq!(
+        r["per_cpu"]["tlb_shootdowns"].as_array().unwrap().len(),
+        reclaimlab_host::machine_limits().0
+    );
+    assert!(r["memcg_stat"].as_object().is_some_and(|m| !m.is_empty()));
+    assert_eq!(r["throughput"]["unit"], "bogo_ops_per_sec");
+    assert!(r["throughput"]["value"].as_f64().unwrap() > 0.0);
+    assert!(r["wall_seconds"].as_f64().unwrap() >= 7.5);
+    assert!(d["median"]["tlb_shootdowns"].as_f64().unwrap() > 0.0);
+    assert_eq!(d["machine"]["cgroup"].as_str().unwrap().len(), 2);
+    assert_clean(&before, &cg, &[]);
+}
+
+#[test]
+fn file_reclaim_times_the_reclaim() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(cg) = host_or_skip("file_reclaim", false) else {
+        return;
+    };
+    let before = MachineState::capture(&cg);
+    let o = bin()
+        .args([
+            "bench",
+            "file-reclaim",
+            "--set",
+            "workload.file_bytes=256M",
+            "--set",
+            "workload.reclaim_bytes=128M",
+            "--set",
+            "memcg.limit=512M",
+            "--repeat",
+            "2",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let d = stdout_json(&o);
+    assert_eq!(d["runs"].as_array().unwrap().len(), 2);
+    for r in d["runs"].as_array().unwrap() {
+        assert_eq!(r["throughput"]["unit"], "reclaim_seconds");
+        assert!(r["throughput"]["value"].as_f64().unwrap() > 0.0);
+        assert!(
+            r["counters"]["pgsteal_file"].as_u64().unwrap() > 0,
+            "{}",
+            r["counters"]
+        );
+        assert!(
+            r["extra"]["reclaimed_bytes"].as_u64().unwrap() >= 100 << 20,
+            "{}",
+            r["extra"]
+        );
+    }
+    assert_clean(&before, &cg, &[]);
+}
+
+/// Start a bench, wait for its workload, deliver `sig`, and check the exit and the machine.
+fn interrupted_run(test: &str, sig: (&str, i32), extra: &[&str]) {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(cg) = host_or_skip(test, true) else {
+        return;
+    };
+    let before = MachineState::capture(&cg);
+    let mut args = vec![
+        "bench",
+        "stress-vm",
+        "--set",
+        "workload.workers=2",
+        "--set",
+        "workload.bytes=300M",
+        "--set",
+        "memcg.limit=200M",
+        "--set",
+        "run.duration=60s",
+        "--json",
+    ];
+    args.extend(extra);
+    let mut child = bin()
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pids = wait_for_workload(&mut child, &cg);
+    send(sig.0, child.id());
+    let st = wait_exit(&mut child, Duration::from_secs(60));
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(st.code(), Some(128 + sig.1), "{err}");
+    assert!(err.contains("cleaning up"), "{err}");
+    assert_clean(&before, &cg, &pids);
+}
+
+#[test]
+fn sigint_cleans_up() {
+    let swap = swap_args();
+    interrupted_run("sigint_cleans_up", ("INT", 2), &swap);
+}
+
+#[test]
+fn sigterm_cleans_up_swap_and_tracing_too() {
+    // Always ask for zram here (the machine's own swap, if any, stays as it is) and tracing.
+    interrupted_run(
+        "sigterm_cleans_up",
+        ("TERM", 15),
+        &["--swap", "zram:1G", "--trace"],
+    );
+}
+
+/// A run that ends by itself with a fault injected through RECLAIMLAB_TEST_FAULT.
+fn faulted_run(test: &str, fault: &str, args: &[&str]) -> (Output, MachineState, PathBuf) {
+    let cg = host_or_skip(test, false).unwrap();
+    let before = MachineState::capture(&cg);
+    let o = bin()
+        .args(args)
+        .env("RECLAIMLAB_TEST_FAULT", fault)
+        .output()
+        .unwrap();
+    (o, before, cg)
+}
+
+const MMAP_RW: &[&str] = &[
+    "bench",
+    "file-mmap-rw",
+    "--set",
+    "workload.file_bytes=128M",
+    "--set",
+    "memcg.limit=64M",
+    "--set",
+    "run.duration=3s",
+    "--set",
+    "host.grace=2s",
+    "--json",
+];
+
+#[test]
+fn injected_error_cleans_up() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if host_or_skip("injected_error", false).is_none() {
+        return;
+    }
+    let (o, before, cg) = faulted_run("injected_error", "error", MMAP_RW);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("injected error"), "{err}");
+    assert_clean(&before, &cg, &[]);
+}
+
+#[test]
+fn injected_panic_cleans_up() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if host_or_skip("injected_panic", false).is_none() {
+        return;
+    }
+    let (o, before, cg) = faulted_run("injected_panic", "panic", MMAP_RW);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(101), "{err}");
+    assert!(err.contains("injected panic"), "{err}");
+    assert_clean(&before, &cg, &[]);
+}
+
+#[test]
+fn hung_workload_times_out_and_cleans_up() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if host_or_skip("hung_workload", false).is_none() {
+        return;
+    }
+    let t = Instant::now();
+    let (o, before, cg) = faulted_run("hung_workload", "hang", MMAP_RW);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("did not report within 5s"), "{err}");
+    assert!(t.elapsed() < Duration::from_secs(30));
+    assert_clean(&before, &cg, &[]);
+}
+
+#[test]
+fn killed_workload_marks_the_run_invalid_and_cleans_up() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(cg) = host_or_skip("killed_workload", true) else {
+        return;
+    };
+    let before = MachineState::capture(&cg);
+    let mut args = vec![
+        "bench",
+        "stress-vm",
+        "--set",
+        "workload.workers=2",
+        "--set",
+        "workload.bytes=300M",
+        "--set",
+        "memcg.limit=200M",
+        "--set",
+        "run.duration=30s",
+        "--json",
+    ];
+    args.extend(swap_args());
+    let mut child = bin()
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pids = wait_for_workload(&mut child, &cg);
+    // Kill stress-ng itself (the member of the memcg whose parent is bench), as an OOM kill would.
+    let bench = child.id().to_string();
+    let top: Vec<i32> = pids
+        .iter()
+        .copied()
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/stat"))
+                .ok()
+                .and_then(|s| {
+                    s.rsplit(')')
+                        .next()
+                        .map(|r| r.split_whitespace().nth(1) == Some(&bench))
+                })
+                .unwrap_or(false)
+        })
+        .collect();
+    assert_eq!(top.len(), 1, "{pids:?}");
+    send("KILL", top[0] as u32);
+    wait_exit(&mut child, Duration::from_secs(60));
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let d = stdout_json(&o);
+    let r = &d["runs"][0];
+    assert_eq!(r["valid"], false);
+    let notes = r["notes"].to_string();
+    assert!(notes.contains("killed by signal 9"), "{notes}");
+    assert_clean(&before, &cg, &pids);
+}
+
+#[test]
+fn refuses_without_root() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !is_root() {
+        let o = bin().args(["bench", "file-reclaim"]).output().unwrap();
+        assert_eq!(o.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&o.stderr).contains("needs root"));
+        return;
+    }
+    // As root: drop to nobody for the child.
+    let o = bin()
+        .args(["bench", "file-reclaim"])
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("needs root"), "{err}");
+}
+
+use std::os::unix::process::CommandExt;
