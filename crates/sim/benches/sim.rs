@@ -1,0 +1,82 @@
+//! `cargo bench -p reclaimlab-sim [-- SCENARIO [KEY=VALUE...]]`: simulate the 16-CPU seed-000
+//! stress-vm scenario (60 simulated seconds) and print simulated events per second, wall time,
+//! peak RSS and bytes per simulated 4 KiB page.
+
+use reclaimlab_core::{Scenario, Target, Workload};
+use std::time::Instant;
+
+fn vm_hwm_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let name = args.first().cloned().unwrap_or_else(|| "stress-vm".into());
+    let sets: Vec<String> = args.iter().skip(1).cloned().collect();
+    let scn = Scenario::load(&name, &sets, Target::Sim).expect("scenario");
+    let base_kib = vm_hwm_kib();
+    let t = Instant::now();
+    let doc = reclaimlab_sim::run(&scn, &Default::default()).expect("simulation");
+    scn.finish().expect("scenario keys");
+    let wall = t.elapsed().as_secs_f64();
+    let run = &doc.runs[0];
+    let c = &run.counters;
+    let events = run.extra["sim_steps"].as_u64().unwrap_or(0)
+        + c["pgfault"]
+        + c["pgscan_anon"]
+        + c["pgscan_file"]
+        + c["tlb_shootdowns"];
+    let pages = match &scn.workload {
+        Workload::StressVm(w) => w.bytes_total / 4096,
+        Workload::FileReclaim(w) => w.file_bytes / 4096,
+        Workload::FileMmapRw(w) => w.file_bytes / 4096,
+    };
+    let hwm = vm_hwm_kib();
+    println!(
+        "scenario {name}: {:.1} simulated s in {wall:.2} s wall ({:.2}x real time)",
+        run.wall_seconds,
+        run.wall_seconds / wall
+    );
+    println!(
+        "simulated events: {events} ({:.2} M/s; steps + faults + scanned pages + shootdowns)",
+        events as f64 / wall / 1e6
+    );
+    println!(
+        "peak RSS (VmHWM): {} KiB, {} KiB above start; {:.1} bytes per simulated page ({pages} pages)",
+        hwm,
+        hwm - base_kib,
+        (hwm - base_kib) as f64 * 1024.0 / pages as f64
+    );
+    let g = |k: &str| c.get(k).copied().unwrap_or(0) as f64;
+    let steal = g("pgsteal_anon").max(1.0);
+    println!(
+        "throughput {:.0} {}; per stolen anon page: tlb_shootdowns {:.2}, function_call_interrupts {:.2}, pgscan_anon {:.2}, pswpout {:.2}",
+        run.throughput.value,
+        run.throughput.unit,
+        g("tlb_shootdowns") / steal,
+        g("function_call_interrupts") / steal,
+        g("pgscan_anon") / steal,
+        g("pswpout") / steal
+    );
+    let mut keys: Vec<_> = c.iter().collect();
+    keys.sort();
+    for (k, v) in keys {
+        if *v != 0 {
+            println!("  {k:32} {v}");
+        }
+    }
+    println!("  oom_kills {}", run.oom_kills);
+    for (k, v) in &run.extra {
+        println!("  extra.{k} = {v}");
+    }
+}

@@ -1,0 +1,427 @@
+//! x86 TLB and shootdowns (arch/x86/mm/tlb.c, arch/x86/include/asm/tlbflush.h).
+//!
+//! Each CPU has a finite set-associative TLB whose entries remember (mm, vpage) → pfn and
+//! whether they were filled writable and dirty. A full flush of one address space (CR3 reload /
+//! INVPCID single-context) bumps a per-(CPU, mm) epoch, so it costs O(1) and leaves other
+//! address spaces' entries alone, as PCID does. The per-CPU `local_gen[mm]` is
+//! cpu_tlbstate.ctxs[asid].tlb_gen; `Mm::tlb_gen` is mm->context.tlb_gen.
+
+use crate::cpumask::CpuMask;
+use crate::kernel::{CpuId, Kernel, MmId};
+use crate::mm::folio::Pfn;
+
+pub const TLB_WRITABLE: u8 = 1;
+pub const TLB_DIRTY: u8 = 2;
+/// `end` of a full flush (TLB_FLUSH_ALL).
+pub const TLB_FLUSH_ALL: u64 = u64::MAX;
+
+#[derive(Clone, Copy)]
+struct Entry {
+    /// mm << 32 | vpage; u64::MAX when never filled.
+    key: u64,
+    pfn: Pfn,
+    epoch: u32,
+    flags: u8,
+}
+
+pub struct CpuTlb {
+    sets: usize,
+    ways: usize,
+    entries: Vec<Entry>,
+    victim: Vec<u8>,
+    /// Per mm: entries with an older epoch were flushed.
+    epoch: Vec<u32>,
+    /// Per mm: cpu_tlbstate.ctxs[].tlb_gen — the mm generation this CPU's entries are current to.
+    pub local_gen: Vec<u64>,
+}
+
+fn key(mm: MmId, vp: u64) -> u64 {
+    (mm as u64) << 32 | vp
+}
+
+impl CpuTlb {
+    pub fn new(entries: usize, ways: usize) -> CpuTlb {
+        let sets = entries / ways;
+        CpuTlb {
+            sets,
+            ways,
+            entries: vec![
+                Entry {
+                    key: u64::MAX,
+                    pfn: 0,
+                    epoch: 0,
+                    flags: 0
+                };
+                sets * ways
+            ],
+            victim: vec![0; sets],
+            epoch: Vec::new(),
+            local_gen: Vec::new(),
+        }
+    }
+
+    pub fn add_mm(&mut self) {
+        self.epoch.push(0);
+        self.local_gen.push(0);
+    }
+
+    fn set_of(&self, mm: MmId, vp: u64) -> usize {
+        ((vp as usize).wrapping_add(mm.wrapping_mul(7919))) % self.sets
+    }
+
+    fn valid(&self, e: &Entry) -> bool {
+        e.key != u64::MAX && e.epoch == self.epoch[(e.key >> 32) as usize]
+    }
+
+    /// A usable entry for (mm, vp): (pfn, flags).
+    pub fn lookup(&self, mm: MmId, vp: u64) -> Option<(Pfn, u8)> {
+        let s = self.set_of(mm, vp) * self.ways;
+        let k = key(mm, vp);
+        self.entries[s..s + self.ways]
+            .iter()
+            .find(|e| e.key == k && self.valid(e))
+            .map(|e| (e.pfn, e.flags))
+    }
+
+    /// Fill after a page walk, replacing an invalid way or round-robin.
+    pub fn fill(&mut self, mm: MmId, vp: u64, pfn: Pfn, flags: u8) {
+        let set = self.set_of(mm, vp);
+        let s = set * self.ways;
+        let k = key(mm, vp);
+        let epoch = self.epoch[mm];
+        let mut slot = None;
+        for i in s..s + self.ways {
+            let e = &self.entries[i];
+            if e.key == k || !self.valid(e) {
+                slot = Some(i);
+                if e.key == k {
+                    break;
+                }
+            }
+        }
+        let i = slot.unwrap_or_else(|| {
+            let v = self.victim[set] as usize;
+            self.victim[set] = ((v + 1) % self.ways) as u8;
+            s + v
+        });
+        self.entries[i] = Entry {
+            key: k,
+            pfn,
+            epoch,
+            flags,
+        };
+    }
+
+    /// INVLPG of one page of `mm`.
+    pub fn flush_one(&mut self, mm: MmId, vp: u64) {
+        let s = self.set_of(mm, vp) * self.ways;
+        let k = key(mm, vp);
+        for e in &mut self.entries[s..s + self.ways] {
+            if e.key == k {
+                e.key = u64::MAX;
+            }
+        }
+    }
+
+    /// Flush every entry of `mm` (its ASID).
+    pub fn flush_mm(&mut self, mm: MmId) {
+        self.epoch[mm] = self.epoch[mm].wrapping_add(1);
+    }
+
+    /// Every usable entry (mm, vpage, pfn, flags), for invariant checks.
+    pub fn valid_entries(&self) -> impl Iterator<Item = (MmId, u64, Pfn, u8)> + '_ {
+        self.entries
+            .iter()
+            .filter(|e| self.valid(e))
+            .map(|e| ((e.key >> 32) as MmId, e.key & 0xffff_ffff, e.pfn, e.flags))
+    }
+}
+
+/// struct flush_tlb_info.
+#[derive(Clone, Debug)]
+pub struct FlushTlbInfo {
+    /// None for the batched reclaim flush (and flush_tlb_all).
+    pub mm: Option<MmId>,
+    pub start: u64,
+    pub end: u64,
+    /// None = TLB_GENERATION_INVALID.
+    pub new_tlb_gen: Option<u64>,
+    pub freed_tables: bool,
+    /// should_trim_cpumask: also IPI CPUs that stopped running the mm, so they leave its mask.
+    pub trim_cpumask: bool,
+}
+
+/// struct arch_tlbflush_unmap_batch.
+#[derive(Clone, Debug)]
+pub struct ArchTlbBatch {
+    pub cpumask: CpuMask,
+    pub unmapped_pages: bool,
+}
+
+impl ArchTlbBatch {
+    pub fn new(nr_cpus: usize) -> ArchTlbBatch {
+        ArchTlbBatch {
+            cpumask: CpuMask::new(nr_cpus),
+            unmapped_pages: false,
+        }
+    }
+}
+
+impl Kernel {
+    /// arch_tlbbatch_should_defer: some CPU other than this one may cache the mm.
+    pub fn arch_tlbbatch_should_defer(&self, cpu: CpuId, mm: MmId) -> bool {
+        self.mms[mm].cpumask.any_but(cpu)
+    }
+
+    /// arch_tlbbatch_add_pending: bump the mm's generation and snapshot its cpumask.
+    pub fn arch_tlbbatch_add_pending(&mut self, batch: &mut ArchTlbBatch, mm: MmId) {
+        self.mms[mm].tlb_gen += 1;
+        batch.cpumask.or(&self.mms[mm].cpumask);
+        batch.unmapped_pages = true;
+    }
+
+    /// arch_tlbbatch_flush: one flush with mm = NULL over the whole batch mask.
+    pub fn arch_tlbbatch_flush(&mut self, cpu: CpuId, batch: &mut ArchTlbBatch) {
+        let info = FlushTlbInfo {
+            mm: None,
+            start: 0,
+            end: TLB_FLUSH_ALL,
+            new_tlb_gen: None,
+            freed_tables: false,
+            trim_cpumask: false,
+        };
+        if batch.cpumask.any_but(cpu) {
+            let mask = batch.cpumask.clone();
+            self.flush_tlb_multi(cpu, &mask, &info);
+        } else if batch.cpumask.test(cpu) {
+            let ns = self.flush_tlb_func(cpu, cpu, &info);
+            self.charge(cpu, ns);
+        }
+        batch.cpumask.clear_all();
+        batch.unmapped_pages = false;
+        if self.paranoid() {
+            self.check_tlb_coherent("after arch_tlbbatch_flush");
+        }
+    }
+
+    /// flush_tlb_mm_range: pages [start, end) of `mm`.
+    pub fn flush_tlb_mm_range(
+        &mut self,
+        cpu: CpuId,
+        mm: MmId,
+        start: u64,
+        end: u64,
+        freed_tables: bool,
+    ) {
+        self.mms[mm].tlb_gen += 1;
+        let new_gen = self.mms[mm].tlb_gen;
+        // get_flush_tlb_info: ranges above the ceiling become full flushes.
+        let (start, end) = if end - start > self.policy.single_page_flush_ceiling {
+            (0, TLB_FLUSH_ALL)
+        } else {
+            (start, end)
+        };
+        let mut info = FlushTlbInfo {
+            mm: Some(mm),
+            start,
+            end,
+            new_tlb_gen: Some(new_gen),
+            freed_tables,
+            trim_cpumask: false,
+        };
+        if self.mms[mm].cpumask.any_but(cpu) {
+            // should_trim_cpumask: at most once a second (HZ) per mm.
+            let now = self.cpus[cpu].clock;
+            if now >= self.mms[mm].next_trim {
+                self.mms[mm].next_trim = now + 1_000_000_000;
+                info.trim_cpumask = true;
+            }
+            let mask = self.mms[mm].cpumask.clone();
+            self.flush_tlb_multi(cpu, &mask, &info);
+        } else if self.cpus[cpu].loaded_mm == Some(mm) {
+            let ns = self.flush_tlb_func(cpu, cpu, &info);
+            self.charge(cpu, ns);
+        }
+    }
+
+    /// should_flush_tlb: the condition of on_each_cpu_cond_mask.
+    fn should_flush_tlb(&self, cpu: CpuId, info: &FlushTlbInfo) -> bool {
+        let c = &self.cpus[cpu];
+        if c.is_lazy {
+            return false;
+        }
+        match info.mm {
+            None => true,
+            Some(m) => c.loaded_mm == Some(m) || info.trim_cpumask,
+        }
+    }
+
+    /// native_flush_tlb_multi: IPIs to the mask, the sender waits for every ack.
+    ///
+    /// Engine approximation: the target's clock is charged the interrupt (it is interrupted,
+    /// whatever it was doing) and the sender's clock advances by its send cost plus the
+    /// slowest ack. A call queued to a CPU whose previous IPI has not reached its handler yet
+    /// rides on that IPI (no new CAL), as smp_call_function_many does.
+    pub fn flush_tlb_multi(&mut self, sender: CpuId, mask: &CpuMask, info: &FlushTlbInfo) {
+        self.vmstat.nr_tlb_remote_flush += 1;
+        let t0 = self.cpus[sender].clock;
+        let mut sent = 0u64;
+        let mut max_ack = 0u64;
+        for t in mask.iter() {
+            if t == sender {
+                continue;
+            }
+            if !info.freed_tables && !self.should_flush_tlb(t, info) {
+                continue;
+            }
+            sent += 1;
+            let send_at = t0 + sent * self.cost.ipi_send;
+            let arrive = send_at + self.cost.ipi_delivery;
+            let mut handler = 0;
+            let pending = self.cpus[t].ipi_pending_until;
+            // Queued behind an IPI sent less than a delivery latency ago and not yet handled:
+            // no new interrupt. (A pending time further ahead comes from a CPU whose clock ran
+            // ahead of ours, not from a real overlap, so it does not count.)
+            let coalesced = pending > send_at && pending <= arrive;
+            if !coalesced {
+                self.irq.function_call_interrupts[t] += 1;
+                self.cpus[t].ipi_pending_until = arrive;
+                handler = self.cost.ipi_handle;
+            }
+            let work = self.flush_tlb_func(t, sender, info);
+            self.charge(t, handler + work);
+            let handler_start = if coalesced { pending } else { arrive };
+            max_ack = max_ack.max(handler_start - t0 + self.cost.ipi_handle + work);
+        }
+        if mask.test(sender) && (info.freed_tables || self.should_flush_tlb(sender, info)) {
+            let ns = self.flush_tlb_func(sender, sender, info);
+            self.charge(sender, ns);
+        }
+        let sender_cost = (sent * self.cost.ipi_send).max(max_ack);
+        self.charge(sender, sender_cost);
+    }
+
+    /// flush_tlb_func on `cpu` (remote when `cpu != sender`); returns the flush work in ns.
+    pub fn flush_tlb_func(&mut self, cpu: CpuId, sender: CpuId, info: &FlushTlbInfo) -> u64 {
+        let remote = cpu != sender;
+        if remote {
+            self.irq.tlb_shootdowns[cpu] += 1;
+            self.vmstat.nr_tlb_remote_flush_received += 1;
+        }
+        let Some(loaded) = self.cpus[cpu].loaded_mm else {
+            return 0;
+        };
+        if let Some(m) = info.mm {
+            if m != loaded {
+                // Trimming: this CPU no longer runs the mm.
+                self.mms[m].cpumask.clear(cpu);
+                return 0;
+            }
+        }
+        if self.cpus[cpu].is_lazy {
+            // Only reached through the unconditional path: leave the borrowed mm.
+            self.cpus[cpu].loaded_mm = None;
+            return 0;
+        }
+        let local_gen = self.cpus[cpu].tlb.local_gen[loaded];
+        let mm_gen = self.mms[loaded].tlb_gen;
+        if let Some(g) = info.new_tlb_gen {
+            if g <= local_gen {
+                return 0;
+            }
+        }
+        if local_gen == mm_gen {
+            return 0;
+        }
+        let partial = info.end != TLB_FLUSH_ALL
+            && info.new_tlb_gen == Some(local_gen + 1)
+            && info.new_tlb_gen == Some(mm_gen);
+        let ns = if partial {
+            let n = info.end - info.start;
+            for vp in info.start..info.end {
+                self.cpus[cpu].tlb.flush_one(loaded, vp);
+            }
+            if !remote {
+                self.vmstat.nr_tlb_local_flush_one += n;
+            }
+            n * self.cost.local_flush_one
+        } else {
+            self.cpus[cpu].tlb.flush_mm(loaded);
+            if !remote {
+                self.vmstat.nr_tlb_local_flush_all += 1;
+            }
+            self.cost.local_flush_all
+        };
+        self.cpus[cpu].tlb.local_gen[loaded] = mm_gen;
+        ns
+    }
+
+    /// switch_mm_irqs_off (next = Some) or enter_lazy_tlb (next = None, the idle task).
+    pub fn switch_mm(&mut self, cpu: CpuId, next: Option<MmId>) {
+        let Some(next) = next else {
+            self.cpus[cpu].is_lazy = true;
+            return;
+        };
+        let was_lazy = self.cpus[cpu].is_lazy;
+        let prev = self.cpus[cpu].loaded_mm;
+        self.cpus[cpu].is_lazy = false;
+        if prev == Some(next) && !was_lazy {
+            return;
+        }
+        // Set the cpumask bit before reading tlb_gen, as the kernel orders them.
+        self.mms[next].cpumask.set(cpu);
+        self.cpus[cpu].loaded_mm = Some(next);
+        let gen = self.mms[next].tlb_gen;
+        let c = &mut self.cpus[cpu];
+        if c.tlb.local_gen[next] < gen {
+            // TLB_FLUSH_ON_TASK_SWITCH.
+            c.tlb.flush_mm(next);
+            c.tlb.local_gen[next] = gen;
+            c.clock += self.cost.local_flush_all;
+        }
+    }
+
+    /// Can `cpu` still use a stale entry of `mm`? Not if it will flush before using it.
+    fn tlb_entry_usable(&self, cpu: CpuId, mm: MmId) -> bool {
+        let c = &self.cpus[cpu];
+        let will_flush = c.tlb.local_gen[mm] < self.mms[mm].tlb_gen;
+        !(will_flush && (c.is_lazy || c.loaded_mm != Some(mm)))
+    }
+
+    /// Invariant: with no flush pending, no usable TLB entry disagrees with its PTE.
+    pub fn check_tlb_coherent(&mut self, when: &str) {
+        let mut errs = Vec::new();
+        for cpu in 0..self.nr_cpus() {
+            for (mm, vp, pfn, _) in self.cpus[cpu].tlb.valid_entries() {
+                let pte = self.mms[mm].ptes[vp as usize];
+                let ok =
+                    crate::mm::pgtable::pte_present(pte) && crate::mm::pgtable::pte_pfn(pte) == pfn;
+                // A zero-page entry replaced by a private folio after a write fault would be
+                // flushed by the kernel's ptep_clear_flush in wp_page_copy; we model that flush
+                // as free and exact (see user_access), so stale zero-page entries are harmless.
+                let ok = ok || pfn == crate::mm::pgtable::ZERO_PFN;
+                if !ok && self.tlb_entry_usable(cpu, mm) {
+                    errs.push(format!(
+                        "{when}: CPU {cpu} holds a usable TLB entry for mm {mm} page {vp} (pfn {pfn}) whose PTE is {pte:#x}"
+                    ));
+                }
+            }
+        }
+        for e in errs {
+            self.invariant_fail(e);
+        }
+    }
+
+    /// Invariant: nothing may map a folio being freed (called at free time when paranoid).
+    pub fn check_no_tlb_maps(&mut self, mm: MmId, vp: u64, pfn: Pfn) {
+        for cpu in 0..self.nr_cpus() {
+            if let Some((p, _)) = self.cpus[cpu].tlb.lookup(mm, vp) {
+                if p == pfn && self.tlb_entry_usable(cpu, mm) {
+                    self.invariant_fail(format!(
+                        "CPU {cpu} holds a usable TLB entry for freed pfn {pfn} (mm {mm} page {vp})"
+                    ));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! Simulator tunables (`[sim]` in a scenario) and the kernel policy: the decision points a
+//! patch series changes. A later policy (batch-dirty-flush, file-large-folio-unmap, arm64, ...)
+//! adds a field here and one branch at the decision point that reads it.
+
+use reclaimlab_core::Scenario;
+
+/// How much checking runs during the simulation (the end-of-run invariants always run).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CheckLevel {
+    /// Invariants at the end of the run only (fast; the default).
+    End,
+    /// Also after every flush and at every folio free (slow; tests use it).
+    Full,
+}
+
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    /// Per-CPU TLB capacity in entries (a Zen-class L2 DTLB holds 2048 4K entries).
+    pub tlb_entries: usize,
+    /// TLB associativity.
+    pub tlb_ways: usize,
+    /// Scheduler tick (HZ = 250 → 4 ms).
+    pub tick_ns: u64,
+    /// Probability that an unpinned running task is migrated at one of its CPU's ticks.
+    pub migrate_per_tick: f64,
+    /// stress-ng vm bogo counter units per page per pass (one op = 4096 units, VM_BOGO_SHIFT).
+    pub bogo_units_per_page: u64,
+    /// Longest stretch of resident-page touches done in one engine step.
+    pub step_pages: u64,
+    /// How often the progress callback runs (simulated ns).
+    pub progress_every_ns: u64,
+    pub check: CheckLevel,
+}
+
+/// Kernel behaviour at the decision points the seed series change (Linux 6.18 on x86 here).
+#[derive(Clone, Debug)]
+pub struct Policy {
+    /// Name shown in the result (`6.18`, later `6.18+batch-dirty-flush`).
+    pub name: String,
+    /// TTU_BATCH_FLUSH from shrink_folio_list (deferred flush, since 4.3; seed 003).
+    pub tlb_batch: bool,
+    /// folio_batch size of shrink_folio_list's free list (PAGEVEC/folio_batch: 31).
+    pub free_batch: usize,
+    /// x86 tlb_single_page_flush_ceiling.
+    pub single_page_flush_ceiling: u64,
+    /// flush_tlb_range passes freed_tables = true (since 3ef938c35035).
+    pub range_flush_freed_tables: bool,
+}
+
+impl Policy {
+    pub fn linux_6_18() -> Policy {
+        Policy {
+            name: "6.18".into(),
+            tlb_batch: true,
+            free_batch: 31,
+            single_page_flush_ceiling: 33,
+            range_flush_freed_tables: true,
+        }
+    }
+
+    /// Resolve `kernel.preset` + `kernel.patches` through the shared registry
+    /// (reclaimlab_core::policy). Patches other than tlb-batch are not modelled yet.
+    pub fn from_scenario(scn: &Scenario) -> anyhow::Result<Policy> {
+        use reclaimlab_core::policy::{KernelPolicy, Patch};
+        let kp = KernelPolicy::new(&scn.kernel.preset, &scn.kernel.patches)
+            .map_err(|e| anyhow::anyhow!(e))?;
+        if let Some(p) = kp.patches.iter().find(|p| **p != Patch::TlbBatch) {
+            anyhow::bail!(
+                "policy {} is not modelled by the simulator yet (issue 4)",
+                p.name()
+            );
+        }
+        let tlb_batch = kp.has(Patch::TlbBatch);
+        Ok(Policy {
+            name: kp.to_string(),
+            tlb_batch,
+            // The folio_batch of the free list was 15 (PAGEVEC_SIZE - 1 era) before ~6.5.
+            free_batch: if kp.preset == "4.2" { 15 } else { 31 },
+            range_flush_freed_tables: kp.preset != "4.2",
+            ..Policy::linux_6_18()
+        })
+    }
+}
+
+impl SimConfig {
+    /// Read every `sim.*` key this backend supports (the CLI rejects the rest afterwards).
+    pub fn from_scenario(scn: &Scenario) -> anyhow::Result<SimConfig> {
+        let s = &scn.source;
+        let cfg = SimConfig {
+            tlb_entries: s.u64_or("sim.tlb_entries", 2048)? as usize,
+            tlb_ways: s.u64_or("sim.tlb_ways", 16)? as usize,
+            tick_ns: s.duration_ns_or("sim.tick", 4_000_000)?,
+            migrate_per_tick: s.f64_or("sim.migrate_per_tick", 0.01)?,
+            bogo_units_per_page: s.u64_or("sim.bogo_units_per_page", 512)?,
+            step_pages: s.u64_or("sim.step_pages", 64)?,
+            progress_every_ns: s.duration_ns_or("sim.progress_every", 5_000_000)?,
+            check: match s.str_or("sim.check", "end")?.as_str() {
+                "end" => CheckLevel::End,
+                "full" => CheckLevel::Full,
+                o => return Err(s.err("sim.check", format!("{o:?}: use end or full")).into()),
+            },
+        };
+        if cfg.tlb_ways == 0
+            || cfg.tlb_entries < cfg.tlb_ways
+            || !cfg.tlb_entries.is_multiple_of(cfg.tlb_ways)
+        {
+            return Err(s
+                .err(
+                    "sim.tlb_entries",
+                    "must be a non-zero multiple of sim.tlb_ways",
+                )
+                .into());
+        }
+        if !(0.0..=1.0).contains(&cfg.migrate_per_tick) {
+            return Err(s.err("sim.migrate_per_tick", "must be in 0..=1").into());
+        }
+        if cfg.tick_ns == 0 || cfg.step_pages == 0 {
+            return Err(s
+                .err("sim.tick", "sim.tick and sim.step_pages must be > 0")
+                .into());
+        }
+        Ok(cfg)
+    }
+}

@@ -1,0 +1,114 @@
+//! End-of-run invariant checks (issue 3): LRU membership, charge, counters, TLB coherence,
+//! and the accounting that ties PTEs, folios, swap slots and the memcg together.
+
+use crate::kernel::{Backing, Kernel};
+use crate::mm::folio::{pg, LRU_NONE, NR_LRU_LISTS};
+use crate::mm::pgtable::*;
+
+impl Kernel {
+    /// Check everything; returns the list of violations (empty = all good).
+    pub fn check_invariants(&mut self) -> Vec<String> {
+        let mut errs = std::mem::take(&mut self.invariant_errors);
+        // Every allocated folio is on exactly one LRU list (nothing is isolated between steps),
+        // and the list sizes add up.
+        let mut on_list = vec![false; self.folios.folios.len()];
+        for lru in 0..NR_LRU_LISTS as u8 {
+            let mut n = 0;
+            for pfn in self.lruvec.iter(&self.folios, lru) {
+                if on_list[pfn as usize] {
+                    errs.push(format!("folio {pfn} is on two LRU lists"));
+                }
+                on_list[pfn as usize] = true;
+                n += self.folios.get(pfn).nr_pages();
+                if self.folios.get(pfn).lru != lru {
+                    errs.push(format!(
+                        "folio {pfn} is on list {lru} but says {}",
+                        self.folios.get(pfn).lru
+                    ));
+                }
+            }
+            if n != self.lruvec.size(lru) {
+                errs.push(format!(
+                    "LRU {lru} holds {n} pages but counts {}",
+                    self.lruvec.size(lru)
+                ));
+            }
+        }
+        for (pfn, f) in self.folios.folios.iter().enumerate() {
+            if f.test(pg::ALLOCATED) && (!on_list[pfn] || f.lru == LRU_NONE) {
+                errs.push(format!("allocated folio {pfn} is on no LRU list"));
+            }
+        }
+        // Charge: never above the limit; folios charged = folios allocated.
+        if self.memcg.usage > self.memcg.limit {
+            errs.push(format!(
+                "memcg usage {} above limit {}",
+                self.memcg.usage, self.memcg.limit
+            ));
+        }
+        if self.memcg.charged_pages() != self.folios.nr_allocated {
+            errs.push(format!(
+                "memcg charges {} pages to folios but {} folios are allocated",
+                self.memcg.charged_pages(),
+                self.folios.nr_allocated
+            ));
+        }
+        let v = &self.vmstat;
+        if v.pgsteal_anon > v.pgscan_anon || v.pgsteal_file > v.pgscan_file {
+            errs.push("pgsteal > pgscan".into());
+        }
+        // PTEs agree with folios; swap slots add up.
+        let mut slots = 0;
+        for (mm, m) in self.mms.iter().enumerate() {
+            let mut rss = 0;
+            for (vp, &pte) in m.ptes.iter().enumerate() {
+                if is_zero_pte(pte) {
+                    continue;
+                }
+                if pte_present(pte) {
+                    rss += 1;
+                    let f = self.folios.get(pte_pfn(pte));
+                    let owner_ok = match m.backing {
+                        Backing::Anon => f.owner as usize == mm,
+                        Backing::File(file) => f.owner as usize == file,
+                    };
+                    if !f.test(pg::ALLOCATED)
+                        || !f.test(pg::MAPPED)
+                        || !owner_ok
+                        || f.index as usize != vp
+                    {
+                        errs.push(format!(
+                            "mm {mm} page {vp} maps pfn {} that is not its folio",
+                            pte_pfn(pte)
+                        ));
+                    }
+                    if f.test(pg::SWAPCACHE) {
+                        slots += 1;
+                    }
+                } else if is_swap_pte(pte) {
+                    slots += 1;
+                }
+            }
+            if rss != m.rss {
+                errs.push(format!("mm {mm} rss {} but {rss} present PTEs", m.rss));
+            }
+        }
+        if slots != self.swap.used {
+            errs.push(format!(
+                "{slots} swap entries but {} slots used",
+                self.swap.used
+            ));
+        }
+        self.check_tlb_coherent("end of run");
+        errs.append(&mut self.invariant_errors);
+        errs
+    }
+}
+
+impl Kernel {
+    /// Only the TLB coherence invariant (for tests that leave folios isolated or unfreed).
+    pub fn check_invariants_tlb_only(&mut self) -> Vec<String> {
+        self.check_tlb_coherent("check");
+        std::mem::take(&mut self.invariant_errors)
+    }
+}

@@ -1,0 +1,221 @@
+//! The simulated machine and kernel state. Kernel functions live in the modules named after
+//! their kernel files (`mm::vmscan`, `mm::rmap`, `arch::x86::tlb`, ...) as `impl Kernel`
+//! blocks, so they share this state the way kernel code shares globals and per-CPU data.
+
+use crate::arch::x86::tlb::CpuTlb;
+use crate::config::{CheckLevel, Policy, SimConfig};
+use crate::cost::CostTable;
+use crate::cpumask::CpuMask;
+use crate::mm::folio::FolioTable;
+use crate::mm::lru::Lruvec;
+use crate::mm::memcontrol::MemCgroup;
+use crate::mm::pgtable::Pte;
+use crate::mm::swap::SwapDevice;
+use crate::mm::vmstat::{IrqStat, VmStat};
+use rand_chacha::ChaCha8Rng;
+
+pub type CpuId = usize;
+pub type MmId = usize;
+pub type TaskId = usize;
+
+/// Per-CPU state: clock, what runs, and the x86 cpu_tlbstate.
+pub struct Cpu {
+    /// This CPU's virtual clock (ns).
+    pub clock: u64,
+    pub curr: Option<TaskId>,
+    /// cpu_tlbstate.loaded_mm (None = init_mm).
+    pub loaded_mm: Option<MmId>,
+    /// cpu_tlbstate_shared.is_lazy: running a kernel thread / idle on a borrowed mm.
+    pub is_lazy: bool,
+    pub tlb: CpuTlb,
+    pub next_tick: u64,
+    /// Handler-entry time of the last call-function IPI sent here: calls queued before the
+    /// handler runs ride on that IPI (smp_call_function_many's llist_add != first).
+    pub ipi_pending_until: u64,
+}
+
+/// What backs an mm's single VMA.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backing {
+    Anon,
+    /// A shared file mapping of file `id`, vpage = file page offset.
+    File(usize),
+}
+
+pub struct Mm {
+    pub ptes: Vec<Pte>,
+    pub backing: Backing,
+    /// mm->context.tlb_gen.
+    pub tlb_gen: u64,
+    /// mm_cpumask: CPUs that may cache translations (x86 does not clear on switch-away).
+    pub cpumask: CpuMask,
+    /// MM_ANONPAGES + MM_FILEPAGES.
+    pub rss: u64,
+    /// MM_SWAPENTS.
+    pub swapents: u64,
+    /// Writable mapping (file mappings may be read-only).
+    pub writable: bool,
+    /// Bumped when the process is OOM-killed and restarted (a new incarnation).
+    pub incarnation: u64,
+    /// mm->context.next_trim_cpumask (ns).
+    pub next_trim: u64,
+}
+
+/// A task (thread) and the workload cursor it runs.
+pub struct Task {
+    pub mm: MmId,
+    pub pinned: Option<CpuId>,
+    pub cpu: Option<CpuId>,
+    /// Next page to touch.
+    pub cursor: u64,
+    /// Range of pages this task sweeps [start, end).
+    pub start: u64,
+    pub end: u64,
+    pub passes: u64,
+    pub pages_touched: u64,
+    /// Finished (e.g. file-reclaim populate done): never scheduled again.
+    pub done: bool,
+    /// Index into the workload's sweep sequence.
+    pub phase: usize,
+    /// stress-ng bogo counter units.
+    pub bogo_units: u64,
+}
+
+/// A file's page cache: per page either empty, a folio, or a workingset shadow.
+pub struct File {
+    /// 0 = empty; else like a non-present swap PTE: PTE_SWPCACHE|pfn for a cached folio,
+    /// PTE_SWP|shadow for an evicted one.
+    pub cache: Vec<u32>,
+}
+
+pub struct Kernel {
+    pub cfg: SimConfig,
+    pub policy: Policy,
+    pub cost: CostTable,
+    pub cpus: Vec<Cpu>,
+    pub mms: Vec<Mm>,
+    pub tasks: Vec<Task>,
+    pub files: Vec<File>,
+    pub folios: FolioTable,
+    pub lruvec: Lruvec,
+    pub memcg: MemCgroup,
+    pub swap: SwapDevice,
+    pub vmstat: VmStat,
+    pub irq: IrqStat,
+    pub rng: ChaCha8Rng,
+    /// Swappiness of the memcg (memory.swappiness).
+    pub swappiness: u64,
+    /// Model extras reported under `extra`.
+    pub stale_tlb_writes: u64,
+    pub steps: u64,
+    pub direct_reclaims: u64,
+    pub reclaim_ns: u64,
+    pub invariant_errors: Vec<String>,
+}
+
+impl Kernel {
+    pub fn new(
+        cfg: SimConfig,
+        policy: Policy,
+        nr_cpus: usize,
+        memcg_limit_pages: u64,
+        swap_pages: u64,
+        swappiness: u64,
+        seed: u64,
+    ) -> Kernel {
+        use rand::SeedableRng;
+        let cpus = (0..nr_cpus)
+            .map(|_| Cpu {
+                clock: 0,
+                curr: None,
+                loaded_mm: None,
+                is_lazy: true,
+                tlb: CpuTlb::new(cfg.tlb_entries, cfg.tlb_ways),
+                next_tick: cfg.tick_ns,
+                ipi_pending_until: 0,
+            })
+            .collect();
+        Kernel {
+            cost: CostTable::x86(),
+            cpus,
+            mms: Vec::new(),
+            tasks: Vec::new(),
+            files: Vec::new(),
+            folios: FolioTable::new(),
+            lruvec: Lruvec::new(),
+            memcg: MemCgroup::new(memcg_limit_pages, nr_cpus),
+            swap: SwapDevice::new(swap_pages),
+            vmstat: VmStat::default(),
+            irq: IrqStat::new(nr_cpus),
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            swappiness,
+            stale_tlb_writes: 0,
+            steps: 0,
+            direct_reclaims: 0,
+            reclaim_ns: 0,
+            invariant_errors: Vec::new(),
+            cfg,
+            policy,
+        }
+    }
+
+    pub fn nr_cpus(&self) -> usize {
+        self.cpus.len()
+    }
+
+    pub fn paranoid(&self) -> bool {
+        self.cfg.check == CheckLevel::Full
+    }
+
+    /// Create an mm of `pages` virtual pages.
+    pub fn mm_alloc(&mut self, pages: u64, backing: Backing, writable: bool) -> MmId {
+        let nr = self.nr_cpus();
+        self.mms.push(Mm {
+            ptes: vec![0; pages as usize],
+            backing,
+            tlb_gen: 1,
+            cpumask: CpuMask::new(nr),
+            rss: 0,
+            swapents: 0,
+            writable,
+            incarnation: 0,
+            next_trim: 0,
+        });
+        for c in &mut self.cpus {
+            c.tlb.add_mm();
+        }
+        self.mms.len() - 1
+    }
+
+    pub fn task_new(&mut self, mm: MmId, pinned: Option<CpuId>, start: u64, end: u64) -> TaskId {
+        self.tasks.push(Task {
+            mm,
+            pinned,
+            cpu: None,
+            cursor: start,
+            start,
+            end,
+            passes: 0,
+            pages_touched: 0,
+            done: false,
+            phase: 0,
+            bogo_units: 0,
+        });
+        self.tasks.len() - 1
+    }
+
+    /// Charge `ns` of work to a CPU's clock.
+    pub fn charge(&mut self, cpu: CpuId, ns: u64) {
+        self.cpus[cpu].clock += ns;
+    }
+
+    pub fn mm_generation(&self, mm: MmId) -> u64 {
+        self.mms[mm].incarnation
+    }
+
+    pub fn invariant_fail(&mut self, msg: String) {
+        if self.invariant_errors.len() < 20 {
+            self.invariant_errors.push(msg);
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! Folios (include/linux/mm_types.h, page-flags.h): one per allocated frame, order-0 for now
+//! but with an order field so large folios can come later. The frame number (pfn) is the
+//! folio's index in [`FolioTable`].
+
+pub type Pfn = u32;
+pub const NO_PFN: Pfn = u32::MAX;
+
+/// Page flags we model (PG_*).
+pub mod pg {
+    pub const LRU: u16 = 1 << 0;
+    pub const ACTIVE: u16 = 1 << 1;
+    pub const REFERENCED: u16 = 1 << 2;
+    pub const WORKINGSET: u16 = 1 << 3;
+    pub const DIRTY: u16 = 1 << 4;
+    pub const WRITEBACK: u16 = 1 << 5;
+    pub const SWAPBACKED: u16 = 1 << 6;
+    pub const SWAPCACHE: u16 = 1 << 7;
+    pub const ANON: u16 = 1 << 8;
+    pub const RECLAIM: u16 = 1 << 9;
+    /// The folio is mapped by a PTE (mapcount 1; every folio here has at most one mapping).
+    pub const MAPPED: u16 = 1 << 10;
+    /// The frame is allocated (not on the free list).
+    pub const ALLOCATED: u16 = 1 << 11;
+}
+
+/// Which LRU list a folio is on (enum lru_list), or none (isolated / free).
+pub const LRU_INACTIVE_ANON: u8 = 0;
+pub const LRU_ACTIVE_ANON: u8 = 1;
+pub const LRU_INACTIVE_FILE: u8 = 2;
+pub const LRU_ACTIVE_FILE: u8 = 3;
+pub const NR_LRU_LISTS: usize = 4;
+pub const LRU_NONE: u8 = u8::MAX;
+
+/// 20 bytes per frame.
+#[derive(Clone, Copy, Debug)]
+pub struct Folio {
+    pub flags: u16,
+    pub order: u8,
+    pub lru: u8,
+    /// Owner: mm id (anon) or file id (page cache).
+    pub owner: u32,
+    /// Page index in the owner (virtual page in the mm, or file page offset).
+    pub index: u32,
+    pub prev: Pfn,
+    pub next: Pfn,
+}
+
+impl Folio {
+    pub fn test(&self, f: u16) -> bool {
+        self.flags & f != 0
+    }
+    pub fn set(&mut self, f: u16) {
+        self.flags |= f;
+    }
+    pub fn clear(&mut self, f: u16) {
+        self.flags &= !f;
+    }
+    /// folio_test_clear_*.
+    pub fn test_clear(&mut self, f: u16) -> bool {
+        let was = self.test(f);
+        self.flags &= !f;
+        was
+    }
+    pub fn nr_pages(&self) -> u64 {
+        1 << self.order
+    }
+    pub fn is_anon(&self) -> bool {
+        self.test(pg::ANON)
+    }
+    /// folio_is_file_lru: page cache that is not swap-backed.
+    pub fn is_file_lru(&self) -> bool {
+        !self.test(pg::SWAPBACKED)
+    }
+}
+
+/// All frames, with a LIFO free list (like the per-CPU page lists: the hottest frame is reused).
+pub struct FolioTable {
+    pub folios: Vec<Folio>,
+    free: Vec<Pfn>,
+    pub nr_allocated: u64,
+}
+
+impl FolioTable {
+    pub fn new() -> FolioTable {
+        FolioTable {
+            folios: Vec::new(),
+            free: Vec::new(),
+            nr_allocated: 0,
+        }
+    }
+
+    pub fn alloc(&mut self, flags: u16, owner: u32, index: u32) -> Pfn {
+        let f = Folio {
+            flags: flags | pg::ALLOCATED,
+            order: 0,
+            lru: LRU_NONE,
+            owner,
+            index,
+            prev: NO_PFN,
+            next: NO_PFN,
+        };
+        self.nr_allocated += 1;
+        match self.free.pop() {
+            Some(pfn) => {
+                self.folios[pfn as usize] = f;
+                pfn
+            }
+            None => {
+                self.folios.push(f);
+                (self.folios.len() - 1) as Pfn
+            }
+        }
+    }
+
+    pub fn free(&mut self, pfn: Pfn) {
+        let f = &mut self.folios[pfn as usize];
+        assert!(f.test(pg::ALLOCATED), "double free of pfn {pfn}");
+        assert!(
+            f.lru == LRU_NONE && !f.test(pg::MAPPED),
+            "freeing a folio in use"
+        );
+        f.flags = 0;
+        self.nr_allocated -= 1;
+        self.free.push(pfn);
+    }
+
+    pub fn get(&self, pfn: Pfn) -> &Folio {
+        &self.folios[pfn as usize]
+    }
+    pub fn get_mut(&mut self, pfn: Pfn) -> &mut Folio {
+        &mut self.folios[pfn as usize]
+    }
+}
+
+impl Default for FolioTable {
+    fn default() -> Self {
+        Self::new()
+    }
+}

@@ -1,0 +1,210 @@
+//! Page faults (mm/memory.c): do_anonymous_page, do_swap_page, the file fault path, and the
+//! hardware side of a user access (TLB lookup, page walk setting accessed/dirty bits).
+
+use crate::arch::x86::tlb::{TLB_DIRTY, TLB_WRITABLE};
+use crate::kernel::{Backing, CpuId, Kernel, MmId};
+use crate::mm::folio::{pg, Pfn};
+use crate::mm::memcontrol::Charge;
+use crate::mm::pgtable::*;
+
+/// What one user access cost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Through a usable TLB entry.
+    TlbHit,
+    /// TLB miss, resolved by a page walk.
+    Walk,
+    /// A page fault was taken (and handled).
+    Fault,
+    /// The task was OOM-killed while faulting.
+    Killed,
+}
+
+impl Kernel {
+    /// One user load or store by the task running on `cpu` to page `vp` of `mm`.
+    pub fn user_access(&mut self, cpu: CpuId, mm: MmId, vp: u64, write: bool) -> Access {
+        let need = if write { TLB_WRITABLE | TLB_DIRTY } else { 0 };
+        if let Some((pfn, flags)) = self.cpus[cpu].tlb.lookup(mm, vp) {
+            if flags & need == need {
+                let pte = self.mms[mm].ptes[vp as usize];
+                if !(pte_present(pte) && pte_pfn(pte) == pfn) && pfn != ZERO_PFN {
+                    // A store (or load) through a stale translation: the race the dirty flush
+                    // rule exists for. Counted; a store into a freed frame is a bug.
+                    self.stale_tlb_writes += write as u64;
+                    if !self.folios.get(pfn).test(pg::ALLOCATED) {
+                        self.invariant_fail(format!(
+                            "CPU {cpu} accessed freed pfn {pfn} through a stale TLB entry (mm {mm} page {vp})"
+                        ));
+                    }
+                }
+                self.charge(cpu, self.cost.touch_page);
+                return Access::TlbHit;
+            }
+        }
+        let mut result = Access::Walk;
+        let mut pte = self.mms[mm].ptes[vp as usize];
+        if !pte_present(pte) || (write && pte & PTE_WRITE == 0) {
+            if !self.handle_mm_fault(cpu, mm, vp, write) {
+                return Access::Killed;
+            }
+            result = Access::Fault;
+            pte = self.mms[mm].ptes[vp as usize];
+        }
+        // The page walk sets the accessed (and for a store, dirty) bit.
+        pte |= PTE_YOUNG;
+        if write {
+            pte |= PTE_DIRTY;
+        }
+        self.mms[mm].ptes[vp as usize] = pte;
+        let flags = if pte & PTE_WRITE != 0 {
+            TLB_WRITABLE
+        } else {
+            0
+        } | if pte & PTE_DIRTY != 0 { TLB_DIRTY } else { 0 };
+        self.cpus[cpu].tlb.fill(mm, vp, pte_pfn(pte), flags);
+        self.charge(cpu, self.cost.tlb_walk + self.cost.touch_page);
+        result
+    }
+
+    /// Allocate and charge a new folio; None if the task (mm) was OOM-killed meanwhile.
+    fn alloc_charged_folio(
+        &mut self,
+        cpu: CpuId,
+        mm: MmId,
+        flags: u16,
+        owner: u32,
+        index: u32,
+    ) -> Option<Pfn> {
+        loop {
+            let gen = self.mm_generation(mm);
+            match self.try_charge(cpu, 1) {
+                Charge::Ok => {
+                    if self.mm_generation(mm) != gen {
+                        self.memcg.uncharge(1);
+                        return None;
+                    }
+                    return Some(self.folios.alloc(flags, owner, index));
+                }
+                Charge::Oom => {
+                    if self.mm_generation(mm) != gen {
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+
+    /// handle_mm_fault. Returns false if the faulting task was OOM-killed.
+    pub fn handle_mm_fault(&mut self, cpu: CpuId, mm: MmId, vp: u64, write: bool) -> bool {
+        self.vmstat.pgfault += 1;
+        self.charge(cpu, self.cost.fault_base);
+        let pte = self.mms[mm].ptes[vp as usize];
+        if is_zero_pte(pte) {
+            // do_wp_page → wp_page_copy on the zero page: a new zeroed folio replaces it, and
+            // ptep_clear_flush flushes the old translation (flush_tlb_page: IPIs to CPUs
+            // running the mm, and the once-a-second cpumask trim).
+            self.mms[mm].ptes[vp as usize] = PTE_NONE;
+            self.flush_tlb_mm_range(cpu, mm, vp, vp + 1, false);
+            return self.do_anon_fault(cpu, mm, vp, true, PTE_NONE);
+        }
+        if pte_present(pte) {
+            // do_wp_page on an exclusive anon folio: reuse it, dropping its swap copy.
+            let pfn = pte_pfn(pte);
+            self.folio_free_swap_clean(pfn);
+            self.mms[mm].ptes[vp as usize] = pte | PTE_WRITE | PTE_DIRTY;
+            return true;
+        }
+        match self.mms[mm].backing {
+            Backing::Anon => self.do_anon_fault(cpu, mm, vp, write, pte),
+            Backing::File(file) => self.filemap_fault(cpu, mm, file, vp, write),
+        }
+    }
+
+    /// Drop a swap-cache folio's slot (the page is about to differ from its swap copy).
+    fn folio_free_swap_clean(&mut self, pfn: Pfn) {
+        if self.folios.get_mut(pfn).test_clear(pg::SWAPCACHE) {
+            self.swap.free_slot();
+        }
+    }
+
+    fn do_anon_fault(&mut self, cpu: CpuId, mm: MmId, vp: u64, write: bool, pte: Pte) -> bool {
+        let flags = pg::ANON | pg::SWAPBACKED;
+        if is_swap_pte(pte) && pte & PTE_SWPCACHE != 0 {
+            // Minor fault on a folio still in the swap cache.
+            let pfn = pte_pfn(pte);
+            self.map_swapped_in(mm, vp, pfn, write);
+            return true;
+        }
+        if pte == PTE_NONE && !write {
+            // do_anonymous_page, read: map the shared zero page read-only.
+            self.mms[mm].ptes[vp as usize] = PTE_PRESENT | PTE_YOUNG | ZERO_PFN;
+            return true;
+        }
+        let Some(pfn) = self.alloc_charged_folio(cpu, mm, flags, mm as u32, vp as u32) else {
+            return false;
+        };
+        if is_swap_pte(pte) {
+            // do_swap_page: synchronous zram read, workingset refault check.
+            self.vmstat.pgmajfault += 1;
+            self.vmstat.pswpin += 1;
+            self.charge(cpu, self.cost.zram_decompress);
+            self.folios.get_mut(pfn).set(pg::SWAPCACHE);
+            self.workingset_refault(pfn, pte & PTE_LOW_MASK);
+            self.lruvec.add(&mut self.folios, pfn);
+            self.map_swapped_in(mm, vp, pfn, write);
+        } else {
+            // do_anonymous_page: zeroed folio on the inactive anon list.
+            self.charge(cpu, self.cost.zero_page);
+            self.lruvec.add(&mut self.folios, pfn);
+            self.set_pte(mm, vp, pfn, true, write);
+        }
+        true
+    }
+
+    /// Map a swap-cache folio. A write fault on the exclusive folio frees the swap copy
+    /// (should_try_to_free_swap); a read fault keeps it, mapping the PTE writable but clean.
+    fn map_swapped_in(&mut self, mm: MmId, vp: u64, pfn: Pfn, write: bool) {
+        if write {
+            self.folio_free_swap_clean(pfn);
+            self.folios.get_mut(pfn).set(pg::DIRTY);
+        }
+        self.mms[mm].swapents -= 1;
+        self.set_pte(mm, vp, pfn, true, write);
+    }
+
+    /// Install a present PTE and account the mapping (rss, MAPPED).
+    pub fn set_pte(&mut self, mm: MmId, vp: u64, pfn: Pfn, writable: bool, dirty: bool) {
+        self.mms[mm].ptes[vp as usize] = mk_pte(pfn, writable, dirty);
+        self.mms[mm].rss += 1;
+        self.folios.get_mut(pfn).set(pg::MAPPED);
+    }
+
+    /// filemap_fault + finish_fault for a shared file mapping.
+    fn filemap_fault(&mut self, cpu: CpuId, mm: MmId, file: usize, vp: u64, write: bool) -> bool {
+        let slot = self.files[file].cache[vp as usize];
+        let writable = self.mms[mm].writable;
+        if slot & PTE_SWPCACHE != 0 {
+            let pfn = slot & PTE_LOW_MASK;
+            if write {
+                self.folios.get_mut(pfn).set(pg::DIRTY);
+            }
+            self.set_pte(mm, vp, pfn, writable, write);
+            return true;
+        }
+        let Some(pfn) = self.alloc_charged_folio(cpu, mm, 0, file as u32, vp as u32) else {
+            return false;
+        };
+        self.vmstat.pgmajfault += 1;
+        self.charge(cpu, self.cost.file_read_page);
+        if slot & PTE_SWP != 0 {
+            self.workingset_refault(pfn, slot & PTE_LOW_MASK);
+        }
+        self.lruvec.add(&mut self.folios, pfn);
+        self.files[file].cache[vp as usize] = PTE_SWPCACHE | pfn;
+        if write {
+            self.folios.get_mut(pfn).set(pg::DIRTY);
+        }
+        self.set_pte(mm, vp, pfn, writable, write);
+        true
+    }
+}

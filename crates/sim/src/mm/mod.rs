@@ -1,0 +1,12 @@
+//! Memory management (mm/).
+pub mod folio;
+pub mod lru;
+pub mod memcontrol;
+pub mod memory;
+pub mod oom_kill;
+pub mod pgtable;
+pub mod rmap;
+pub mod swap;
+pub mod vmscan;
+pub mod vmstat;
+pub mod workingset;

@@ -1,0 +1,79 @@
+//! The memcg OOM killer (mm/oom_kill.c) and process exit (exit_mmap). stress-ng restarts an
+//! OOM-killed worker at once, so the victim's mm is torn down and reused as a fresh process.
+
+use crate::kernel::{CpuId, Kernel, MmId};
+use crate::mm::folio::{pg, LRU_NONE};
+use crate::mm::pgtable::*;
+
+impl Kernel {
+    /// mem_cgroup_out_of_memory: kill the mm with the highest oom_badness (rss + swap).
+    pub fn mem_cgroup_out_of_memory(&mut self, _cpu: CpuId) {
+        let victim = (0..self.mms.len())
+            .filter(|&m| self.mms[m].backing == crate::kernel::Backing::Anon)
+            .max_by_key(|&m| (self.mms[m].rss + self.mms[m].swapents, std::cmp::Reverse(m)));
+        let Some(victim) = victim else {
+            return;
+        };
+        if self.mms[victim].rss + self.mms[victim].swapents == 0 {
+            return;
+        }
+        self.vmstat.oom_kill += 1;
+        self.memcg.oom_kills += 1;
+        self.exit_mmap(victim);
+    }
+
+    /// exit_mmap + the restart of the process on the same CPUs.
+    pub fn exit_mmap(&mut self, mm: MmId) {
+        let n = self.mms[mm].ptes.len();
+        for vp in 0..n {
+            let pte = self.mms[mm].ptes[vp];
+            let pfn = if is_zero_pte(pte) {
+                None
+            } else if pte_present(pte) || (is_swap_pte(pte) && pte & PTE_SWPCACHE != 0) {
+                Some(pte_pfn(pte))
+            } else {
+                if is_swap_pte(pte) {
+                    self.swap.free_slot();
+                }
+                None
+            };
+            if let Some(pfn) = pfn {
+                let f = *self.folios.get(pfn);
+                if f.lru != LRU_NONE {
+                    self.lruvec.del(&mut self.folios, pfn);
+                }
+                if f.test(pg::SWAPCACHE) {
+                    self.swap.free_slot();
+                }
+                self.folios.get_mut(pfn).clear(pg::MAPPED);
+                self.memcg.uncharge(1);
+                self.folios.free(pfn);
+            }
+            self.mms[mm].ptes[vp] = PTE_NONE;
+        }
+        let m = &mut self.mms[mm];
+        m.rss = 0;
+        m.swapents = 0;
+        m.incarnation += 1;
+        m.tlb_gen += 1;
+        m.cpumask.clear_all();
+        let gen = m.tlb_gen;
+        for cpu in 0..self.nr_cpus() {
+            self.cpus[cpu].tlb.flush_mm(mm);
+            self.cpus[cpu].tlb.local_gen[mm] = gen;
+            if self.cpus[cpu].loaded_mm == Some(mm) {
+                if self.cpus[cpu].is_lazy {
+                    self.cpus[cpu].loaded_mm = None;
+                } else {
+                    self.mms[mm].cpumask.set(cpu);
+                }
+            }
+        }
+        for t in &mut self.tasks {
+            if t.mm == mm {
+                t.cursor = t.start;
+                t.phase = 0;
+            }
+        }
+    }
+}

@@ -1,0 +1,31 @@
+//! The swap device: a zram-like compressed RAM disk (drivers/block/zram, mm/page_io.c).
+//! Writes compress synchronously on the reclaiming CPU, reads decompress on the faulting CPU;
+//! there is no seek and no queue. Slots are counted against the device size.
+
+pub struct SwapDevice {
+    pub total: u64,
+    pub used: u64,
+}
+
+impl SwapDevice {
+    pub fn new(total: u64) -> SwapDevice {
+        SwapDevice { total, used: 0 }
+    }
+    /// folio_alloc_swap: false when the device is full.
+    pub fn alloc_slot(&mut self) -> bool {
+        if self.used < self.total {
+            self.used += 1;
+            true
+        } else {
+            false
+        }
+    }
+    /// swap_free / folio_free_swap.
+    pub fn free_slot(&mut self) {
+        self.used -= 1;
+    }
+    /// vm_swap_full (what mem_cgroup_swap_full uses on cgroup v1): over half used.
+    pub fn vm_swap_full(&self) -> bool {
+        self.used * 2 > self.total
+    }
+}

@@ -1,0 +1,505 @@
+//! Page reclaim, classic two-list LRU (mm/vmscan.c, Linux 6.18 semantics; see
+//! docs/sim-model.md). Memcg limit reclaim runs synchronously on the charging CPU and charges
+//! its clock as it goes, so the IPIs it sends are timed at the point they happen.
+
+use crate::kernel::{CpuId, Kernel};
+use crate::mm::folio::*;
+use crate::mm::pgtable::*;
+use crate::mm::rmap::{TlbUbc, TTU_BATCH_FLUSH};
+
+pub const SWAP_CLUSTER_MAX: u64 = 32;
+pub const DEF_PRIORITY: i32 = 12;
+/// The lru_note_cost weight of one page of I/O.
+const SWAP_COST: u64 = SWAP_CLUSTER_MAX;
+
+/// struct scan_control (the fields we use).
+pub struct ScanControl {
+    pub nr_to_reclaim: u64,
+    pub nr_reclaimed: u64,
+    pub nr_scanned: u64,
+    pub priority: i32,
+    /// Bit 0 anon, bit 1 file.
+    pub may_deactivate: u8,
+    pub force_deactivate: bool,
+    pub skipped_deactivate: bool,
+    pub may_swap: bool,
+}
+
+#[derive(PartialEq, Eq, Clone, Copy, Debug)]
+enum FolioRef {
+    Reclaim,
+    ReclaimClean,
+    Keep,
+    Activate,
+}
+
+/// struct reclaim_stat (what we use).
+#[derive(Default)]
+struct ReclaimStat {
+    nr_pageout: u64,
+    nr_activate: u64,
+}
+
+fn is_file_lru(lru: u8) -> bool {
+    lru >= LRU_INACTIVE_FILE
+}
+fn is_active_lru(lru: u8) -> bool {
+    lru == LRU_ACTIVE_ANON || lru == LRU_ACTIVE_FILE
+}
+
+impl Kernel {
+    /// try_to_free_mem_cgroup_pages → do_try_to_free_pages for the (single) memcg.
+    pub fn try_to_free_mem_cgroup_pages(&mut self, cpu: CpuId, nr_pages: u64) -> u64 {
+        let t0 = self.cpus[cpu].clock;
+        self.direct_reclaims += 1;
+        let mut sc = ScanControl {
+            nr_to_reclaim: nr_pages.max(SWAP_CLUSTER_MAX),
+            nr_reclaimed: 0,
+            nr_scanned: 0,
+            priority: DEF_PRIORITY,
+            may_deactivate: 0,
+            force_deactivate: false,
+            skipped_deactivate: false,
+            may_swap: true,
+        };
+        loop {
+            loop {
+                self.shrink_node(cpu, &mut sc);
+                if sc.nr_reclaimed >= sc.nr_to_reclaim {
+                    break;
+                }
+                sc.priority -= 1;
+                if sc.priority < 0 {
+                    break;
+                }
+            }
+            // snapshot_refaults
+            self.lruvec.refaults_snapshot = [
+                self.vmstat.workingset_activate_anon,
+                self.vmstat.workingset_activate_file,
+            ];
+            if sc.nr_reclaimed > 0 {
+                break;
+            }
+            // Nothing reclaimed: retry once with forced deactivation.
+            if sc.skipped_deactivate && !sc.force_deactivate {
+                sc.priority = DEF_PRIORITY;
+                sc.force_deactivate = true;
+                sc.skipped_deactivate = false;
+                continue;
+            }
+            break;
+        }
+        self.reclaim_ns += self.cpus[cpu].clock - t0;
+        sc.nr_reclaimed
+    }
+
+    /// inactive_is_low: inactive * int_sqrt(10 * GB) < active.
+    fn inactive_is_low(&self, inactive_lru: u8) -> bool {
+        let inactive = self.lruvec.size(inactive_lru);
+        let active = self.lruvec.size(inactive_lru + 1);
+        let gb = (inactive + active) >> 18;
+        let ratio = if gb > 0 {
+            ((10 * gb) as f64).sqrt() as u64
+        } else {
+            1
+        };
+        inactive * ratio < active
+    }
+
+    fn can_reclaim_anon_pages(&self, sc: &ScanControl) -> bool {
+        sc.may_swap && self.swap.used < self.swap.total
+    }
+
+    /// shrink_node with prepare_scan_control, for the one memcg lruvec.
+    fn shrink_node(&mut self, cpu: CpuId, sc: &mut ScanControl) {
+        sc.may_deactivate = 0;
+        let refaults = [
+            self.vmstat.workingset_activate_anon,
+            self.vmstat.workingset_activate_file,
+        ];
+        for (t, lru) in [(0usize, LRU_INACTIVE_ANON), (1, LRU_INACTIVE_FILE)] {
+            if sc.force_deactivate
+                || refaults[t] != self.lruvec.refaults_snapshot[t]
+                || self.inactive_is_low(lru)
+            {
+                sc.may_deactivate |= 1 << t;
+            }
+        }
+        self.shrink_lruvec(cpu, sc);
+    }
+
+    /// get_scan_count: how many pages of each list to scan at this priority.
+    fn get_scan_count(&self, sc: &ScanControl) -> [u64; NR_LRU_LISTS] {
+        let swappiness = self.swappiness;
+        // scan_balance
+        enum Balance {
+            Equal,
+            Fract,
+            Anon,
+            File,
+        }
+        let balance = if !self.can_reclaim_anon_pages(sc) || swappiness == 0 {
+            Balance::File
+        } else if sc.priority == 0 {
+            Balance::Equal
+        } else {
+            // file_is_tiny / cache_trim_mode are root-reclaim only: FRACT for memcg reclaim.
+            Balance::Fract
+        };
+        let _ = Balance::Anon;
+        let (ap, fp) = {
+            let total = self.lruvec.anon_cost + self.lruvec.file_cost;
+            let a = total + self.lruvec.anon_cost;
+            let f = total + self.lruvec.file_cost;
+            (
+                swappiness * (a + f + 1) / (a + 1),
+                (200 - swappiness) * (a + f + 1) / (f + 1),
+            )
+        };
+        let denominator = ap + fp;
+        let mut nr = [0u64; NR_LRU_LISTS];
+        for lru in 0..NR_LRU_LISTS as u8 {
+            let size = self.lruvec.size(lru);
+            let scan = size >> sc.priority;
+            let file = is_file_lru(lru);
+            nr[lru as usize] = match balance {
+                Balance::Equal => scan,
+                Balance::Fract => scan * if file { fp } else { ap } / denominator.max(1),
+                Balance::File => {
+                    if file {
+                        scan
+                    } else {
+                        0
+                    }
+                }
+                Balance::Anon => {
+                    if file {
+                        0
+                    } else {
+                        scan
+                    }
+                }
+            };
+        }
+        nr
+    }
+
+    /// shrink_lruvec: scan the lists in SWAP_CLUSTER_MAX chunks, then age anon if needed.
+    #[allow(clippy::needless_range_loop)]
+    fn shrink_lruvec(&mut self, cpu: CpuId, sc: &mut ScanControl) {
+        let mut nr = self.get_scan_count(sc);
+        let targets = nr;
+        let nr_to_reclaim = sc.nr_to_reclaim;
+        let mut nr_reclaimed = 0;
+        let (ia, aa, ifl, af) = (0usize, 1usize, 2usize, 3usize);
+        while nr[ia] > 0 || nr[af] > 0 || nr[ifl] > 0 {
+            for lru in 0..NR_LRU_LISTS {
+                if nr[lru] > 0 {
+                    let n = nr[lru].min(SWAP_CLUSTER_MAX);
+                    nr[lru] -= n;
+                    nr_reclaimed += self.shrink_list(cpu, lru as u8, n, sc);
+                }
+            }
+            if nr_reclaimed < nr_to_reclaim {
+                continue;
+            }
+            // Target met: stop the smaller type, scale the other down (memcg reclaim is not
+            // proportional_reclaim).
+            let nr_file = nr[ifl] + nr[af];
+            let nr_anon = nr[ia] + nr[aa];
+            if nr_file == 0 || nr_anon == 0 {
+                break;
+            }
+            let (small, other, pct) = if nr_file > nr_anon {
+                let t = targets[ia] + targets[aa] + 1;
+                (ia, ifl, nr_anon * 100 / t)
+            } else {
+                let t = targets[ifl] + targets[af] + 1;
+                (ifl, ia, nr_file * 100 / t)
+            };
+            nr[small] = 0;
+            nr[small + 1] = 0;
+            for l in [other, other + 1] {
+                let scanned = targets[l] - nr[l];
+                nr[l] = targets[l] * (100 - pct) / 100;
+                nr[l] -= nr[l].min(scanned);
+            }
+        }
+        sc.nr_reclaimed += nr_reclaimed;
+        if self.can_reclaim_anon_pages(sc) && self.inactive_is_low(LRU_INACTIVE_ANON) {
+            self.shrink_active_list(cpu, SWAP_CLUSTER_MAX, LRU_ACTIVE_ANON);
+        }
+    }
+
+    /// shrink_list.
+    fn shrink_list(&mut self, cpu: CpuId, lru: u8, nr: u64, sc: &mut ScanControl) -> u64 {
+        if is_active_lru(lru) {
+            let t = is_file_lru(lru) as u8;
+            if sc.may_deactivate & (1 << t) != 0 {
+                self.shrink_active_list(cpu, nr, lru);
+            } else {
+                sc.skipped_deactivate = true;
+            }
+            return 0;
+        }
+        self.shrink_inactive_list(cpu, nr, lru, sc)
+    }
+
+    /// isolate_lru_folios: take up to `nr` pages' worth of folios from the tail.
+    fn isolate_lru_folios(&mut self, cpu: CpuId, nr: u64, lru: u8) -> Vec<Pfn> {
+        let mut out = Vec::with_capacity(nr as usize);
+        let mut taken = 0;
+        while taken < nr {
+            let Some(pfn) = self.lruvec.tail(lru) else {
+                break;
+            };
+            self.lruvec.del(&mut self.folios, pfn);
+            taken += self.folios.get(pfn).nr_pages();
+            out.push(pfn);
+        }
+        self.charge(cpu, out.len() as u64 * self.cost.isolate_folio);
+        out
+    }
+
+    /// lru_note_cost: reclaim cost of a type, decayed as the LRU turns over.
+    pub fn lru_note_cost(&mut self, file: bool, nr_io: u64, nr_rotated: u64) {
+        let cost = nr_io * SWAP_COST + nr_rotated;
+        let l = &mut self.lruvec;
+        if file {
+            l.file_cost += cost;
+        } else {
+            l.anon_cost += cost;
+        }
+        if l.anon_cost + l.file_cost > l.total() / 4 {
+            l.anon_cost /= 2;
+            l.file_cost /= 2;
+        }
+    }
+
+    /// move_folios_to_lru: put back at the head; active putbacks age the nonresident clock.
+    fn move_folios_to_lru(&mut self, list: &[Pfn]) {
+        for &pfn in list {
+            self.lruvec.add(&mut self.folios, pfn);
+            if self.folios.get(pfn).test(pg::ACTIVE) {
+                let n = self.folios.get(pfn).nr_pages();
+                self.workingset_age_nonresident(n);
+            }
+        }
+    }
+
+    /// shrink_active_list: deactivate (anon is never kept active for being referenced).
+    pub fn shrink_active_list(&mut self, cpu: CpuId, nr: u64, lru: u8) {
+        let list = self.isolate_lru_folios(cpu, nr, lru);
+        let scanned: u64 = list.iter().map(|&p| self.folios.get(p).nr_pages()).sum();
+        self.vmstat.pgrefill += scanned;
+        let mut nr_deactivate = 0;
+        let nr_rotated = 0;
+        for &pfn in &list {
+            // The young bits are cleared (and forgotten) here; only VM_EXEC file folios
+            // stay active, and we model no executable mappings.
+            let _ = self.folio_referenced(cpu, pfn);
+            let f = self.folios.get_mut(pfn);
+            f.clear(pg::ACTIVE);
+            f.set(pg::WORKINGSET);
+            nr_deactivate += f.nr_pages();
+        }
+        self.move_folios_to_lru(&list);
+        self.vmstat.pgdeactivate += nr_deactivate;
+        self.lru_note_cost(is_file_lru(lru), 0, nr_rotated);
+    }
+
+    /// shrink_inactive_list.
+    fn shrink_inactive_list(&mut self, cpu: CpuId, nr: u64, lru: u8, sc: &mut ScanControl) -> u64 {
+        let list = self.isolate_lru_folios(cpu, nr, lru);
+        if list.is_empty() {
+            return 0;
+        }
+        let nr_scanned: u64 = list.iter().map(|&p| self.folios.get(p).nr_pages()).sum();
+        let file = is_file_lru(lru);
+        if file {
+            self.vmstat.pgscan_file += nr_scanned;
+        } else {
+            self.vmstat.pgscan_anon += nr_scanned;
+        }
+        sc.nr_scanned += nr_scanned;
+        let (nr_reclaimed, stat, ret) = self.shrink_folio_list(cpu, list);
+        self.move_folios_to_lru(&ret);
+        if file {
+            self.vmstat.pgsteal_file += nr_reclaimed;
+        } else {
+            self.vmstat.pgsteal_anon += nr_reclaimed;
+        }
+        let _ = stat.nr_activate;
+        self.lru_note_cost(file, stat.nr_pageout, nr_scanned - nr_reclaimed);
+        nr_reclaimed
+    }
+
+    /// folio_check_references (classic LRU).
+    fn folio_check_references(&mut self, cpu: CpuId, pfn: Pfn) -> FolioRef {
+        let referenced_ptes = self.folio_referenced(cpu, pfn);
+        let f = self.folios.get_mut(pfn);
+        let referenced_folio = f.test_clear(pg::REFERENCED);
+        if referenced_ptes > 0 {
+            // First trip: mark and keep; a second reference activates.
+            f.set(pg::REFERENCED);
+            if referenced_folio || referenced_ptes > 1 {
+                return FolioRef::Activate;
+            }
+            return FolioRef::Keep;
+        }
+        if referenced_folio && f.is_file_lru() {
+            return FolioRef::ReclaimClean;
+        }
+        FolioRef::Reclaim
+    }
+
+    /// pageout → swap_writeout to zram: synchronous compress; the folio is clean after.
+    fn pageout(&mut self, cpu: CpuId, pfn: Pfn) {
+        let f = self.folios.get_mut(pfn);
+        f.clear(pg::DIRTY);
+        let n = f.nr_pages();
+        self.vmstat.pswpout += n;
+        self.vmstat.nr_vmscan_write += n;
+        self.charge(cpu, n * self.cost.zram_compress);
+    }
+
+    /// __remove_mapping: leave a workingset shadow where the folio was.
+    fn remove_mapping(&mut self, cpu: CpuId, pfn: Pfn) {
+        self.charge(cpu, self.cost.remove_mapping);
+        let shadow = self.workingset_eviction(pfn);
+        let f = *self.folios.get(pfn);
+        if f.test(pg::SWAPCACHE) {
+            let pte = &mut self.mms[f.owner as usize].ptes[f.index as usize];
+            debug_assert_eq!(*pte, swp_entry_swapcache(pfn));
+            *pte = swp_entry_shadow(shadow);
+            self.folios.get_mut(pfn).clear(pg::SWAPCACHE);
+        } else {
+            let slot = &mut self.files[f.owner as usize].cache[f.index as usize];
+            *slot = swp_entry_shadow(shadow);
+        }
+    }
+
+    /// Free a batch: memcg uncharge, then try_to_unmap_flush, then free_unref_folios.
+    fn free_folio_batch(&mut self, cpu: CpuId, ubc: &mut TlbUbc, batch: &mut Vec<Pfn>) {
+        if batch.is_empty() {
+            return;
+        }
+        let n: u64 = batch.iter().map(|&p| self.folios.get(p).nr_pages()).sum();
+        self.memcg.uncharge(n);
+        self.try_to_unmap_flush(cpu, ubc);
+        for pfn in batch.drain(..) {
+            if self.paranoid() {
+                let f = *self.folios.get(pfn);
+                let mm = if f.is_anon() {
+                    Some(f.owner as usize)
+                } else {
+                    self.mms
+                        .iter()
+                        .position(|m| m.backing == crate::kernel::Backing::File(f.owner as usize))
+                };
+                if let Some(mm) = mm {
+                    self.check_no_tlb_maps(mm, f.index as u64, pfn);
+                }
+            }
+            self.folios.free(pfn);
+        }
+    }
+
+    /// shrink_folio_list: returns (nr_reclaimed, stat, folios to put back).
+    fn shrink_folio_list(&mut self, cpu: CpuId, list: Vec<Pfn>) -> (u64, ReclaimStat, Vec<Pfn>) {
+        let mut ubc = TlbUbc::new(self.nr_cpus());
+        let mut stat = ReclaimStat::default();
+        let mut ret = Vec::new();
+        let mut free = Vec::with_capacity(self.policy.free_batch);
+        let mut nr_reclaimed = 0;
+        let mut pgactivate = 0;
+        let ttu = if self.policy.tlb_batch {
+            TTU_BATCH_FLUSH
+        } else {
+            0
+        };
+        for pfn in list {
+            let nr = self.folios.get(pfn).nr_pages();
+            let references = self.folio_check_references(cpu, pfn);
+            let activate = match references {
+                FolioRef::Activate => true,
+                FolioRef::Keep => {
+                    ret.push(pfn);
+                    continue;
+                }
+                FolioRef::Reclaim | FolioRef::ReclaimClean => false,
+            };
+            let mut activate = activate;
+            if !activate {
+                let f = *self.folios.get(pfn);
+                if f.is_anon() && f.test(pg::SWAPBACKED) && !f.test(pg::SWAPCACHE) {
+                    self.charge(cpu, self.cost.add_to_swap);
+                    if self.swap.alloc_slot() {
+                        let f = self.folios.get_mut(pfn);
+                        f.set(pg::SWAPCACHE);
+                        // V26 marks the folio dirty unconditionally after adding it.
+                        f.set(pg::DIRTY);
+                    } else {
+                        activate = true;
+                    }
+                }
+            }
+            if !activate && self.folios.get(pfn).test(pg::MAPPED) {
+                let _ = self.try_to_unmap(cpu, &mut ubc, pfn, ttu);
+            }
+            if !activate && self.folios.get(pfn).test(pg::DIRTY) {
+                if self.folios.get(pfn).is_file_lru() {
+                    // Reclaim never writes file folios (6.18): tag for the flusher, activate.
+                    self.folios.get_mut(pfn).set(pg::RECLAIM);
+                    self.vmstat.nr_vmscan_immediate_reclaim += nr;
+                    activate = true;
+                } else if references == FolioRef::ReclaimClean {
+                    ret.push(pfn);
+                    continue;
+                } else {
+                    // A CPU may still hold a writable, dirty translation: flush before I/O.
+                    self.try_to_unmap_flush_dirty(cpu, &mut ubc);
+                    self.pageout(cpu, pfn);
+                    stat.nr_pageout += nr;
+                }
+            }
+            if activate {
+                // activate_locked: drop the swap slot if swap is getting full.
+                let f = *self.folios.get(pfn);
+                if f.test(pg::SWAPCACHE) && !f.test(pg::MAPPED) && self.swap.vm_swap_full() {
+                    // The PTE still points into the swap cache; keep the slot (we cannot free a
+                    // slot an unmapped PTE refers to).
+                } else if f.test(pg::SWAPCACHE) && self.swap.vm_swap_full() {
+                    self.folio_free_swap(pfn);
+                }
+                self.folios.get_mut(pfn).set(pg::ACTIVE);
+                stat.nr_activate += nr;
+                pgactivate += nr;
+                ret.push(pfn);
+                continue;
+            }
+            // __remove_mapping, then free_it.
+            self.remove_mapping(cpu, pfn);
+            nr_reclaimed += nr;
+            free.push(pfn);
+            if free.len() == self.policy.free_batch {
+                self.free_folio_batch(cpu, &mut ubc, &mut free);
+            }
+        }
+        self.vmstat.pgactivate += pgactivate;
+        self.free_folio_batch(cpu, &mut ubc, &mut free);
+        // The final flush.
+        self.try_to_unmap_flush(cpu, &mut ubc);
+        (nr_reclaimed, stat, ret)
+    }
+
+    /// folio_free_swap: release a mapped swap-cache folio's slot.
+    pub fn folio_free_swap(&mut self, pfn: Pfn) {
+        let f = self.folios.get_mut(pfn);
+        if f.test_clear(pg::SWAPCACHE) {
+            f.set(pg::DIRTY);
+            self.swap.free_slot();
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! Build the shared result document (reclaimlab.result/1) from a finished simulation.
+
+use crate::kernel::Kernel;
+use reclaimlab_core::result::{MachineInfo, ResultDoc, RunResult, SwapInfo, Throughput, SCHEMA};
+use reclaimlab_core::Scenario;
+use std::collections::BTreeMap;
+
+pub fn build(
+    scn: &Scenario,
+    k: &Kernel,
+    sim_seconds: f64,
+    throughput: Throughput,
+    notes: Vec<String>,
+) -> ResultDoc {
+    let mut counters = k.vmstat.to_map();
+    counters.insert("tlb_shootdowns".into(), k.irq.tlb_shootdowns.iter().sum());
+    counters.insert(
+        "function_call_interrupts".into(),
+        k.irq.function_call_interrupts.iter().sum(),
+    );
+    let mut per_cpu = BTreeMap::new();
+    per_cpu.insert("tlb_shootdowns".into(), k.irq.tlb_shootdowns.clone());
+    per_cpu.insert(
+        "function_call_interrupts".into(),
+        k.irq.function_call_interrupts.clone(),
+    );
+    let mut memcg_stat = BTreeMap::new();
+    for key in [
+        "pgscan_anon",
+        "pgsteal_anon",
+        "pgscan_file",
+        "pgsteal_file",
+        "pgactivate",
+        "pgdeactivate",
+        "pgrefill",
+        "pgfault",
+        "pgmajfault",
+        "workingset_refault_anon",
+        "workingset_refault_file",
+    ] {
+        memcg_stat.insert(key.to_string(), counters[key] as i64);
+    }
+    memcg_stat.insert(
+        "max_usage_in_bytes".into(),
+        (k.memcg.max_usage * 4096) as i64,
+    );
+    let mut extra = BTreeMap::new();
+    let j = |v: u64| serde_json::Value::from(v);
+    extra.insert("sim_steps".into(), j(k.steps));
+    extra.insert("direct_reclaims".into(), j(k.direct_reclaims));
+    extra.insert(
+        "reclaim_cpu_seconds".into(),
+        serde_json::Value::from(k.reclaim_ns as f64 / 1e9),
+    );
+    extra.insert("stale_tlb_writes".into(), j(k.stale_tlb_writes));
+    extra.insert("swap_used_pages".into(), j(k.swap.used));
+    extra.insert(
+        "mm_cpumask_weight".into(),
+        serde_json::Value::from(
+            k.mms
+                .iter()
+                .map(|m| m.cpumask.weight() as u64)
+                .collect::<Vec<_>>(),
+        ),
+    );
+    extra.insert(
+        "pages_touched".into(),
+        j(k.tasks.iter().map(|t| t.pages_touched).sum()),
+    );
+    let run = RunResult {
+        counters,
+        per_cpu,
+        memcg_stat,
+        wall_seconds: sim_seconds,
+        throughput,
+        oom_kills: k.memcg.oom_kills,
+        valid: true,
+        notes,
+        extra,
+    };
+    let mut doc = ResultDoc {
+        schema: SCHEMA.into(),
+        scenario: scn.name.clone(),
+        backend: "sim".into(),
+        kernel: format!("sim-{}", k.policy.name),
+        policy: k.policy.name.clone(),
+        machine: MachineInfo {
+            cpus: scn.machine.cpus,
+            memory_bytes: scn.machine.memory_bytes,
+            arch: match scn.machine.arch {
+                reclaimlab_core::scenario::Arch::X86 => "x86".into(),
+                reclaimlab_core::scenario::Arch::Arm64 => "arm64".into(),
+            },
+            cgroup: "sim".into(),
+            swap: SwapInfo {
+                kind: "sim".into(),
+                devices: vec!["zram-model".into()],
+                bytes: scn.swap_bytes,
+            },
+        },
+        config: scn.to_json(),
+        workload_command: None,
+        workload_version: None,
+        runs: vec![run],
+        median: BTreeMap::new(),
+        min: BTreeMap::new(),
+        max: BTreeMap::new(),
+    };
+    doc.summarize();
+    doc
+}

@@ -1,0 +1,205 @@
+//! Mechanism tests (issue 3): each sets up a tiny machine by hand and checks one kernel
+//! behaviour through the model's own counters.
+
+use reclaimlab_sim::config::{CheckLevel, Policy, SimConfig};
+use reclaimlab_sim::kernel::{Backing, Kernel};
+use reclaimlab_sim::mm::memory::Access;
+use reclaimlab_sim::mm::pgtable::*;
+use reclaimlab_sim::mm::rmap::{TlbUbc, TTU_BATCH_FLUSH};
+
+fn cfg() -> SimConfig {
+    SimConfig {
+        tlb_entries: 64,
+        tlb_ways: 4,
+        tick_ns: 4_000_000,
+        migrate_per_tick: 0.0,
+        bogo_units_per_page: 512,
+        step_pages: 16,
+        progress_every_ns: 1_000_000_000,
+        check: CheckLevel::Full,
+    }
+}
+
+fn kernel(cpus: usize, limit_pages: u64) -> Kernel {
+    Kernel::new(
+        cfg(),
+        Policy::linux_6_18(),
+        cpus,
+        limit_pages,
+        1 << 20,
+        60,
+        1,
+    )
+}
+
+/// An anon mm with `pages` pages, run by a task on `cpu` that writes every page.
+fn dirty_mm_on(k: &mut Kernel, cpu: usize, pages: u64) -> usize {
+    let mm = k.mm_alloc(pages, Backing::Anon, true);
+    let t = k.task_new(mm, Some(cpu), 0, pages);
+    k.context_switch(cpu, Some(t));
+    for vp in 0..pages {
+        assert_eq!(k.user_access(cpu, mm, vp, true), Access::Fault);
+    }
+    mm
+}
+
+fn tlb_total(k: &Kernel) -> u64 {
+    k.irq.tlb_shootdowns.iter().sum()
+}
+fn cal_total(k: &Kernel) -> u64 {
+    k.irq.function_call_interrupts.iter().sum()
+}
+
+#[test]
+fn flush_for_mm_only_on_cpu0_from_cpu0_sends_no_ipi() {
+    let mut k = kernel(4, 1024);
+    let mm = dirty_mm_on(&mut k, 0, 8);
+    assert_eq!(k.mms[mm].cpumask.iter().collect::<Vec<_>>(), vec![0]);
+    let mut ubc = TlbUbc::new(4);
+    for vp in 0..8 {
+        let pfn = pte_pfn(k.mms[mm].ptes[vp]);
+        // Not deferred (no other CPU in the mask): flushed locally at once.
+        k.try_to_unmap(0, &mut ubc, pfn, TTU_BATCH_FLUSH);
+    }
+    assert!(!ubc.flush_required, "should_defer_flush must be false");
+    k.try_to_unmap_flush(0, &mut ubc);
+    assert_eq!(tlb_total(&k), 0);
+    assert_eq!(cal_total(&k), 0);
+    assert_eq!(k.vmstat.nr_tlb_remote_flush, 0);
+    assert_eq!(k.vmstat.nr_tlb_local_flush_one, 8, "one INVLPG per page");
+    assert!(k.check_invariants_tlb_only().is_empty());
+}
+
+#[test]
+fn two_cpu_mm_gets_one_ipi_per_batch_not_per_page() {
+    let mut k = kernel(4, 1024);
+    let mm = dirty_mm_on(&mut k, 1, 20);
+    // The mm's task now runs on CPU 1; CPU 0 reclaims (it runs another process).
+    let other = dirty_mm_on(&mut k, 0, 1);
+    let _ = other;
+    assert!(k.mms[mm].cpumask.test(1) && !k.mms[mm].cpumask.test(0));
+    let mut ubc = TlbUbc::new(4);
+    for vp in 0..20 {
+        let pfn = pte_pfn(k.mms[mm].ptes[vp]);
+        k.try_to_unmap(0, &mut ubc, pfn, TTU_BATCH_FLUSH);
+    }
+    assert!(ubc.flush_required && ubc.writable);
+    assert_eq!(tlb_total(&k), 0, "nothing is sent before the flush");
+    k.try_to_unmap_flush(0, &mut ubc);
+    assert_eq!(k.irq.tlb_shootdowns, vec![0, 1, 0, 0]);
+    assert_eq!(k.irq.function_call_interrupts, vec![0, 1, 0, 0]);
+    assert_eq!(k.vmstat.nr_tlb_remote_flush, 1);
+    assert!(k.check_invariants_tlb_only().is_empty());
+    // CPU 1's stale entries are gone: touching the pages faults again.
+    assert_eq!(k.user_access(1, mm, 3, true), Access::Fault);
+}
+
+#[test]
+fn dirty_pte_forces_flush_before_pageout() {
+    let mut k = kernel(2, 1024);
+    let mm = dirty_mm_on(&mut k, 1, 4);
+    let _ = dirty_mm_on(&mut k, 0, 1);
+    // Memcg reclaim from CPU 0: every folio of mm has a dirty PTE cached on CPU 1.
+    let before = tlb_total(&k);
+    let pswpout0 = k.vmstat.pswpout;
+    // Clear the young bits first so folio_check_references lets them go.
+    for vp in 0..4 {
+        k.mms[mm].ptes[vp] &= !PTE_YOUNG;
+    }
+    k.mms[1].ptes[0] &= !PTE_YOUNG;
+    let reclaimed = k.try_to_free_mem_cgroup_pages(0, 4);
+    assert!(reclaimed >= 4, "reclaimed {reclaimed}");
+    let written = k.vmstat.pswpout - pswpout0;
+    let ipis = tlb_total(&k) - before;
+    // One flush per written folio of mm (CPU 1 is in its mask); none batched past pageout.
+    assert!(written >= 4);
+    assert!(ipis >= 4, "{ipis} IPIs for {written} pageouts");
+    assert!(
+        k.check_invariants().is_empty(),
+        "{:?}",
+        k.check_invariants()
+    );
+}
+
+#[test]
+fn clean_ptes_share_one_flush_per_batch() {
+    // Folios swapped in by a read keep their swap copy and a clean PTE: unmapping them sets no
+    // `writable`, so they are freed without flush_dirty, flushed once at the end.
+    let mut k = kernel(2, 1024);
+    let mm = dirty_mm_on(&mut k, 1, 8);
+    let _ = dirty_mm_on(&mut k, 0, 1);
+    for vp in 0..8 {
+        k.mms[mm].ptes[vp] &= !PTE_YOUNG;
+    }
+    k.mms[1].ptes[0] &= !PTE_YOUNG;
+    k.try_to_free_mem_cgroup_pages(0, 8);
+    assert_eq!(k.mms[1].rss, 0);
+    let after_out = tlb_total(&k);
+    // Read everything back on CPU 1: clean swap-cache folios.
+    k.context_switch(1, Some(0));
+    for vp in 0..8 {
+        assert_eq!(k.user_access(1, mm, vp, false), Access::Fault);
+    }
+    k.context_switch(0, Some(1));
+    for vp in 0..8 {
+        k.mms[mm].ptes[vp] &= !PTE_YOUNG;
+    }
+    let w0 = k.vmstat.pswpout;
+    k.try_to_free_mem_cgroup_pages(0, 8);
+    assert_eq!(
+        k.vmstat.pswpout, w0,
+        "clean swap-cache folios need no pageout"
+    );
+    assert_eq!(tlb_total(&k) - after_out, 1, "one IPI for the whole batch");
+    assert!(
+        k.check_invariants().is_empty(),
+        "{:?}",
+        k.check_invariants()
+    );
+}
+
+#[test]
+fn lazy_cpu_gets_no_ipi_and_flushes_when_it_switches_back() {
+    let mut k = kernel(2, 1024);
+    let mm = dirty_mm_on(&mut k, 1, 4);
+    let _ = dirty_mm_on(&mut k, 0, 1);
+    // CPU 1 goes idle: lazy TLB, mm stays loaded and in the mask.
+    k.context_switch(1, None);
+    assert!(k.cpus[1].is_lazy && k.cpus[1].loaded_mm == Some(mm));
+    let mut ubc = TlbUbc::new(2);
+    let pfn = pte_pfn(k.mms[mm].ptes[2]);
+    k.try_to_unmap(0, &mut ubc, pfn, TTU_BATCH_FLUSH);
+    assert!(ubc.flush_required);
+    k.try_to_unmap_flush(0, &mut ubc);
+    assert_eq!(tlb_total(&k), 0, "lazy CPUs are skipped");
+    assert_eq!(
+        k.vmstat.nr_tlb_remote_flush, 1,
+        "counted on the sender all the same"
+    );
+    // The stale entry is still there but unusable...
+    assert!(k.cpus[1].tlb.lookup(mm, 2).is_some());
+    assert!(k.check_invariants_tlb_only().is_empty());
+    // ...and switching back flushes it.
+    k.context_switch(1, Some(0));
+    assert!(k.cpus[1].tlb.lookup(mm, 2).is_none());
+}
+
+#[test]
+fn mm_cpumask_is_not_cleared_on_switch_away() {
+    let mut k = kernel(3, 1024);
+    let mm = dirty_mm_on(&mut k, 0, 1);
+    let t = k.cpus[0].curr.unwrap();
+    k.context_switch(0, None);
+    k.context_switch(2, Some(t));
+    assert_eq!(k.mms[mm].cpumask.iter().collect::<Vec<_>>(), vec![0, 2]);
+}
+
+#[test]
+fn ceiling_turns_large_ranges_into_full_flushes() {
+    let mut k = kernel(1, 1024);
+    let mm = dirty_mm_on(&mut k, 0, 64);
+    k.flush_tlb_mm_range(0, mm, 0, 33, true);
+    assert_eq!(k.vmstat.nr_tlb_local_flush_one, 33);
+    k.flush_tlb_mm_range(0, mm, 0, 34, true);
+    assert_eq!(k.vmstat.nr_tlb_local_flush_all, 1);
+}
