@@ -352,18 +352,6 @@ fn sigterm_cleans_up_swap_and_tracing_too() {
     );
 }
 
-/// A run that ends by itself with a fault injected through RECLAIMLAB_TEST_FAULT.
-fn faulted_run(test: &str, fault: &str, args: &[&str]) -> (Output, MachineState, PathBuf) {
-    let cg = host_or_skip(test, false).unwrap();
-    let before = MachineState::capture(&cg);
-    let o = bin()
-        .args(args)
-        .env("RECLAIMLAB_TEST_FAULT", fault)
-        .output()
-        .unwrap();
-    (o, before, cg)
-}
-
 const MMAP_RW: &[&str] = &[
     "bench",
     "file-mmap-rw",
@@ -378,45 +366,41 @@ const MMAP_RW: &[&str] = &[
     "--json",
 ];
 
+/// A file-mmap-rw run with RECLAIMLAB_TEST_FAULT=`fault`: it must exit with `code`, say
+/// `message`, end within 30 s and leave the machine as it was.
+fn faulted_run(test: &str, fault: &str, code: i32, message: &str) {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(cg) = host_or_skip(test, false) else {
+        return;
+    };
+    let before = MachineState::capture(&cg);
+    let t = Instant::now();
+    let o = bin()
+        .args(MMAP_RW)
+        .env("RECLAIMLAB_TEST_FAULT", fault)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(code), "{err}");
+    assert!(err.contains(message), "{err}");
+    assert!(t.elapsed() < Duration::from_secs(30));
+    assert_clean(&before, &cg, &[]);
+}
+
 #[test]
 fn injected_error_cleans_up() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if host_or_skip("injected_error", false).is_none() {
-        return;
-    }
-    let (o, before, cg) = faulted_run("injected_error", "error", MMAP_RW);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("injected error"), "{err}");
-    assert_clean(&before, &cg, &[]);
+    faulted_run("injected_error", "error", 2, "injected error");
 }
 
 #[test]
 fn injected_panic_cleans_up() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if host_or_skip("injected_panic", false).is_none() {
-        return;
-    }
-    let (o, before, cg) = faulted_run("injected_panic", "panic", MMAP_RW);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(101), "{err}");
-    assert!(err.contains("injected panic"), "{err}");
-    assert_clean(&before, &cg, &[]);
+    faulted_run("injected_panic", "panic", 101, "injected panic");
 }
 
 #[test]
 fn hung_workload_times_out_and_cleans_up() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if host_or_skip("hung_workload", false).is_none() {
-        return;
-    }
-    let t = Instant::now();
-    let (o, before, cg) = faulted_run("hung_workload", "hang", MMAP_RW);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("did not report within 5s"), "{err}");
-    assert!(t.elapsed() < Duration::from_secs(30));
-    assert_clean(&before, &cg, &[]);
+    // Killed at run.duration + host.grace = 5 s.
+    faulted_run("hung_workload", "hang", 2, "did not report within 5s");
 }
 
 #[test]
