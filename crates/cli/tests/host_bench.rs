@@ -6,6 +6,7 @@
 //! skipped and passes. CI runs as root on a machine with memcg v1, so they run there. They run
 //! one at a time (they share swap, zram0 and tracefs).
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::Mutex;
@@ -481,4 +482,26 @@ fn refuses_without_root() {
     assert!(err.contains("needs root"), "{err}");
 }
 
-use std::os::unix::process::CommandExt;
+#[test]
+fn anon_scenario_without_swap_is_refused_with_the_fix() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(cg) = host_or_skip("anon_without_swap", true) else {
+        return;
+    };
+    if swap_is_on() {
+        eprintln!("skipping anon_without_swap: this machine has swap on");
+        return;
+    }
+    let before = MachineState::capture(&cg);
+    let o = bin()
+        .args(["bench", "stress-vm", "--set", "run.duration=1s"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("needs swap") && err.contains("--swap zram:4G"),
+        "{err}"
+    );
+    assert_clean(&before, &cg, &[]);
+}
