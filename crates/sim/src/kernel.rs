@@ -29,9 +29,11 @@ pub struct Cpu {
     pub is_lazy: bool,
     pub tlb: CpuTlb,
     pub next_tick: u64,
-    /// Handler-entry time of the last call-function IPI sent here: calls queued before the
-    /// handler runs ride on that IPI (smp_call_function_many's llist_add != first).
-    pub ipi_pending_until: u64,
+    /// Send times of the last few call-function IPIs raised here: a call queued within one
+    /// delivery latency of one of them finds the queue non-empty and rides on that IPI
+    /// (smp_call_function_many sends only when llist_add finds the list empty).
+    pub ipi_recent: [u64; 8],
+    pub ipi_recent_pos: usize,
 }
 
 /// What backs an mm's single VMA.
@@ -132,7 +134,8 @@ impl Kernel {
                 is_lazy: true,
                 tlb: CpuTlb::new(cfg.tlb_entries, cfg.tlb_ways),
                 next_tick: cfg.tick_ns,
-                ipi_pending_until: 0,
+                ipi_recent: [u64::MAX; 8],
+                ipi_recent_pos: 0,
             })
             .collect();
         Kernel {

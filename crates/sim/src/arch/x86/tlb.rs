@@ -278,20 +278,24 @@ impl Kernel {
             let send_at = t0 + sent * self.cost.ipi_send;
             let arrive = send_at + self.cost.ipi_delivery;
             let mut handler = 0;
-            let pending = self.cpus[t].ipi_pending_until;
-            // Queued behind an IPI sent less than a delivery latency ago and not yet handled:
-            // no new interrupt. (A pending time further ahead comes from a CPU whose clock ran
-            // ahead of ours, not from a real overlap, so it does not count.)
-            let coalesced = pending > send_at && pending <= arrive;
+            // Two calls queued to one CPU less than a delivery latency apart share one IPI,
+            // whichever the engine processed first (clocks of different CPUs drift within a
+            // step, so the check is symmetric in time).
+            let d = self.cost.ipi_delivery;
+            let c = &mut self.cpus[t];
+            let coalesced = c
+                .ipi_recent
+                .iter()
+                .any(|&s| s != u64::MAX && send_at.abs_diff(s) < d);
             if !coalesced {
                 self.irq.function_call_interrupts[t] += 1;
-                self.cpus[t].ipi_pending_until = arrive;
+                c.ipi_recent[c.ipi_recent_pos] = send_at;
+                c.ipi_recent_pos = (c.ipi_recent_pos + 1) % c.ipi_recent.len();
                 handler = self.cost.ipi_handle;
             }
             let work = self.flush_tlb_func(t, sender, info);
             self.charge(t, handler + work);
-            let handler_start = if coalesced { pending } else { arrive };
-            max_ack = max_ack.max(handler_start - t0 + self.cost.ipi_handle + work);
+            max_ack = max_ack.max(arrive - t0 + self.cost.ipi_handle + work);
         }
         if mask.test(sender) && (info.freed_tables || self.should_flush_tlb(sender, info)) {
             let ns = self.flush_tlb_func(sender, sender, info);
