@@ -175,6 +175,15 @@ pub fn run_everything() -> Vec<String> {
     run_matching(|_| true)
 }
 
+/// If a signal started the clean-up, wait for the signal thread to exit the process.
+pub fn park_if_stopping() {
+    if STOPPING.load(Ordering::SeqCst) {
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(60));
+        }
+    }
+}
+
 /// Whether anything is registered (for tests).
 pub fn pending() -> Vec<String> {
     lock(&REGISTRY).iter().map(|e| e.what.clone()).collect()

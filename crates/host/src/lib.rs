@@ -52,7 +52,11 @@ pub struct BenchOptions<'a> {
 /// Needs root and a memory cgroup controller. Reads the scenario's `[host]` keys (`host.grace`,
 /// `host.stress_ng`) and skips `[sim]`, so the caller can `scn.finish()` afterwards.
 pub fn bench(scn: &Scenario, opts: &BenchOptions) -> anyhow::Result<ResultDoc> {
-    bench::bench(scn, opts)
+    let r = bench::bench(scn, opts);
+    // A signal's clean-up may have made the run fail under our feet (its processes killed,
+    // reaped): let the signal thread finish and exit with 128 + signal, not with this error.
+    cleanup::park_if_stopping();
+    r
 }
 
 /// CPUs and RAM of this machine, for validating scenarios against it.

@@ -6,7 +6,7 @@ use crate::cgroup::Memcg;
 use crate::cleanup::{Cleanup, Undo};
 use anyhow::{bail, Context, Result};
 use nix::sys::signal::{killpg, Signal};
-use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::sys::wait::{waitid, waitpid, Id, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 use std::ffi::CString;
 use std::fs::File;
@@ -34,52 +34,76 @@ impl Ended {
     }
 }
 
-/// Kill the process group `pid` leads and reap `pid` (used by clean-up; harmless if gone).
-pub fn kill_and_reap(pid: i32) -> Result<()> {
-    let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
-    let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
-    let _ = waitpid(Pid::from_raw(pid), None);
-    Ok(())
+/// A process bench started (the leader of its own process group). Its clean-up kills the group
+/// and reaps it, but only while it is unreaped: a reaped PID may belong to someone else.
+pub struct Started {
+    pub pid: i32,
+    /// The PID while it is ours to signal (not yet reaped), else 0.
+    live: Arc<AtomicI32>,
 }
 
-/// Spawn `cmd` and register its clean-up (kill its process group, reap it). The command should
-/// put the child in its own process group (see [`JoinMemcg::in_child`]).
+impl Started {
+    /// A new, not yet started process and the clean-up action for it.
+    fn pending() -> (Arc<AtomicI32>, impl FnOnce() -> Result<()> + Send + 'static) {
+        let live = Arc::new(AtomicI32::new(0));
+        let l2 = live.clone();
+        (live, move || {
+            let pid = l2.swap(0, Ordering::SeqCst);
+            if pid > 0 {
+                // Unreaped, so the PID and the group it leads are still ours.
+                let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+                let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+                let _ = waitpid(Pid::from_raw(pid), None);
+            }
+            Ok(())
+        })
+    }
+
+    /// Wait until `deadline`, calling `tick` every ~100 ms; None on timeout. Once the process
+    /// has ended it is marked as no longer ours to signal, then reaped.
+    pub fn wait_until(&self, deadline: Instant, tick: &mut dyn FnMut()) -> Result<Option<Ended>> {
+        let pid = Pid::from_raw(self.pid);
+        loop {
+            let peek = waitid(
+                Id::Pid(pid),
+                WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT,
+            )
+            .with_context(|| format!("waiting for pid {pid}"))?;
+            if !matches!(peek, WaitStatus::StillAlive) {
+                self.live.store(0, Ordering::SeqCst);
+                return match waitpid(pid, None).with_context(|| format!("reaping pid {pid}"))? {
+                    WaitStatus::Exited(_, c) => Ok(Some(Ended::Exited(c))),
+                    WaitStatus::Signaled(_, s, _) => Ok(Some(Ended::Signaled(s as i32))),
+                    other => bail!("unexpected wait status of pid {pid}: {other:?}"),
+                };
+            }
+            if Instant::now() >= deadline {
+                return Ok(None);
+            }
+            tick();
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// Spawn `cmd` and register its clean-up. The command should put the child in its own process
+/// group and the memcg (see [`JoinMemcg::in_child`]).
 pub fn spawn(
     cleanup: &Cleanup,
     what: &str,
     cmd: &mut std::process::Command,
-) -> Result<(std::process::Child, Undo)> {
-    let slot = Arc::new(AtomicI32::new(0));
-    let s2 = slot.clone();
-    cleanup.apply(
+) -> Result<(Started, Undo)> {
+    let (live, undo) = Started::pending();
+    let (pid, u) = cleanup.apply(
         what,
         || {
             let c = cmd.spawn().with_context(|| format!("starting {what}"))?;
-            slot.store(c.id() as i32, Ordering::SeqCst);
-            Ok(c)
+            live.store(c.id() as i32, Ordering::SeqCst);
+            Ok(c.id() as i32)
         },
-        move || match s2.load(Ordering::SeqCst) {
-            0 => Ok(()),
-            pid => kill_and_reap(pid),
-        },
-    )
-}
-
-/// Wait for `pid` until `deadline`, calling `tick` every ~100 ms. None on timeout.
-pub fn wait_until(pid: i32, deadline: Instant, tick: &mut dyn FnMut()) -> Result<Option<Ended>> {
-    loop {
-        match waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG)) {
-            Ok(WaitStatus::Exited(_, c)) => return Ok(Some(Ended::Exited(c))),
-            Ok(WaitStatus::Signaled(_, s, _)) => return Ok(Some(Ended::Signaled(s as i32))),
-            Ok(_) => {}
-            Err(e) => return Err(e).context(format!("waiting for pid {pid}")),
-        }
-        if Instant::now() >= deadline {
-            return Ok(None);
-        }
-        tick();
-        std::thread::sleep(Duration::from_millis(100));
-    }
+        undo,
+    )?;
+    Ok((Started { pid, live }, u))
 }
 
 /// Prepared in the parent so the child does not allocate before it has joined the memcg.
@@ -124,7 +148,7 @@ impl JoinMemcg {
 
 /// A forked worker process with a pipe each way.
 pub struct Forked {
-    pub pid: i32,
+    pub proc: Started,
     /// Lines from the child.
     pub from_child: File,
     /// Closing it (drop) tells the child to finish.
@@ -146,8 +170,8 @@ pub fn fork_in_memcg(
     let (p_rd, c_wr): (OwnedFd, OwnedFd) = nix::unistd::pipe().context("pipe")?;
     let (c_rd, p_wr): (OwnedFd, OwnedFd) = nix::unistd::pipe().context("pipe")?;
     let parent_fds = [p_rd.as_raw_fd(), p_wr.as_raw_fd()];
-    let slot = Arc::new(AtomicI32::new(0));
-    let s2 = slot.clone();
+    let (live, undo_action) = Started::pending();
+    let l2 = live.clone();
     let (pid, undo) = cleanup.apply(
         format!("{what} (forked worker)"),
         move || {
@@ -181,19 +205,16 @@ pub fn fork_in_memcg(
                     unsafe { libc::_exit(code) }
                 }
                 nix::unistd::ForkResult::Parent { child } => {
-                    slot.store(child.as_raw(), Ordering::SeqCst);
+                    l2.store(child.as_raw(), Ordering::SeqCst);
                     Ok(child.as_raw())
                 }
             }
         },
-        move || match s2.load(Ordering::SeqCst) {
-            0 => Ok(()),
-            pid => kill_and_reap(pid),
-        },
+        undo_action,
     )?;
     Ok((
         Forked {
-            pid,
+            proc: Started { pid, live },
             from_child: File::from(p_rd),
             to_child: Some(File::from(p_wr)),
         },
@@ -236,5 +257,42 @@ pub fn read_line(f: &mut File, buf: &mut Vec<u8>, deadline: Instant) -> Result<O
             bail!("the worker process ended before it reported");
         }
         buf.extend_from_slice(&chunk[..r]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt;
+
+    #[test]
+    fn reaped_process_is_never_signalled_and_a_running_one_is_killed() {
+        let c = Cleanup::new();
+        let (p, undo) = spawn(
+            &c,
+            "true",
+            std::process::Command::new("true").process_group(0),
+        )
+        .unwrap();
+        let end = p
+            .wait_until(Instant::now() + Duration::from_secs(10), &mut || {})
+            .unwrap();
+        assert_eq!(end, Some(Ended::Exited(0)));
+        assert_eq!(
+            p.live.load(Ordering::SeqCst),
+            0,
+            "a reaped PID is no longer ours"
+        );
+        undo.run().unwrap();
+
+        let mut cmd = std::process::Command::new("sleep");
+        cmd.arg("30").process_group(0);
+        let (p, undo) = spawn(&c, "sleep", &mut cmd).unwrap();
+        let end = p
+            .wait_until(Instant::now() + Duration::from_millis(200), &mut || {})
+            .unwrap();
+        assert_eq!(end, None);
+        undo.run().unwrap();
+        assert!(!std::path::Path::new(&format!("/proc/{}", p.pid)).exists());
     }
 }

@@ -12,7 +12,7 @@
 //!   the set; stress-ng does not place one worker per CPU).
 
 use crate::cleanup::Cleanup;
-use crate::proc::{wait_until, Ended, JoinMemcg};
+use crate::proc::{Ended, JoinMemcg};
 use crate::workload::{Env, HostConfig, HostWorkload, Meter, Outcome};
 use anyhow::{bail, Context, Result};
 use reclaimlab_core::scenario::{CpuSet, StressVm as Spec};
@@ -176,12 +176,11 @@ impl HostWorkload for StressVm {
 
         meter.start()?;
         let (child, undo) = crate::proc::spawn(env.cleanup, "stress-ng", &mut cmd)?;
-        let pid = child.id() as i32;
         env.started()?;
 
         let t0 = std::time::Instant::now();
         let total = env.duration.as_secs_f64().max(1e-9);
-        let ended = wait_until(pid, env.deadline(env.duration), &mut || {
+        let ended = child.wait_until(env.deadline(env.duration), &mut || {
             (env.progress)(t0.elapsed().as_secs_f64() / total)
         })?;
         meter.stop();
@@ -194,7 +193,7 @@ impl HostWorkload for StressVm {
                 self.last_log_lines()
             );
         };
-        // Reaped by wait_until: the undo has nothing left to kill but the group's stragglers.
+        // Reaped: nothing left for the undo (workers that outlive stress-ng die with the memcg).
         undo.run()?;
 
         let mut out = Outcome {

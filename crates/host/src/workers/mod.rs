@@ -6,7 +6,7 @@ pub mod file_mmap_rw;
 pub mod file_reclaim;
 
 use crate::cleanup::Cleanup;
-use crate::proc::{read_line, wait_until, Ended, Forked};
+use crate::proc::{read_line, Ended, Forked};
 use crate::workload::Env;
 use anyhow::{bail, Context, Result};
 use std::os::fd::AsRawFd;
@@ -159,7 +159,7 @@ pub fn wait_line(
             Ok(None) if Instant::now() >= deadline => bail!(
                 "the {what} worker (pid {}) did not report within {:.0}s (run.duration + \
                  host.grace): killed it",
-                w.pid,
+                w.proc.pid,
                 (expected + env.grace).as_secs_f64()
             ),
             Ok(None) => {
@@ -173,8 +173,11 @@ pub fn wait_line(
 /// Close the pipe to the worker (it finishes) and wait for it to exit.
 pub fn finish(w: &mut Forked, env: &Env) -> Result<Ended> {
     w.to_child.take();
-    match wait_until(w.pid, env.deadline(Duration::ZERO), &mut || {})? {
+    match w
+        .proc
+        .wait_until(env.deadline(Duration::ZERO), &mut || {})?
+    {
         Some(e) => Ok(e),
-        None => bail!("the worker (pid {}) did not exit: killed it", w.pid),
+        None => bail!("the worker (pid {}) did not exit: killed it", w.proc.pid),
     }
 }
