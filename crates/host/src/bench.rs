@@ -62,6 +62,13 @@ pub fn bench(scn: &Scenario, opts: &BenchOptions) -> Result<ResultDoc> {
     };
 
     let repeat = opts.repeat.max(1);
+    let ctx = RunCtx {
+        scn,
+        root: &root,
+        cleanup: &cleanup,
+        tracer: tracer.as_ref(),
+        cfg: &cfg,
+    };
     let mut runs = Vec::with_capacity(repeat);
     for i in 0..repeat {
         let progress = |f: f64| {
@@ -69,16 +76,7 @@ pub fn bench(scn: &Scenario, opts: &BenchOptions) -> Result<ResultDoc> {
                 p(i, repeat, f.clamp(0.0, 1.0))
             }
         };
-        runs.push(run_once(
-            scn,
-            &root,
-            wl.as_mut(),
-            &cleanup,
-            tracer.as_ref(),
-            &cfg,
-            i,
-            &progress,
-        )?);
+        runs.push(ctx.run_once(wl.as_mut(), i, &progress)?);
         progress(1.0);
     }
     let errors = cleanup.run_all();
@@ -112,83 +110,94 @@ pub fn bench(scn: &Scenario, opts: &BenchOptions) -> Result<ResultDoc> {
     Ok(doc)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn run_once(
-    scn: &Scenario,
-    root: &MemcgRoot,
-    wl: &mut dyn HostWorkload,
-    cleanup: &Cleanup,
-    tracer: Option<&Tracer>,
-    cfg: &HostConfig,
-    index: usize,
-    progress: &dyn Fn(f64),
-) -> Result<RunResult> {
-    let name = root.unique_name();
-    let cg = Memcg {
-        version: root.version,
-        dir: root.dir.join(&name),
-    };
-    let cg2 = cg.clone();
-    let (_, undo) = cleanup.apply(
-        format!("memcg {}", cg.dir.display()),
-        || root.create(&name),
-        move || cg2.remove(),
-    )?;
-    cg.set_limit(scn.memcg.limit_bytes)?;
-    let mut notes = Vec::new();
-    if !cg.set_swappiness(scn.memcg.swappiness)? {
-        notes.push("cgroup v2 has no per-memcg swappiness: memcg.swappiness not applied".into());
-    }
-    let env = Env {
-        cg: &cg,
-        cleanup,
-        duration: Duration::from_nanos(scn.run.duration_ns),
-        grace: cfg.grace,
-        seed: scn.run.seed,
-        index,
-        progress,
-    };
-    let mut meter = Meter::new(&cg, tracer);
-    let out = wl.run(&env, &mut meter)?;
-    let (d, wall, hist) = meter.finish()?;
-    let oom_kills = cg.oom_kills()?;
-    undo.run()?;
+/// What every repetition shares.
+struct RunCtx<'a> {
+    scn: &'a Scenario,
+    root: &'a MemcgRoot,
+    cleanup: &'a Cleanup,
+    tracer: Option<&'a Tracer>,
+    cfg: &'a HostConfig,
+}
 
-    let mut counters = d.counters;
-    counters.insert("oom_kills".into(), oom_kills);
-    notes.extend(out.notes);
-    if oom_kills > 0 {
-        notes.push(format!(
-            "{oom_kills} OOM kill(s) in the memcg during this run{}",
-            if scn.workload.kind() == "stress-vm" {
-                " (stress-ng restarts killed workers, so bogo ops/s is noisy)"
-            } else {
-                ""
-            }
-        ));
+impl RunCtx<'_> {
+    /// One repetition in a fresh memcg, removed before it returns.
+    fn run_once(
+        &self,
+        wl: &mut dyn HostWorkload,
+        index: usize,
+        progress: &dyn Fn(f64),
+    ) -> Result<RunResult> {
+        let RunCtx {
+            scn,
+            root,
+            cleanup,
+            tracer,
+            cfg,
+        } = *self;
+        let name = root.unique_name();
+        let cg = Memcg {
+            version: root.version,
+            dir: root.dir.join(&name),
+        };
+        let cg2 = cg.clone();
+        let (_, undo) = cleanup.apply(
+            format!("memcg {}", cg.dir.display()),
+            || root.create(&name),
+            move || cg2.remove(),
+        )?;
+        cg.set_limit(scn.memcg.limit_bytes)?;
+        let mut notes = Vec::new();
+        if !cg.set_swappiness(scn.memcg.swappiness)? {
+            notes
+                .push("cgroup v2 has no per-memcg swappiness: memcg.swappiness not applied".into());
+        }
+        let env = Env {
+            cg: &cg,
+            cleanup,
+            duration: Duration::from_nanos(scn.run.duration_ns),
+            grace: cfg.grace,
+            seed: scn.run.seed,
+            index,
+            progress,
+        };
+        let mut meter = Meter::new(&cg, tracer);
+        let out = wl.run(&env, &mut meter)?;
+        let (d, wall, hist) = meter.finish()?;
+        let oom_kills = cg.oom_kills()?;
+        undo.run()?;
+
+        let mut counters = d.counters;
+        counters.insert("oom_kills".into(), oom_kills);
+        notes.extend(out.notes);
+        if oom_kills > 0 {
+            notes.push(format!(
+                "{oom_kills} OOM kill(s) in the memcg during this run{}",
+                wl.oom_note()
+            ));
+        }
+        let valid = out.completed && !(oom_kills > 0 && wl.oom_invalidates());
+        if out.completed && !valid {
+            notes.push(
+                "OOM kills in a workload that should have none: this run is marked invalid".into(),
+            );
+        }
+        if !out.completed {
+            notes.push("the workload did not run to its end: this run is marked invalid".into());
+        }
+        let mut extra = out.extra;
+        if let Some(h) = hist {
+            extra.insert("tlb_flush_trace".into(), serde_json::to_value(h)?);
+        }
+        Ok(RunResult {
+            counters,
+            per_cpu: d.per_cpu,
+            memcg_stat: d.memcg_stat,
+            wall_seconds: wall,
+            throughput: out.throughput,
+            oom_kills,
+            valid,
+            notes,
+            extra,
+        })
     }
-    let valid = out.completed && !(oom_kills > 0 && wl.oom_invalidates());
-    if out.completed && !valid {
-        notes.push(
-            "OOM kills in a workload that should have none: this run is marked invalid".into(),
-        );
-    }
-    if !out.completed {
-        notes.push("the workload did not run to its end: this run is marked invalid".into());
-    }
-    let mut extra = out.extra;
-    if let Some(h) = hist {
-        extra.insert("tlb_flush_trace".into(), serde_json::to_value(h)?);
-    }
-    Ok(RunResult {
-        counters,
-        per_cpu: d.per_cpu,
-        memcg_stat: d.memcg_stat,
-        wall_seconds: wall,
-        throughput: out.throughput,
-        oom_kills,
-        valid,
-        notes,
-        extra,
-    })
 }

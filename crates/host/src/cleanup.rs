@@ -184,6 +184,16 @@ pub fn park_if_stopping() {
     }
 }
 
+/// Remove a file we created; one that is already gone is fine.
+pub fn remove_file(p: &std::path::Path) -> Result<()> {
+    match std::fs::remove_file(p) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(anyhow::Error::new(e).context(format!("removing {}", p.display())))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Whether anything is registered (for tests).
 pub fn pending() -> Vec<String> {
     lock(&REGISTRY).iter().map(|e| e.what.clone()).collect()

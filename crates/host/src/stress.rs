@@ -11,7 +11,7 @@
 //! - Pinning: a CPU list becomes `--taskset LIST` (stress-ng and all its workers are confined to
 //!   the set; stress-ng does not place one worker per CPU).
 
-use crate::cleanup::Cleanup;
+use crate::cleanup::remove_file;
 use crate::proc::{Ended, JoinMemcg};
 use crate::workload::{Env, HostConfig, HostWorkload, Meter, Outcome};
 use anyhow::{bail, Context, Result};
@@ -118,18 +118,6 @@ impl StressVm {
     }
 }
 
-fn register_file(cleanup: &Cleanup, p: &std::path::Path) -> Result<()> {
-    let p = p.to_path_buf();
-    cleanup.defer(
-        format!("remove {}", p.display()),
-        move || match std::fs::remove_file(&p) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
-            _ => Ok(()),
-        },
-    )?;
-    Ok(())
-}
-
 impl HostWorkload for StressVm {
     fn check(&mut self) -> Result<()> {
         let out = Command::new(&self.bin).arg("--version").output();
@@ -159,10 +147,18 @@ impl HostWorkload for StressVm {
         self.version.clone()
     }
 
+    fn oom_note(&self) -> &'static str {
+        " (stress-ng restarts killed workers, so bogo ops/s is noisy)"
+    }
+
     fn run(&mut self, env: &Env, meter: &mut Meter) -> Result<Outcome> {
-        register_file(env.cleanup, &self.yaml)?;
-        register_file(env.cleanup, &self.log)?;
-        let _ = std::fs::remove_file(&self.yaml);
+        if env.index == 0 {
+            for p in [self.yaml.clone(), self.log.clone()] {
+                env.cleanup
+                    .defer(format!("remove {}", p.display()), move || remove_file(&p))?;
+            }
+        }
+        remove_file(&self.yaml)?;
         let log = std::fs::File::create(&self.log)
             .with_context(|| format!("creating {}", self.log.display()))?;
         let join = JoinMemcg::new(env.cg)?;
@@ -225,8 +221,8 @@ impl HostWorkload for StressVm {
                 self.last_log_lines()
             ));
         }
-        let _ = std::fs::remove_file(&self.yaml);
-        let _ = std::fs::remove_file(&self.log);
+        remove_file(&self.yaml)?;
+        remove_file(&self.log)?;
         Ok(out)
     }
 }

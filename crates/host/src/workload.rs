@@ -135,6 +135,10 @@ pub trait HostWorkload {
     fn oom_invalidates(&self) -> bool {
         false
     }
+    /// Appended to the note about OOM kills (what they mean for this workload).
+    fn oom_note(&self) -> &'static str {
+        ""
+    }
     /// Run one repetition inside `env.cg`, calling `meter.start()`/`stop()` around the measured
     /// part. Every process or file it creates is registered with `env.cleanup`.
     fn run(&mut self, env: &Env, meter: &mut Meter) -> Result<Outcome>;

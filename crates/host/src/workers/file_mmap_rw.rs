@@ -92,7 +92,8 @@ impl HostWorkload for FileMmapRw {
     }
 
     fn run(&mut self, env: &Env, meter: &mut Meter) -> Result<Outcome> {
-        let path = create_data_file(env.cleanup, &self.spec.dir, env.index, self.spec.file_bytes)?;
+        let (path, file_undo) =
+            create_data_file(env.cleanup, &self.spec.dir, env.index, self.spec.file_bytes)?;
         let (spec, p2, dur, seed) = (self.spec.clone(), path.clone(), env.duration, env.seed);
         meter.start()?;
         let t0 = Instant::now();
@@ -135,6 +136,7 @@ impl HostWorkload for FileMmapRw {
                 ended.describe()
             )),
         }
+        file_undo.run()?;
         Ok(out)
     }
 }

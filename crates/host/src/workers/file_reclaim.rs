@@ -101,7 +101,8 @@ impl HostWorkload for FileReclaim {
     }
 
     fn run(&mut self, env: &Env, meter: &mut Meter) -> Result<Outcome> {
-        let path = create_data_file(env.cleanup, &self.spec.dir, env.index, self.spec.file_bytes)?;
+        let (path, file_undo) =
+            create_data_file(env.cleanup, &self.spec.dir, env.index, self.spec.file_bytes)?;
         let (spec, hold) = (self.spec.clone(), self.hold);
         let p2 = path.clone();
         let (mut w, undo) = fork_in_memcg(
@@ -127,6 +128,7 @@ impl HostWorkload for FileReclaim {
             out.notes
                 .push(format!("the worker {} while populating", ended.describe()));
             undo.run()?;
+            file_undo.run()?;
             return Ok(out);
         };
         let populate: f64 = line
@@ -162,6 +164,7 @@ impl HostWorkload for FileReclaim {
             "reclaimed_bytes".into(),
             charged.saturating_sub(after).into(),
         );
+        file_undo.run()?;
         Ok(out)
     }
 }

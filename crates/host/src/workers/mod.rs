@@ -5,7 +5,7 @@
 pub mod file_mmap_rw;
 pub mod file_reclaim;
 
-use crate::cleanup::Cleanup;
+use crate::cleanup::{Cleanup, Undo};
 use crate::proc::{read_line, Ended, Forked};
 use crate::workload::Env;
 use anyhow::{bail, Context, Result};
@@ -30,34 +30,38 @@ pub fn check_dir(dir: &str) -> Result<()> {
 }
 
 /// Create `dir/reclaimlab-<pid>-<index>.dat` of `bytes`, allocated (fallocate) but never
-/// read, so none of it is in the page cache until the worker maps it; removed by clean-up.
-pub fn create_data_file(cleanup: &Cleanup, dir: &str, index: usize, bytes: u64) -> Result<PathBuf> {
+/// read, so none of it is in the page cache until the worker maps it. Run the returned undo at
+/// the end of the repetition (clean-up removes it on every other path).
+pub fn create_data_file(
+    cleanup: &Cleanup,
+    dir: &str,
+    index: usize,
+    bytes: u64,
+) -> Result<(PathBuf, Undo)> {
     let path = Path::new(dir).join(format!("reclaimlab-{}-{index}.dat", std::process::id()));
     let p2 = path.clone();
-    cleanup.apply(
-        format!("data file {}", path.display()),
-        || {
-            let f = std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create_new(true)
-                .open(&path)
-                .with_context(|| format!("creating {}", path.display()))?;
-            // SAFETY: valid fd.
-            let r = unsafe { libc::fallocate(f.as_raw_fd(), 0, 0, bytes as libc::off_t) };
-            if r != 0 {
-                let e = std::io::Error::last_os_error();
-                let _ = std::fs::remove_file(&path);
-                return Err(e).with_context(|| format!("fallocate {} bytes", bytes));
-            }
-            Ok(())
-        },
-        move || match std::fs::remove_file(&p2) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
-            _ => Ok(()),
-        },
-    )?;
-    Ok(path)
+    cleanup
+        .apply(
+            format!("data file {}", path.display()),
+            || {
+                let f = std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create_new(true)
+                    .open(&path)
+                    .with_context(|| format!("creating {}", path.display()))?;
+                // SAFETY: valid fd.
+                let r = unsafe { libc::fallocate(f.as_raw_fd(), 0, 0, bytes as libc::off_t) };
+                if r != 0 {
+                    let e = std::io::Error::last_os_error();
+                    let _ = std::fs::remove_file(&path);
+                    return Err(e).with_context(|| format!("fallocate {} bytes", bytes));
+                }
+                Ok(())
+            },
+            move || crate::cleanup::remove_file(&p2),
+        )
+        .map(|((), undo)| (path, undo))
 }
 
 /// A shared mapping of a whole file.
