@@ -258,7 +258,7 @@ fn stress_vm_short_run_moves_shootdowns_and_anon_reclaim() {
 }
 
 #[test]
-fn file_reclaim_times_the_reclaim() {
+fn file_reclaim_times_the_reclaim_with_a_trace() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(cg) = host_or_skip("file_reclaim", false) else {
         return;
@@ -276,6 +276,7 @@ fn file_reclaim_times_the_reclaim() {
             "memcg.limit=512M",
             "--repeat",
             "2",
+            "--trace",
             "--json",
         ])
         .output()
@@ -295,6 +296,17 @@ fn file_reclaim_times_the_reclaim() {
             r["extra"]["reclaimed_bytes"].as_u64().unwrap() >= 100 << 20,
             "{}",
             r["extra"]
+        );
+        // --trace: a tlb:tlb_flush histogram of the reclaim, with the kernel's reason names.
+        let t = &r["extra"]["tlb_flush_trace"];
+        assert!(t["events"].as_u64().unwrap() > 0, "{t}");
+        assert!(
+            t["by_reason"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .any(|k| k.contains("shootdown")),
+            "{t}"
         );
     }
     assert_clean(&before, &cg, &[]);
