@@ -47,6 +47,9 @@ pub struct Policy {
     pub single_page_flush_ceiling: u64,
     /// flush_tlb_range passes freed_tables = true (since 3ef938c35035).
     pub range_flush_freed_tables: bool,
+    /// Seed 000 (batch-dirty-flush): dirty folios are collected into a folio_batch and one
+    /// try_to_unmap_flush_dirty covers the batch before their pageouts.
+    pub batch_dirty_flush: bool,
 }
 
 impl Policy {
@@ -57,16 +60,19 @@ impl Policy {
             free_batch: 31,
             single_page_flush_ceiling: 33,
             range_flush_freed_tables: true,
+            batch_dirty_flush: false,
         }
     }
 
     /// Resolve `kernel.preset` + `kernel.patches` through the shared registry
-    /// (reclaimlab_core::policy). Patches other than tlb-batch are not modelled yet.
+    /// (reclaimlab_core::policy). Patches other than tlb-batch and batch-dirty-flush are not
+    /// modelled yet.
     pub fn from_scenario(scn: &Scenario) -> anyhow::Result<Policy> {
         use reclaimlab_core::policy::{KernelPolicy, Patch};
         let kp = KernelPolicy::new(&scn.kernel.preset, &scn.kernel.patches)
             .map_err(|e| anyhow::anyhow!(e))?;
-        if let Some(p) = kp.patches.iter().find(|p| **p != Patch::TlbBatch) {
+        let modelled = [Patch::TlbBatch, Patch::BatchDirtyFlush];
+        if let Some(p) = kp.patches.iter().find(|p| !modelled.contains(p)) {
             anyhow::bail!(
                 "policy {} is not modelled by the simulator yet (issue 4)",
                 p.name()
@@ -79,6 +85,7 @@ impl Policy {
             // The folio_batch of the free list was 15 (PAGEVEC_SIZE - 1 era) before ~6.5.
             free_batch: if kp.preset == "4.2" { 15 } else { 31 },
             range_flush_freed_tables: kp.preset != "4.2",
+            batch_dirty_flush: kp.has(Patch::BatchDirtyFlush),
             ..Policy::linux_6_18()
         })
     }

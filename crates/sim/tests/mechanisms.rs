@@ -203,3 +203,36 @@ fn ceiling_turns_large_ranges_into_full_flushes() {
     k.flush_tlb_mm_range(0, mm, 0, 34, true);
     assert_eq!(k.vmstat.nr_tlb_local_flush_all, 1);
 }
+
+#[test]
+fn batch_dirty_flush_sends_one_ipi_per_batch_where_618_sends_one_per_folio() {
+    let ipis = |batch: bool| {
+        let mut p = Policy::linux_6_18();
+        p.batch_dirty_flush = batch;
+        let mut k = Kernel::new(cfg(), p, 2, 1024, 1 << 20, 60, 1);
+        let mm = dirty_mm_on(&mut k, 1, 20);
+        let _ = dirty_mm_on(&mut k, 0, 1);
+        for vp in 0..20 {
+            k.mms[mm].ptes[vp] &= !PTE_YOUNG;
+        }
+        k.mms[1].ptes[0] &= !PTE_YOUNG;
+        let before = tlb_total(&k);
+        let out0 = k.vmstat.pswpout;
+        k.try_to_free_mem_cgroup_pages(0, 32);
+        assert_eq!(k.vmstat.pswpout - out0, 21, "every dirty folio is written");
+        assert!(
+            k.check_invariants().is_empty(),
+            "{:?}",
+            k.check_invariants()
+        );
+        tlb_total(&k) - before
+    };
+    let per_folio = ipis(false);
+    let batched = ipis(true);
+    assert_eq!(
+        per_folio, 20,
+        "6.18: one flush (to CPU 1) per dirty folio of the mm"
+    );
+    // One per shrink_folio_list call (the priority loop makes a few small calls here).
+    assert!(batched <= 3, "batch-dirty-flush: {batched} IPIs");
+}

@@ -412,6 +412,7 @@ impl Kernel {
         let mut stat = ReclaimStat::default();
         let mut ret = Vec::new();
         let mut free = Vec::with_capacity(self.policy.free_batch);
+        let mut dirty = Vec::new();
         let mut nr_reclaimed = 0;
         let mut pgactivate = 0;
         let ttu = if self.policy.tlb_batch {
@@ -457,6 +458,14 @@ impl Kernel {
                 } else if references == FolioRef::ReclaimClean {
                     ret.push(pfn);
                     continue;
+                } else if self.policy.batch_dirty_flush {
+                    // Seed 000: collect dirty folios, one flush for the batch before pageouts.
+                    dirty.push(pfn);
+                    if dirty.len() == self.policy.free_batch {
+                        nr_reclaimed +=
+                            self.pageout_batch(cpu, &mut ubc, &mut dirty, &mut free, &mut stat);
+                    }
+                    continue;
                 } else {
                     // A CPU may still hold a writable, dirty translation: flush before I/O.
                     self.try_to_unmap_flush_dirty(cpu, &mut ubc);
@@ -467,10 +476,7 @@ impl Kernel {
             if activate {
                 // activate_locked: drop the swap slot if swap is getting full.
                 let f = *self.folios.get(pfn);
-                if f.test(pg::SWAPCACHE) && !f.test(pg::MAPPED) && self.swap.vm_swap_full() {
-                    // The PTE still points into the swap cache; keep the slot (we cannot free a
-                    // slot an unmapped PTE refers to).
-                } else if f.test(pg::SWAPCACHE) && self.swap.vm_swap_full() {
+                if f.test(pg::SWAPCACHE) && f.test(pg::MAPPED) && self.swap.vm_swap_full() {
                     self.folio_free_swap(pfn);
                 }
                 self.folios.get_mut(pfn).set(pg::ACTIVE);
@@ -479,19 +485,47 @@ impl Kernel {
                 ret.push(pfn);
                 continue;
             }
-            // __remove_mapping, then free_it.
-            self.remove_mapping(cpu, pfn);
-            nr_reclaimed += nr;
-            free.push(pfn);
-            if free.len() == self.policy.free_batch {
-                self.free_folio_batch(cpu, &mut ubc, &mut free);
-            }
+            nr_reclaimed += self.free_it(cpu, &mut ubc, pfn, &mut free);
+        }
+        if !dirty.is_empty() {
+            nr_reclaimed += self.pageout_batch(cpu, &mut ubc, &mut dirty, &mut free, &mut stat);
         }
         self.vmstat.pgactivate += pgactivate;
         self.free_folio_batch(cpu, &mut ubc, &mut free);
         // The final flush.
         self.try_to_unmap_flush(cpu, &mut ubc);
         (nr_reclaimed, stat, ret)
+    }
+
+    /// __remove_mapping, then free_it: onto the free batch, which is flushed and freed when full.
+    fn free_it(&mut self, cpu: CpuId, ubc: &mut TlbUbc, pfn: Pfn, free: &mut Vec<Pfn>) -> u64 {
+        self.remove_mapping(cpu, pfn);
+        free.push(pfn);
+        if free.len() == self.policy.free_batch {
+            self.free_folio_batch(cpu, ubc, free);
+        }
+        self.folios.get(pfn).nr_pages()
+    }
+
+    /// batch-dirty-flush (seed 000): one try_to_unmap_flush_dirty covers the whole batch of
+    /// unmapped dirty folios, then each is written out (zram completes synchronously) and freed.
+    fn pageout_batch(
+        &mut self,
+        cpu: CpuId,
+        ubc: &mut TlbUbc,
+        dirty: &mut Vec<Pfn>,
+        free: &mut Vec<Pfn>,
+        stat: &mut ReclaimStat,
+    ) -> u64 {
+        self.try_to_unmap_flush_dirty(cpu, ubc);
+        let mut reclaimed = 0;
+        for pfn in std::mem::take(dirty) {
+            let nr = self.folios.get(pfn).nr_pages();
+            self.pageout(cpu, pfn);
+            stat.nr_pageout += nr;
+            reclaimed += self.free_it(cpu, ubc, pfn, free);
+        }
+        reclaimed
     }
 
     /// folio_free_swap: release a mapped swap-cache folio's slot.
