@@ -160,6 +160,10 @@ impl RunCtx<'_> {
             index,
             progress,
         };
+        // Counters are system-wide: the load before the run says how busy the rest was.
+        let load: Option<f64> = std::fs::read_to_string("/proc/loadavg")
+            .ok()
+            .and_then(|l| l.split_whitespace().next()?.parse().ok());
         let mut meter = Meter::new(&cg, tracer);
         let out = wl.run(&env, &mut meter)?;
         let (d, wall, hist) = meter.finish()?;
@@ -185,6 +189,9 @@ impl RunCtx<'_> {
             notes.push("the workload did not run to its end: this run is marked invalid".into());
         }
         let mut extra = out.extra;
+        if let Some(l) = load {
+            extra.insert("loadavg_1m_before".into(), l.into());
+        }
         if let Some(h) = hist {
             extra.insert("tlb_flush_trace".into(), serde_json::to_value(h)?);
         }
