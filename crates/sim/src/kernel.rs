@@ -113,6 +113,8 @@ pub struct Kernel {
     pub direct_reclaims: u64,
     pub reclaim_ns: u64,
     pub invariant_errors: Vec<String>,
+    /// Dirty file folios reclaim tagged PG_reclaim, for the flusher (wakeup_flusher_threads).
+    pub writeback_queue: Vec<crate::mm::folio::Pfn>,
 }
 
 impl Kernel {
@@ -157,6 +159,7 @@ impl Kernel {
             direct_reclaims: 0,
             reclaim_ns: 0,
             invariant_errors: Vec::new(),
+            writeback_queue: Vec::new(),
             cfg,
             policy,
         }

@@ -109,7 +109,15 @@ impl Kernel {
                 retries -= 1;
                 continue;
             }
-            self.mem_cgroup_out_of_memory(cpu);
+            if !self.mem_cgroup_out_of_memory(cpu) {
+                // Nothing killable (e.g. all memory is dirty page cache): the kernel would
+                // retry the fault forever. Force the charge and fail the run's invariants.
+                self.invariant_fail(format!(
+                    "memcg OOM with no killable task on CPU {cpu}; charge forced over the limit"
+                ));
+                self.memcg.usage += nr;
+                return Charge::Ok;
+            }
             return Charge::Oom;
         }
     }

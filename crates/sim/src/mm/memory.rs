@@ -109,8 +109,10 @@ impl Kernel {
         }
         if pte_present(pte) {
             // do_wp_page on an exclusive anon folio: reuse it, dropping its swap copy.
+            // (For a shared file folio: wp_page_shared makes it writable and dirty again.)
             let pfn = pte_pfn(pte);
             self.folio_free_swap_clean(pfn);
+            self.folios.get_mut(pfn).set(pg::DIRTY);
             self.mms[mm].ptes[vp as usize] = pte | PTE_WRITE | PTE_DIRTY;
             return true;
         }

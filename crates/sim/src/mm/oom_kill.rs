@@ -7,19 +7,21 @@ use crate::mm::pgtable::*;
 
 impl Kernel {
     /// mem_cgroup_out_of_memory: kill the mm with the highest oom_badness (rss + swap).
-    pub fn mem_cgroup_out_of_memory(&mut self, _cpu: CpuId) {
+    /// Returns false when there is nothing to kill.
+    pub fn mem_cgroup_out_of_memory(&mut self, _cpu: CpuId) -> bool {
         let victim = (0..self.mms.len())
             .filter(|&m| self.mms[m].backing == crate::kernel::Backing::Anon)
             .max_by_key(|&m| (self.mms[m].rss + self.mms[m].swapents, std::cmp::Reverse(m)));
         let Some(victim) = victim else {
-            return;
+            return false;
         };
         if self.mms[victim].rss + self.mms[victim].swapents == 0 {
-            return;
+            return false;
         }
         self.vmstat.oom_kill += 1;
         self.memcg.oom_kills += 1;
         self.exit_mmap(victim);
+        true
     }
 
     /// exit_mmap + the restart of the process on the same CPUs.

@@ -90,6 +90,9 @@ impl Kernel {
             }
             break;
         }
+        if !self.writeback_queue.is_empty() {
+            self.wakeup_flusher_threads(cpu);
+        }
         self.reclaim_ns += self.cpus[cpu].clock - t0;
         sc.nr_reclaimed
     }
@@ -454,6 +457,7 @@ impl Kernel {
                     // Reclaim never writes file folios (6.18): tag for the flusher, activate.
                     self.folios.get_mut(pfn).set(pg::RECLAIM);
                     self.vmstat.nr_vmscan_immediate_reclaim += nr;
+                    self.writeback_queue.push(pfn);
                     activate = true;
                 } else if references == FolioRef::ReclaimClean {
                     ret.push(pfn);
@@ -526,6 +530,26 @@ impl Kernel {
             reclaimed += self.free_it(cpu, ubc, pfn, free);
         }
         reclaimed
+    }
+
+    /// wakeup_flusher_threads, with the writeback done at once: each queued dirty file folio
+    /// is cleaned (folio_clear_dirty_for_io → page_mkclean: write-protect and clean its PTE,
+    /// flushing the translation) and its PG_reclaim dropped. The flusher's own CPU time is not
+    /// modelled; its page_mkclean flushes are sent from `cpu` as a stand-in.
+    fn wakeup_flusher_threads(&mut self, cpu: CpuId) {
+        for pfn in std::mem::take(&mut self.writeback_queue) {
+            let f = *self.folios.get(pfn);
+            if !f.test(pg::ALLOCATED) || !f.is_file_lru() || !f.test(pg::DIRTY) {
+                continue;
+            }
+            if let Some((mm, vp)) = self.folio_mapping_of(pfn) {
+                self.mms[mm].ptes[vp as usize] &= !(PTE_DIRTY | PTE_WRITE);
+                self.flush_tlb_mm_range(cpu, mm, vp, vp + 1, false);
+            }
+            let f = self.folios.get_mut(pfn);
+            f.clear(pg::DIRTY);
+            f.clear(pg::RECLAIM);
+        }
     }
 
     /// folio_free_swap: release a mapped swap-cache folio's slot.
