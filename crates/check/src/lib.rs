@@ -1,0 +1,464 @@
+//! `reclaimlab check`: an exhaustive small-scope safety checker for TLB-flush batching in page
+//! reclaim. Can any CPU still store through a stale TLB entry to a page that reclaim has written
+//! out and freed (a **lost write**) or to a freed frame (a **use-after-free write**)?
+//!
+//! The checker explores every interleaving of user stores, context switches and reclaim's steps
+//! (`shrink_folio_list` for the chosen policy) breadth-first with a visited set, so it either
+//! proves "no lost write within scope" or returns the shortest counterexample. See docs/check.md.
+//!
+//! ```no_run
+//! let cfg = reclaimlab_check::CheckConfig::new("6.18+unsafe-defer-dirty-flush").unwrap();
+//! let report = reclaimlab_check::check(&cfg).unwrap();
+//! println!("{report}");
+//! ```
+
+pub mod model;
+mod search;
+
+pub use model::{Arch, Behaviour, Choice, Event, Folio, FolioKind, Model, Mutation, Violation};
+pub use reclaimlab_core::policy::{KernelPolicy, Patch};
+
+use serde::Serialize;
+use std::fmt;
+use std::time::Instant;
+
+/// What to check and at which scope.
+#[derive(Clone, Debug)]
+pub struct CheckConfig {
+    pub policy: KernelPolicy,
+    pub arch: Arch,
+    /// CPUs in all; CPU 0 runs reclaim (kswapd), the others run user tasks. 2..=4.
+    pub cpus: u8,
+    /// Base pages (= frames) in the folio list. 1..=8.
+    pub pages: u8,
+    /// Of those, pages in one shared file folio (the rest are order-0 anon folios).
+    /// `None`: 2 when pages >= 3, else pages - 1.
+    pub file_pages: Option<u8>,
+    /// mms: 1 or 2 (mm 1 maps the file folio only). `None`: 2 when there is a file folio.
+    pub mms: Option<u8>,
+    /// Bound on schedule length (BFS levels); `None` explores until no new state appears.
+    pub depth: Option<u32>,
+    /// `shrink_folio_list` passes over the list (kept folios are tried again).
+    pub passes: u8,
+    /// `free_folios` batch size (the kernel's 31).
+    pub free_batch: u8,
+    /// Seed 000's dirty batch size (31).
+    pub dirty_batch: u8,
+    /// Plant a deliberate bug (for mutation tests).
+    pub mutation: Option<Mutation>,
+    /// Give up (verdict `incomplete`) after this many distinct states.
+    pub max_states: u64,
+}
+
+/// Parse `PRESET[+PATCH...]` (e.g. `6.18+batch-dirty-flush`). The error lists the valid names.
+pub fn parse_policy(spec: &str) -> Result<KernelPolicy, String> {
+    KernelPolicy::parse(spec).map_err(|e| format!("{e}\n{}", policy_help()))
+}
+
+/// The names `parse_policy` accepts, one line each.
+pub fn policy_help() -> String {
+    let mut s = String::from("policy = PRESET[+PATCH...]\n  presets:");
+    for (name, _, about) in reclaimlab_core::policy::PRESETS {
+        s += &format!("\n    {name:<8} {about}");
+    }
+    s += "\n  patches:";
+    for p in Patch::ALL {
+        let note = if modelled(p) {
+            ""
+        } else {
+            " [no effect in check]"
+        };
+        s += &format!("\n    {:<26} {}{note}", p.name(), p.summary());
+    }
+    s
+}
+
+fn modelled(p: Patch) -> bool {
+    matches!(
+        p,
+        Patch::TlbBatch
+            | Patch::BatchDirtyFlush
+            | Patch::FileLargeFolioUnmap
+            | Patch::UnsafeDeferDirtyFlush
+    )
+}
+
+impl CheckConfig {
+    /// Defaults: x86, 3 CPUs (reclaim + 2 user), 3 pages (1 anon + a 2-page file folio), 2 mms,
+    /// one pass, unbounded depth.
+    pub fn new(policy_spec: &str) -> Result<CheckConfig, String> {
+        Ok(CheckConfig {
+            policy: parse_policy(policy_spec)?,
+            arch: Arch::X86,
+            cpus: 3,
+            pages: 3,
+            file_pages: None,
+            mms: None,
+            depth: None,
+            passes: 1,
+            free_batch: 31,
+            dirty_batch: 31,
+            mutation: None,
+            max_states: 10_000_000,
+        })
+    }
+
+    pub fn behaviour(&self) -> Behaviour {
+        Behaviour {
+            tlb_batch: self.policy.has(Patch::TlbBatch),
+            batch_dirty_flush: self.policy.has(Patch::BatchDirtyFlush),
+            file_batch_unmap: self.policy.has(Patch::FileLargeFolioUnmap),
+            unsafe_defer_dirty_flush: self.policy.has(Patch::UnsafeDeferDirtyFlush),
+        }
+    }
+
+    /// Validate the scope and build the model.
+    pub fn model(&self) -> Result<Model, String> {
+        if !(2..=model::MAX_CPUS as u8).contains(&self.cpus) {
+            return Err(format!(
+                "--cpus {}: must be 2..={} (CPU 0 runs reclaim)",
+                self.cpus,
+                model::MAX_CPUS
+            ));
+        }
+        if !(1..=model::MAX_PAGES as u8).contains(&self.pages) {
+            return Err(format!(
+                "--pages {}: must be 1..={}",
+                self.pages,
+                model::MAX_PAGES
+            ));
+        }
+        let file = self
+            .file_pages
+            .unwrap_or(if self.pages >= 3 { 2 } else { self.pages - 1 });
+        if file > self.pages {
+            return Err(format!("file pages {file} exceed --pages {}", self.pages));
+        }
+        let mms = self.mms.unwrap_or(if file > 0 { 2 } else { 1 });
+        if !(1..=model::MAX_MMS as u8).contains(&mms) {
+            return Err(format!("mms {mms}: must be 1 or 2"));
+        }
+        if self.passes == 0 || self.free_batch == 0 || self.dirty_batch == 0 {
+            return Err("passes and batch sizes must be at least 1".into());
+        }
+        let anon = self.pages - file;
+        let mut folios = Vec::new();
+        let mut page_folio = [0u8; model::MAX_PAGES];
+        for p in 0..anon {
+            page_folio[p as usize] = folios.len() as u8;
+            folios.push(Folio {
+                first: p,
+                nr: 1,
+                kind: FolioKind::Anon,
+            });
+        }
+        if file > 0 {
+            for p in anon..self.pages {
+                page_folio[p as usize] = folios.len() as u8;
+            }
+            folios.push(Folio {
+                first: anon,
+                nr: file,
+                kind: FolioKind::File,
+            });
+        }
+        let all = ((1u16 << self.pages) - 1) as u8;
+        let file_mask = all & !(((1u16 << anon) - 1) as u8);
+        let mut mapped = [0u8; model::MAX_MMS];
+        mapped[0] = all;
+        if mms > 1 {
+            mapped[1] = file_mask;
+        }
+        Ok(Model {
+            arch: self.arch,
+            cpus: self.cpus,
+            mms,
+            pages: self.pages,
+            folios,
+            page_folio,
+            mapped,
+            behaviour: self.behaviour(),
+            mutation: self.mutation,
+            free_batch: self.free_batch,
+            dirty_batch: self.dirty_batch,
+            passes: self.passes,
+        })
+    }
+
+    fn notes(&self) -> Vec<String> {
+        let mut n = Vec::new();
+        for p in &self.policy.patches {
+            if !modelled(*p) {
+                n.push(format!(
+                    "patch {} is accepted but has no effect in this model (it changes neither which PTEs are cleared nor when flushes happen in shrink_folio_list)",
+                    p.name()
+                ));
+            }
+        }
+        if let Some(m) = self.mutation {
+            n.push(format!("MUTATION {} planted (deliberate bug)", m.name()));
+        }
+        n
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// Every reachable state (within the depth bound, if any) was explored; the oracle never fired.
+    NoLostWrite,
+    /// The oracle fired; see `counterexample`.
+    Counterexample,
+    /// `max_states` was hit before the search finished: nothing is proved.
+    Incomplete,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Scope {
+    pub arch: Arch,
+    pub cpus: u8,
+    pub user_cpus: u8,
+    pub mms: u8,
+    pub pages: u8,
+    pub folios: Vec<Folio>,
+    pub depth: Option<u32>,
+    pub passes: u8,
+    pub free_batch: u8,
+    pub dirty_batch: u8,
+}
+
+/// One line of a counterexample.
+#[derive(Clone, Debug, Serialize)]
+pub struct TraceStep {
+    /// 1-based position in the schedule.
+    pub step: usize,
+    /// `reclaim(cpu0)` or `cpuN`.
+    pub actor: String,
+    /// The explorer's choice (replayable).
+    pub choice: Choice,
+    /// Kernel function (or hardware action) the step mirrors.
+    pub function: &'static str,
+    pub detail: String,
+    /// Pending flush state and cached writable+dirty TLB entries after the step.
+    pub pending: String,
+    /// Set on the step where the oracle fires.
+    pub violation: Option<Violation>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Counterexample {
+    pub violation: Violation,
+    /// The schedule, replayable with [`replay`].
+    pub choices: Vec<Choice>,
+    pub steps: Vec<TraceStep>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CheckReport {
+    pub policy: String,
+    pub mutation: Option<Mutation>,
+    pub scope: Scope,
+    pub verdict: Verdict,
+    /// Distinct states explored (after state hashing).
+    pub states: u64,
+    /// Transitions generated (including those into already-seen states).
+    pub transitions: u64,
+    /// Length of the longest shortest-schedule reached (BFS depth).
+    pub depth_reached: u32,
+    /// True when the search ran out of new states (not cut by the depth bound).
+    pub exhausted: bool,
+    pub seconds: f64,
+    pub counterexample: Option<Counterexample>,
+    pub notes: Vec<String>,
+}
+
+impl CheckReport {
+    /// True when nothing was found and the search completed (the CLI's exit status 0).
+    pub fn passed(&self) -> bool {
+        self.verdict == Verdict::NoLostWrite
+    }
+}
+
+/// Run the exhaustive search.
+pub fn check(cfg: &CheckConfig) -> Result<CheckReport, String> {
+    let model = cfg.model()?;
+    let t0 = Instant::now();
+    let out = search::bfs(&model, cfg.depth, cfg.max_states);
+    let seconds = t0.elapsed().as_secs_f64();
+    let (verdict, counterexample) = match out.violation {
+        Some((choices, _)) => {
+            let r = replay(cfg, &choices)?;
+            let (_, v) = r
+                .violation
+                .clone()
+                .ok_or("internal: counterexample does not replay")?;
+            (
+                Verdict::Counterexample,
+                Some(Counterexample {
+                    violation: v,
+                    choices,
+                    steps: r.steps,
+                }),
+            )
+        }
+        None if out.truncated => (Verdict::Incomplete, None),
+        None => (Verdict::NoLostWrite, None),
+    };
+    Ok(CheckReport {
+        policy: cfg.policy.to_string(),
+        mutation: cfg.mutation,
+        scope: Scope {
+            arch: cfg.arch,
+            cpus: model.cpus,
+            user_cpus: model.cpus - 1,
+            mms: model.mms,
+            pages: model.pages,
+            folios: model.folios.clone(),
+            depth: cfg.depth,
+            passes: model.passes,
+            free_batch: model.free_batch,
+            dirty_batch: model.dirty_batch,
+        },
+        verdict,
+        states: out.states,
+        transitions: out.transitions,
+        depth_reached: out.depth_reached,
+        exhausted: out.exhausted,
+        seconds,
+        counterexample,
+        notes: cfg.notes(),
+    })
+}
+
+/// The result of replaying a schedule in the model.
+#[derive(Clone, Debug, Serialize)]
+pub struct Replay {
+    pub steps: Vec<TraceStep>,
+    /// The first step (0-based index) where the oracle fired, and what it found.
+    pub violation: Option<(usize, Violation)>,
+}
+
+/// Replay `choices` from the initial state step by step, running the oracle at every step.
+/// Stops at the first violation. Errors if a choice is not enabled where it is taken.
+pub fn replay(cfg: &CheckConfig, choices: &[Choice]) -> Result<Replay, String> {
+    let model = cfg.model()?;
+    let mut s = model.initial();
+    let mut steps = Vec::new();
+    let mut enabled = Vec::new();
+    for (i, &c) in choices.iter().enumerate() {
+        model.choices(&s, &mut enabled);
+        if !enabled.contains(&c) {
+            return Err(format!("step {}: {c:?} is not enabled", i + 1));
+        }
+        let (ev, viol) = model.step(&mut s, c);
+        steps.push(TraceStep {
+            step: i + 1,
+            actor: match c {
+                Choice::Reclaim => "reclaim(cpu0)".to_string(),
+                Choice::Store { cpu, .. }
+                | Choice::SwitchToIdle { cpu }
+                | Choice::SwitchMm { cpu, .. }
+                | Choice::TrimCpumask { cpu, .. }
+                | Choice::TlbiComplete { cpu, .. } => format!("cpu{cpu}"),
+            },
+            choice: c,
+            function: ev.function,
+            detail: ev.detail,
+            pending: model.pending(&s),
+            violation: viol.clone(),
+        });
+        if let Some(v) = viol {
+            return Ok(Replay {
+                steps,
+                violation: Some((i, v)),
+            });
+        }
+    }
+    Ok(Replay {
+        steps,
+        violation: None,
+    })
+}
+
+impl fmt::Display for CheckReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sc = &self.scope;
+        let folios: Vec<String> = sc
+            .folios
+            .iter()
+            .enumerate()
+            .map(|(i, fo)| {
+                format!(
+                    "f{i}={}{}",
+                    match fo.kind {
+                        FolioKind::Anon => "anon",
+                        FolioKind::File => "file",
+                    },
+                    if fo.nr > 1 {
+                        format!("[p{}-p{}]", fo.first, fo.first + fo.nr - 1)
+                    } else {
+                        format!("[p{}]", fo.first)
+                    }
+                )
+            })
+            .collect();
+        writeln!(
+            f,
+            "check {} on {}: {} CPUs (cpu0 reclaims, {} run user tasks), {} mm(s), {} pages ({}), {} pass(es){}",
+            self.policy,
+            sc.arch.name(),
+            sc.cpus,
+            sc.user_cpus,
+            sc.mms,
+            sc.pages,
+            folios.join(" "),
+            sc.passes,
+            match sc.depth {
+                Some(d) => format!(", depth <= {d}"),
+                None => String::new(),
+            }
+        )?;
+        for n in &self.notes {
+            writeln!(f, "note: {n}")?;
+        }
+        writeln!(
+            f,
+            "explored {} distinct states ({} transitions, depth {}{}) in {:.2} s",
+            self.states,
+            self.transitions,
+            self.depth_reached,
+            if self.exhausted { ", exhausted" } else { "" },
+            self.seconds
+        )?;
+        match (&self.verdict, &self.counterexample) {
+            (Verdict::NoLostWrite, _) => {
+                write!(f, "verdict: no lost write within scope")?;
+                if !self.exhausted {
+                    write!(f, " (cut at depth {})", self.depth_reached)?;
+                }
+                writeln!(f)
+            }
+            (Verdict::Incomplete, _) => writeln!(
+                f,
+                "verdict: INCOMPLETE (state limit reached; nothing proved)"
+            ),
+            (Verdict::Counterexample, Some(cx)) => {
+                writeln!(f, "verdict: {}", cx.violation)?;
+                writeln!(f, "shortest counterexample ({} steps):", cx.steps.len())?;
+                for s in &cx.steps {
+                    writeln!(
+                        f,
+                        "{:>3}. {:<13} {:<28} {}",
+                        s.step, s.actor, s.function, s.detail
+                    )?;
+                    writeln!(f, "     {:<13} pending: {}", "", s.pending)?;
+                    if let Some(v) = &s.violation {
+                        writeln!(f, "     ==> {v}")?;
+                    }
+                }
+                Ok(())
+            }
+            (Verdict::Counterexample, None) => writeln!(f, "verdict: counterexample (missing)"),
+        }
+    }
+}

@@ -1,0 +1,1046 @@
+//! The small-scope model: CPUs with TLBs, one or two mms, a short folio list, and reclaim as a
+//! deterministic sequence of steps following `shrink_folio_list` (mm/vmscan.c) for a policy.
+//!
+//! Every transition is one [`Choice`]: either "reclaim takes its next step" (reclaim is one
+//! thread, so its next step is a function of the state) or one step of a user CPU (a store, a
+//! context switch, an x86 cpumask trim, an arm64 TLBI completing early). Applying a choice yields
+//! an [`Event`] named after the kernel function it mirrors, and maybe a [`Violation`].
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Most CPUs modelled (CPU 0 runs reclaim; the others run user tasks).
+pub const MAX_CPUS: usize = 4;
+/// Most mms modelled.
+pub const MAX_MMS: usize = 2;
+/// Most base pages (one frame per page; bitmasks are u8).
+pub const MAX_PAGES: usize = 8;
+
+/// Which architecture's TLB semantics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arch {
+    /// IPI shootdowns to the batch cpumask; lazy CPUs skipped and caught by `tlb_gen` at switch.
+    X86,
+    /// Broadcast TLBI issued at `arch_tlbbatch_add_pending`, completed by the DSB at flush.
+    Arm64,
+}
+
+impl Arch {
+    pub fn parse(s: &str) -> Result<Arch, String> {
+        match s {
+            "x86" | "x86_64" | "x86-64" => Ok(Arch::X86),
+            "arm64" | "aarch64" => Ok(Arch::Arm64),
+            _ => Err(format!("unknown arch {s:?}: one of x86, arm64")),
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Arch::X86 => "x86",
+            Arch::Arm64 => "arm64",
+        }
+    }
+}
+
+/// A deliberate bug planted in the model, to show the checker would notice its absence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mutation {
+    /// `set_tlb_ubc_flush_pending` never sets `writable`, so `try_to_unmap_flush_dirty` is a no-op.
+    IgnoreWritable,
+    /// x86 `switch_mm_irqs_off` ignores a stale `tlb_gen` (no flush when switching back).
+    SwitchIgnoresTlbGen,
+    /// Batched unmap of a PTE run keeps only the first PTE's dirty bit (instead of ORing all).
+    BatchDirtyFirstPteOnly,
+}
+
+impl Mutation {
+    pub const ALL: [Mutation; 3] = [
+        Mutation::IgnoreWritable,
+        Mutation::SwitchIgnoresTlbGen,
+        Mutation::BatchDirtyFirstPteOnly,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            Mutation::IgnoreWritable => "ignore-writable",
+            Mutation::SwitchIgnoresTlbGen => "switch-ignores-tlb-gen",
+            Mutation::BatchDirtyFirstPteOnly => "batch-dirty-first-pte-only",
+        }
+    }
+    pub fn parse(s: &str) -> Result<Mutation, String> {
+        Mutation::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| {
+                let n: Vec<&str> = Mutation::ALL.iter().map(|m| m.name()).collect();
+                format!("unknown mutation {s:?}: one of {}", n.join(", "))
+            })
+    }
+}
+
+/// The reclaim behaviour switches the checker models (derived from a `KernelPolicy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Behaviour {
+    /// Seed 003 / 4.3+: `should_defer_flush` may batch the unmap flush (`TTU_BATCH_FLUSH`).
+    pub tlb_batch: bool,
+    /// Seed 000: dirty folios are unmapped and collected (unlocked), then one
+    /// `try_to_unmap_flush_dirty` precedes their pageouts.
+    pub batch_dirty_flush: bool,
+    /// Seed 001: a file large folio's run of PTEs is cleared in one `try_to_unmap_one` step.
+    pub file_batch_unmap: bool,
+    /// The 2015 RFC's first form: `try_to_unmap_flush_dirty` does nothing before pageout.
+    pub unsafe_defer_dirty_flush: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FolioKind {
+    /// Swap-backed anonymous folio, mapped by mm 0 only; written by `swap_writeout`.
+    Anon,
+    /// Shared file mapping (MAP_SHARED, writable), mapped by every mm; clean at start.
+    File,
+}
+
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Folio {
+    pub first: u8,
+    pub nr: u8,
+    pub kind: FolioKind,
+}
+
+impl Folio {
+    pub fn mask(&self) -> u8 {
+        (((1u16 << self.nr) - 1) as u8) << self.first
+    }
+}
+
+/// The fixed part of the scope: machine, layout and policy.
+#[derive(Clone, Debug)]
+pub struct Model {
+    pub arch: Arch,
+    pub cpus: u8,
+    pub mms: u8,
+    pub pages: u8,
+    pub folios: Vec<Folio>,
+    pub page_folio: [u8; MAX_PAGES],
+    /// Which vpages each mm maps (vpage index == frame index).
+    pub mapped: [u8; MAX_MMS],
+    pub behaviour: Behaviour,
+    pub mutation: Option<Mutation>,
+    /// `free_folios` batch size: `try_to_unmap_flush` + `free_unref_folios` when it fills (31).
+    pub free_batch: u8,
+    /// Seed 000's dirty batch size (31).
+    pub dirty_batch: u8,
+    /// Number of `shrink_folio_list` passes over the list.
+    pub passes: u8,
+}
+
+/// Where reclaim is in `shrink_folio_list`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Phase {
+    /// `folio_trylock` (+ `folio_alloc_swap` and `folio_mark_dirty` for anon).
+    Lock,
+    /// `try_to_unmap_one` on (mm, page).
+    Unmap,
+    /// `try_to_unmap_flush_dirty` before this folio's pageout.
+    FlushDirty,
+    /// `pageout` → `swap_writeout`: clear dirty, write (snapshot), unlock.
+    Pageout,
+    /// relock + `__remove_mapping`.
+    RemoveMapping,
+    /// free batch full: `try_to_unmap_flush` ...
+    FreeBatchFlush,
+    /// ... then `free_unref_folios`.
+    FreeBatchFree,
+    /// Seed 000: one `try_to_unmap_flush_dirty` for the batch.
+    BatchFlushDirty,
+    /// Seed 000: `folio_lock` + `pageout` of a batched folio.
+    BatchPageout,
+    /// End of the list: `try_to_unmap_flush` ...
+    FinalFlush,
+    /// ... then `free_unref_folios`.
+    FinalFree,
+    Done,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Pc {
+    pub phase: Phase,
+    pub folio: u8,
+    pub mm: u8,
+    pub page: u8,
+    pub pass: u8,
+    /// In seed 000's batch phase (pageouts of collected dirty folios).
+    pub batch: bool,
+    /// Main-loop folio to resume with after a dirty batch drains.
+    pub resume: u8,
+}
+
+/// The whole mutable state. Bitmasks: pages in `u8`, CPUs in `u8`, mms in `u8`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct State {
+    /// The mm loaded on each CPU (`cpu_tlbstate.loaded_mm`).
+    pub cpu_mm: [u8; MAX_CPUS],
+    /// CPUs in lazy TLB mode (running a kernel thread with the old mm still loaded).
+    pub lazy: u8,
+    /// Per CPU, mms whose local `tlb_gen` is behind the mm's (x86).
+    pub stale: [u8; MAX_CPUS],
+    /// Per CPU and mm, vpages with a cached writable+dirty TLB entry.
+    pub tlb: [[u8; MAX_MMS]; MAX_CPUS],
+    /// arm64: entries whose broadcast TLBI was issued but not yet completed by a DSB.
+    pub doomed: [[u8; MAX_MMS]; MAX_CPUS],
+    /// x86 `mm_cpumask`.
+    pub cpumask: [u8; MAX_MMS],
+    pub pte_present: [u8; MAX_MMS],
+    pub pte_dirty: [u8; MAX_MMS],
+    /// Pages whose newest content is not in their backing copy (swap slot / file).
+    pub unsaved: u8,
+    /// Frames returned to the allocator.
+    pub freed: u8,
+    /// Per folio: PG_locked, PG_dirty, in swap cache, removed from its mapping (refcount frozen).
+    pub f_locked: u8,
+    pub f_dirty: u8,
+    pub f_swapcache: u8,
+    pub f_removed: u8,
+    /// Folios in the `free_folios` batch.
+    pub free_batch: u8,
+    /// Seed 000: unmapped dirty folios waiting for the batch flush and pageout.
+    pub dirty_batch: u8,
+    /// `current->tlb_ubc`: the x86 batch cpumask, `flush_required`, `writable`.
+    pub ubc_cpus: u8,
+    pub ubc_flush_required: bool,
+    pub ubc_writable: bool,
+    pub pc: Pc,
+}
+
+/// One transition chosen by the explorer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "actor", rename_all = "snake_case")]
+pub enum Choice {
+    /// Reclaim (on CPU 0) takes its next step.
+    Reclaim,
+    /// A user store by `cpu` to `page` of the mm it runs (TLB hit, page walk, or fault).
+    Store { cpu: u8, page: u8 },
+    /// The CPU switches to a kernel thread: `enter_lazy_tlb`.
+    SwitchToIdle { cpu: u8 },
+    /// The CPU switches to a task of `mm`: `switch_mm_irqs_off` (half of a migration).
+    SwitchMm { cpu: u8, mm: u8 },
+    /// x86: a flush aimed at `mm` finds the CPU running another mm and drops it from
+    /// `mm_cpumask` (`flush_tlb_func`, "wrong CPU").
+    TrimCpumask { cpu: u8, mm: u8 },
+    /// arm64: the broadcast TLBI for (`mm`, `page`) takes effect on `cpu` before the DSB.
+    TlbiComplete { cpu: u8, mm: u8, page: u8 },
+}
+
+/// What a step did, named after the kernel function it mirrors.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Event {
+    /// Kernel function (or hardware action) this step mirrors.
+    pub function: &'static str,
+    /// Human-readable detail.
+    pub detail: String,
+}
+
+/// The oracle's findings.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Violation {
+    /// A freed frame held a store that is not in its written-out copy.
+    LostWrite { page: u8, folio: u8 },
+    /// A store landed on a frame already returned to the allocator.
+    UseAfterFreeWrite { cpu: u8, page: u8 },
+    /// Reclaim finished with a clean, unmapped folio holding data newer than its copy: the
+    /// next reclaim frees it without writeout.
+    LatentLostWrite { page: u8, folio: u8 },
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Violation::LostWrite { page, folio } => write!(
+                f,
+                "LOST WRITE: page {page} (folio {folio}) freed holding a store that its swap/file copy lacks"
+            ),
+            Violation::UseAfterFreeWrite { cpu, page } => write!(
+                f,
+                "USE-AFTER-FREE WRITE: cpu{cpu} stored to page {page} after its frame was freed"
+            ),
+            Violation::LatentLostWrite { page, folio } => write!(
+                f,
+                "LOST WRITE (latent): page {page} (folio {folio}) is clean and unmapped but newer than its copy; the next reclaim frees it without writeout"
+            ),
+        }
+    }
+}
+
+fn bits(m: u8) -> impl Iterator<Item = u8> {
+    (0..8u8).filter(move |i| m & (1 << i) != 0)
+}
+
+fn list(m: u8, prefix: &str) -> String {
+    let v: Vec<String> = bits(m).map(|i| format!("{prefix}{i}")).collect();
+    format!("{{{}}}", v.join(","))
+}
+
+impl Model {
+    pub fn nfolios(&self) -> u8 {
+        self.folios.len() as u8
+    }
+
+    fn folio_mapped(&self, s: &State, f: u8) -> bool {
+        let mask = self.folios[f as usize].mask();
+        (0..self.mms as usize).any(|m| s.pte_present[m] & mask != 0)
+    }
+
+    pub fn initial(&self) -> State {
+        let mut s = State {
+            cpu_mm: [0; MAX_CPUS],
+            lazy: 1, // CPU 0 runs kswapd
+            stale: [0; MAX_CPUS],
+            tlb: [[0; MAX_MMS]; MAX_CPUS],
+            doomed: [[0; MAX_MMS]; MAX_CPUS],
+            cpumask: [0; MAX_MMS],
+            pte_present: [0; MAX_MMS],
+            pte_dirty: [0; MAX_MMS],
+            unsaved: 0,
+            freed: 0,
+            f_locked: 0,
+            f_dirty: 0,
+            f_swapcache: 0,
+            f_removed: 0,
+            free_batch: 0,
+            dirty_batch: 0,
+            ubc_cpus: 0,
+            ubc_flush_required: false,
+            ubc_writable: false,
+            pc: Pc {
+                phase: Phase::Lock,
+                folio: 0,
+                mm: 0,
+                page: 0,
+                pass: 0,
+                batch: false,
+                resume: 0,
+            },
+        };
+        for c in 1..self.cpus {
+            let m = (c - 1) % self.mms;
+            s.cpu_mm[c as usize] = m;
+            if self.behaviour_uses_cpumask() {
+                s.cpumask[m as usize] |= 1 << c;
+            }
+        }
+        for m in 0..self.mms as usize {
+            s.pte_present[m] = self.mapped[m];
+        }
+        for f in &self.folios {
+            if f.kind == FolioKind::Anon {
+                // Anon content exists only in memory until swap_writeout.
+                s.unsaved |= f.mask();
+            }
+        }
+        s
+    }
+
+    fn behaviour_uses_cpumask(&self) -> bool {
+        self.arch == Arch::X86
+    }
+
+    /// Every choice enabled in `s` (reclaim first, then user CPUs in order).
+    pub fn choices(&self, s: &State, out: &mut Vec<Choice>) {
+        out.clear();
+        if s.pc.phase != Phase::Done {
+            out.push(Choice::Reclaim);
+        }
+        for c in 1..self.cpus {
+            let cu = c as usize;
+            let lazy = s.lazy & (1 << c) != 0;
+            let cur = s.cpu_mm[cu];
+            if !lazy {
+                for p in bits(self.mapped[cur as usize]) {
+                    if self.store_enabled(s, c, p) {
+                        out.push(Choice::Store { cpu: c, page: p });
+                    }
+                }
+                out.push(Choice::SwitchToIdle { cpu: c });
+            }
+            for m in 0..self.mms {
+                if lazy || m != cur {
+                    out.push(Choice::SwitchMm { cpu: c, mm: m });
+                }
+            }
+            if self.arch == Arch::X86 {
+                for m in 0..self.mms {
+                    if m != cur && s.cpumask[m as usize] & (1 << c) != 0 {
+                        out.push(Choice::TrimCpumask { cpu: c, mm: m });
+                    }
+                }
+            } else {
+                for m in 0..self.mms {
+                    for p in bits(s.doomed[cu][m as usize]) {
+                        out.push(Choice::TlbiComplete {
+                            cpu: c,
+                            mm: m,
+                            page: p,
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    fn store_enabled(&self, s: &State, c: u8, p: u8) -> bool {
+        let m = s.cpu_mm[c as usize] as usize;
+        let bit = 1u8 << p;
+        if s.tlb[c as usize][m] & bit != 0 || s.pte_present[m] & bit != 0 {
+            return true;
+        }
+        // Fault on a cleared PTE: do_swap_page / filemap_fault need the folio still in the
+        // swap/page cache and its lock; a folio already removed would be read back into a new
+        // frame, which this scope does not model (the fault blocks).
+        let f = self.page_folio[p as usize];
+        s.f_locked & (1 << f) == 0 && s.f_removed & (1 << f) == 0 && s.freed & bit == 0
+    }
+
+    /// Apply `choice` to `s` and run the oracle. Returns the event and the oracle's verdict
+    /// on this step. The choice must be enabled (replay checks that first).
+    pub fn step(&self, s: &mut State, choice: Choice) -> (Event, Option<Violation>) {
+        let (ev, viol) = self.apply(s, choice);
+        if viol.is_none() && s.pc.phase == Phase::Done {
+            return (ev, self.latent_loss(s));
+        }
+        (ev, viol)
+    }
+
+    fn apply(&self, s: &mut State, choice: Choice) -> (Event, Option<Violation>) {
+        match choice {
+            Choice::Reclaim => self.reclaim_step(s),
+            Choice::Store { cpu, page } => self.store(s, cpu, page),
+            Choice::SwitchToIdle { cpu } => {
+                s.lazy |= 1 << cpu;
+                let m = s.cpu_mm[cpu as usize];
+                (
+                    Event {
+                        function: "enter_lazy_tlb",
+                        detail: format!(
+                            "cpu{cpu} switches to a kernel thread; mm{m} stays loaded (lazy TLB)"
+                        ),
+                    },
+                    None,
+                )
+            }
+            Choice::SwitchMm { cpu, mm } => self.switch_mm(s, cpu, mm),
+            Choice::TrimCpumask { cpu, mm } => {
+                s.cpumask[mm as usize] &= !(1 << cpu);
+                (
+                    Event {
+                        function: "flush_tlb_func",
+                        detail: format!(
+                            "cpu{cpu} runs another mm: leaves mm_cpumask(mm{mm}) (cpumask trim); its mm{mm} entries stay, guarded by tlb_gen"
+                        ),
+                    },
+                    None,
+                )
+            }
+            Choice::TlbiComplete { cpu, mm, page } => {
+                let (c, m) = (cpu as usize, mm as usize);
+                s.tlb[c][m] &= !(1 << page);
+                s.doomed[c][m] &= !(1 << page);
+                (
+                    Event {
+                        function: "tlbi_vale1is (completes)",
+                        detail: format!(
+                            "the broadcast TLBI for mm{mm} page {page} takes effect on cpu{cpu} before the DSB"
+                        ),
+                    },
+                    None,
+                )
+            }
+        }
+    }
+
+    /// A user store: through a cached writable+dirty entry (no walk, even if the PTE is gone),
+    /// else by a page walk that sets the PTE's dirty bit, else a fault that maps the folio back.
+    fn store(&self, s: &mut State, cpu: u8, p: u8) -> (Event, Option<Violation>) {
+        let c = cpu as usize;
+        let m = s.cpu_mm[c] as usize;
+        let bit = 1u8 << p;
+        if s.tlb[c][m] & bit != 0 {
+            let pte = if s.pte_present[m] & bit != 0 {
+                "PTE present"
+            } else {
+                "PTE already CLEARED"
+            };
+            let ev = Event {
+                function: "store (TLB hit)",
+                detail: format!(
+                    "cpu{cpu} stores to mm{m} page {p} through its cached writable+dirty TLB entry, no page walk ({pte})"
+                ),
+            };
+            if s.freed & bit != 0 {
+                return (ev, Some(Violation::UseAfterFreeWrite { cpu, page: p }));
+            }
+            s.unsaved |= bit;
+            return (ev, None);
+        }
+        if s.pte_present[m] & bit != 0 {
+            let was = s.pte_dirty[m] & bit != 0;
+            s.pte_dirty[m] |= bit;
+            s.tlb[c][m] |= bit;
+            s.unsaved |= bit;
+            return (
+                Event {
+                    function: "store (page walk, TLB fill)",
+                    detail: format!(
+                        "cpu{cpu} stores to mm{m} page {p}: walk {} PTE dirty, fills a writable+dirty TLB entry",
+                        if was { "finds" } else { "sets" }
+                    ),
+                },
+                None,
+            );
+        }
+        // Fault on the cleared PTE; the folio is still cached and unlocked.
+        let f = self.page_folio[p as usize];
+        let func = match self.folios[f as usize].kind {
+            FolioKind::Anon => "do_swap_page",
+            FolioKind::File => "filemap_fault",
+        };
+        s.pte_present[m] |= bit;
+        s.pte_dirty[m] |= bit;
+        s.tlb[c][m] |= bit;
+        s.unsaved |= bit;
+        (
+            Event {
+                function: func,
+                detail: format!(
+                    "cpu{cpu} faults on mm{m}'s cleared PTE for page {p}; folio {f} found in the {} cache, mapped again writable+dirty, store retried",
+                    if func == "do_swap_page" { "swap" } else { "page" }
+                ),
+            },
+            None,
+        )
+    }
+
+    fn flush_local(&self, s: &mut State, c: usize, m: usize) {
+        s.tlb[c][m] = 0;
+        s.doomed[c][m] = 0;
+        s.stale[c] &= !(1 << m);
+    }
+
+    fn switch_mm(&self, s: &mut State, cpu: u8, mm: u8) -> (Event, Option<Violation>) {
+        let (c, m) = (cpu as usize, mm as usize);
+        let was_lazy = s.lazy & (1 << cpu) != 0;
+        let prev = s.cpu_mm[c];
+        s.lazy &= !(1 << cpu);
+        s.cpu_mm[c] = mm;
+        let mut detail = if prev == mm {
+            format!("cpu{cpu} leaves lazy mode back to mm{mm}")
+        } else {
+            format!("cpu{cpu} switches mm{prev} -> mm{mm}")
+        };
+        if self.arch == Arch::X86 {
+            if prev != mm {
+                s.cpumask[m] |= 1 << cpu;
+            }
+            let stale = s.stale[c] & (1 << mm) != 0;
+            if stale && self.mutation != Some(Mutation::SwitchIgnoresTlbGen) {
+                let had = s.tlb[c][m];
+                self.flush_local(s, c, m);
+                detail += &format!(
+                    "; local tlb_gen behind mm{mm}'s: full flush (TLB_FLUSH_ON_TASK_SWITCH), drops entries {}",
+                    list(had, "p")
+                );
+            } else if stale {
+                detail += "; MUTATION: stale tlb_gen ignored, no flush";
+            } else if was_lazy || prev != mm {
+                detail += "; tlb_gen current, no flush (PCID keeps entries)";
+            }
+        } else {
+            detail += "; ASID-tagged TLB, no flush on switch";
+        }
+        (
+            Event {
+                function: "switch_mm_irqs_off",
+                detail,
+            },
+            None,
+        )
+    }
+
+    // ---- the deferred-flush machinery (mm/rmap.c, arch/*/tlbflush) ----
+
+    /// `should_defer_flush`: TTU_BATCH_FLUSH and the arch agrees (x86: another CPU in the
+    /// mm's cpumask; arm64: always).
+    fn should_defer_flush(&self, s: &State, m: usize) -> bool {
+        self.behaviour.tlb_batch
+            && match self.arch {
+                Arch::X86 => s.cpumask[m] & !1 != 0,
+                Arch::Arm64 => true,
+            }
+    }
+
+    /// `set_tlb_ubc_flush_pending` → `arch_tlbbatch_add_pending`.
+    fn set_tlb_ubc_flush_pending(&self, s: &mut State, m: usize, pages: u8, dirty: bool) -> String {
+        let d = match self.arch {
+            Arch::X86 => {
+                // inc_mm_tlb_gen: every CPU's view of this mm is now behind.
+                for c in 0..self.cpus as usize {
+                    s.stale[c] |= 1 << m;
+                }
+                s.ubc_cpus |= s.cpumask[m];
+                format!(
+                    "set_tlb_ubc_flush_pending: inc_mm_tlb_gen(mm{m}), batch cpumask |= {}",
+                    list(s.cpumask[m], "cpu")
+                )
+            }
+            Arch::Arm64 => {
+                let mut hit = Vec::new();
+                for c in 1..self.cpus as usize {
+                    let x = s.tlb[c][m] & pages;
+                    s.doomed[c][m] |= x;
+                    if x != 0 {
+                        hit.push(format!("cpu{c}{}", list(x, "p")));
+                    }
+                }
+                format!(
+                    "set_tlb_ubc_flush_pending: broadcast TLBI issued without DSB (in flight for {})",
+                    if hit.is_empty() {
+                        "no cached entry".to_string()
+                    } else {
+                        hit.join(" ")
+                    }
+                )
+            }
+        };
+        s.ubc_flush_required = true;
+        if dirty && self.mutation != Some(Mutation::IgnoreWritable) {
+            s.ubc_writable = true;
+            d + ", PTE was dirty: writable = true"
+        } else if dirty {
+            d + ", PTE was dirty but MUTATION: writable not set"
+        } else {
+            d
+        }
+    }
+
+    /// `flush_tlb_range` right away (no batching).
+    fn flush_tlb_range(&self, s: &mut State, m: usize, pages: u8) -> String {
+        match self.arch {
+            Arch::X86 => {
+                for c in 0..self.cpus as usize {
+                    s.stale[c] |= 1 << m;
+                }
+                let mut done = 0u8;
+                for c in bits(s.cpumask[m]) {
+                    let cu = c as usize;
+                    if s.cpu_mm[cu] as usize == m && s.lazy & (1 << c) == 0 {
+                        self.flush_local(s, cu, m);
+                        done |= 1 << c;
+                    }
+                }
+                format!(
+                    "flush_tlb_range now: inc_mm_tlb_gen(mm{m}), IPI flush on {}",
+                    list(done, "cpu")
+                )
+            }
+            Arch::Arm64 => {
+                for c in 0..self.cpus as usize {
+                    s.tlb[c][m] &= !pages;
+                    s.doomed[c][m] &= !pages;
+                }
+                "flush_tlb_range now: TLBI + DSB".to_string()
+            }
+        }
+    }
+
+    /// `arch_tlbbatch_flush`.
+    fn arch_tlbbatch_flush(&self, s: &mut State) -> String {
+        match self.arch {
+            Arch::X86 => {
+                let mut done = Vec::new();
+                for c in bits(s.ubc_cpus) {
+                    let cu = c as usize;
+                    if c == 0 {
+                        continue;
+                    }
+                    if s.lazy & (1 << c) != 0 {
+                        done.push(format!("cpu{c}:lazy-skipped"));
+                        continue;
+                    }
+                    let lm = s.cpu_mm[cu] as usize;
+                    if s.stale[cu] & (1 << lm) != 0 {
+                        self.flush_local(s, cu, lm);
+                        done.push(format!("cpu{c}:flushed mm{lm}"));
+                    } else {
+                        done.push(format!("cpu{c}:mm{lm} current"));
+                    }
+                }
+                s.ubc_cpus = 0;
+                format!("arch_tlbbatch_flush: IPIs [{}]", done.join(", "))
+            }
+            Arch::Arm64 => {
+                for c in 0..self.cpus as usize {
+                    for m in 0..self.mms as usize {
+                        s.tlb[c][m] &= !s.doomed[c][m];
+                        s.doomed[c][m] = 0;
+                    }
+                }
+                "arch_tlbbatch_flush: DSB ISH completes every TLBI in flight".to_string()
+            }
+        }
+    }
+
+    fn try_to_unmap_flush(&self, s: &mut State) -> String {
+        if s.ubc_flush_required {
+            let d = self.arch_tlbbatch_flush(s);
+            s.ubc_flush_required = false;
+            s.ubc_writable = false;
+            d
+        } else {
+            "nothing pending".to_string()
+        }
+    }
+
+    fn try_to_unmap_flush_dirty(&self, s: &mut State) -> String {
+        if self.behaviour.unsafe_defer_dirty_flush {
+            return format!(
+                "UNSAFE policy: skipped (writable={}, flush stays pending)",
+                s.ubc_writable
+            );
+        }
+        if s.ubc_writable {
+            self.try_to_unmap_flush(s)
+        } else if s.ubc_flush_required {
+            "writable not set: only clean PTEs pending, no flush".to_string()
+        } else {
+            "nothing pending".to_string()
+        }
+    }
+
+    // ---- shrink_folio_list ----
+
+    fn next_unmap(&self, s: &State, f: u8, from_mm: u8, from_page: u8) -> Option<(u8, u8)> {
+        let fo = self.folios[f as usize];
+        for m in from_mm..self.mms {
+            let start = if m == from_mm { from_page } else { fo.first };
+            for p in start.max(fo.first)..fo.first + fo.nr {
+                let bit = 1 << p;
+                if self.mapped[m as usize] & bit != 0 && s.pte_present[m as usize] & bit != 0 {
+                    return Some((m, p));
+                }
+            }
+        }
+        None
+    }
+
+    fn goto(&self, s: &mut State, phase: Phase, f: u8) {
+        s.pc.phase = phase;
+        s.pc.folio = f;
+    }
+
+    /// Pick the next folio of the main loop after `f`, or the dirty batch, or the end.
+    fn next_folio(&self, s: &mut State, after: Option<u8>) {
+        if s.pc.batch {
+            if s.dirty_batch != 0 {
+                let g = s.dirty_batch.trailing_zeros() as u8;
+                self.goto(s, Phase::BatchPageout, g);
+                return;
+            }
+            s.pc.batch = false;
+            return self.main_loop_from(s, s.pc.resume);
+        }
+        let start = after.map(|a| a + 1).unwrap_or(0);
+        self.main_loop_from(s, start);
+    }
+
+    fn main_loop_from(&self, s: &mut State, start: u8) {
+        for g in start..self.nfolios() {
+            if s.f_removed & (1 << g) == 0 {
+                self.goto(s, Phase::Lock, g);
+                return;
+            }
+        }
+        if s.dirty_batch != 0 {
+            s.pc.resume = self.nfolios();
+            self.goto(s, Phase::BatchFlushDirty, 0);
+        } else {
+            self.goto(s, Phase::FinalFlush, 0);
+        }
+    }
+
+    /// After the last `try_to_unmap_one`: the dirty/clean decision of shrink_folio_list.
+    fn after_unmap(&self, s: &mut State, f: u8) -> String {
+        let fo = self.folios[f as usize];
+        let fb = 1u8 << f;
+        if s.f_dirty & fb != 0 {
+            match fo.kind {
+                FolioKind::File => {
+                    s.f_locked &= !fb;
+                    self.next_folio(s, Some(f));
+                    "dirty file folio: PG_reclaim, activate (the flusher writes it), folio_unlock"
+                        .into()
+                }
+                FolioKind::Anon if self.behaviour.batch_dirty_flush => {
+                    s.f_locked &= !fb;
+                    s.dirty_batch |= fb;
+                    if s.dirty_batch.count_ones() as u8 >= self.dirty_batch {
+                        s.pc.resume = f + 1;
+                        self.goto(s, Phase::BatchFlushDirty, 0);
+                    } else {
+                        self.next_folio(s, Some(f));
+                    }
+                    "dirty: added to the dirty batch, folio_unlock while batched (seed 000)".into()
+                }
+                FolioKind::Anon => {
+                    self.goto(s, Phase::FlushDirty, f);
+                    "dirty: to pageout".into()
+                }
+            }
+        } else {
+            self.goto(s, Phase::RemoveMapping, f);
+            "clean: to __remove_mapping".into()
+        }
+    }
+
+    fn reclaim_step(&self, s: &mut State) -> (Event, Option<Violation>) {
+        let pc = s.pc;
+        let f = pc.folio;
+        let fb = 1u8 << f;
+        let (function, detail, viol): (&'static str, String, Option<Violation>) = match pc.phase {
+            Phase::Lock => {
+                let fo = self.folios[f as usize];
+                s.f_locked |= fb;
+                let mut d = format!("folio {f} ({:?}, {} page(s)) locked", fo.kind, fo.nr);
+                if fo.kind == FolioKind::Anon && s.f_swapcache & fb == 0 {
+                    s.f_swapcache |= fb;
+                    s.f_dirty |= fb;
+                    d += "; folio_alloc_swap: added to swap cache; folio_mark_dirty";
+                }
+                match self.next_unmap(s, f, 0, 0) {
+                    Some((m, p)) => {
+                        s.pc.mm = m;
+                        s.pc.page = p;
+                        self.goto(s, Phase::Unmap, f);
+                    }
+                    None => {
+                        d += "; not mapped; ";
+                        d += &self.after_unmap(s, f);
+                    }
+                }
+                ("folio_trylock", d, None)
+            }
+            Phase::Unmap => {
+                let fo = self.folios[f as usize];
+                let m = pc.mm as usize;
+                let p = pc.page;
+                // The PTE run cleared by this call: one PTE, or (seed 001, file large folio) the
+                // run of present PTEs from p to the end of the folio.
+                let mut run = 1u8 << p;
+                if self.behaviour.file_batch_unmap && fo.kind == FolioKind::File && fo.nr > 1 {
+                    let mut q = p + 1;
+                    while q < fo.first + fo.nr && s.pte_present[m] & (1 << q) != 0 {
+                        run |= 1 << q;
+                        q += 1;
+                    }
+                }
+                let dirty = if self.mutation == Some(Mutation::BatchDirtyFirstPteOnly) {
+                    s.pte_dirty[m] & (1 << p) != 0
+                } else {
+                    s.pte_dirty[m] & run != 0
+                };
+                s.pte_present[m] &= !run;
+                s.pte_dirty[m] &= !run;
+                let mut d = format!(
+                    "folio {f}: get_and_clear_ptes mm{m} {} (dirty={dirty}); ",
+                    list(run, "p")
+                );
+                if self.should_defer_flush(s, m) {
+                    d += &self.set_tlb_ubc_flush_pending(s, m, run, dirty);
+                } else {
+                    d += &self.flush_tlb_range(s, m, run);
+                }
+                if dirty {
+                    s.f_dirty |= fb;
+                    d += "; folio_mark_dirty";
+                }
+                let last = run.ilog2() as u8;
+                match self.next_unmap(s, f, pc.mm, last + 1) {
+                    Some((m2, p2)) => {
+                        s.pc.mm = m2;
+                        s.pc.page = p2;
+                    }
+                    None => {
+                        d += "; ";
+                        d += &self.after_unmap(s, f);
+                    }
+                }
+                ("try_to_unmap_one", d, None)
+            }
+            Phase::FlushDirty => {
+                let d = self.try_to_unmap_flush_dirty(s);
+                self.goto(s, Phase::Pageout, f);
+                (
+                    "try_to_unmap_flush_dirty",
+                    format!("before folio {f}'s pageout: {d}"),
+                    None,
+                )
+            }
+            Phase::Pageout | Phase::BatchPageout => {
+                let mut d = String::new();
+                if pc.phase == Phase::BatchPageout {
+                    s.dirty_batch &= !fb;
+                    s.f_locked |= fb;
+                    d += "folio_lock again; ";
+                }
+                if self.folio_mapped(s, f) {
+                    // is_page_cache_freeable: the mapping's references make pageout keep it.
+                    s.f_locked &= !fb;
+                    d += &format!("folio {f} was mapped again by a fault: PAGE_KEEP, folio_unlock");
+                    self.next_folio(s, Some(f));
+                } else {
+                    let fo = self.folios[f as usize];
+                    s.f_dirty &= !fb;
+                    s.unsaved &= !fo.mask();
+                    s.f_locked &= !fb;
+                    d += &format!(
+                        "folio {f}: folio_clear_dirty_for_io; swap_writeout copies {} to swap (snapshot), folio_unlock; synchronous write done",
+                        list(fo.mask(), "p")
+                    );
+                    self.goto(s, Phase::RemoveMapping, f);
+                }
+                ("pageout", d, None)
+            }
+            Phase::RemoveMapping => {
+                s.f_locked |= fb;
+                let d = if self.folio_mapped(s, f) || s.f_dirty & fb != 0 {
+                    s.f_locked &= !fb;
+                    self.next_folio(s, Some(f));
+                    format!(
+                        "folio {f}: refcount freeze fails (mapped) or folio dirty again: keep, folio_unlock"
+                    )
+                } else {
+                    s.f_removed |= fb;
+                    s.free_batch |= fb;
+                    if s.free_batch.count_ones() as u8 >= self.free_batch {
+                        self.goto(s, Phase::FreeBatchFlush, f);
+                    } else {
+                        self.next_folio(s, Some(f));
+                    }
+                    format!(
+                        "folio {f}: refcount frozen, deleted from the {} cache; added to free_folios",
+                        match self.folios[f as usize].kind {
+                            FolioKind::Anon => "swap",
+                            FolioKind::File => "page",
+                        }
+                    )
+                };
+                ("__remove_mapping", d, None)
+            }
+            Phase::FreeBatchFlush | Phase::FinalFlush => {
+                let d = self.try_to_unmap_flush(s);
+                let next = if pc.phase == Phase::FinalFlush {
+                    Phase::FinalFree
+                } else {
+                    Phase::FreeBatchFree
+                };
+                self.goto(s, next, f);
+                ("try_to_unmap_flush", d, None)
+            }
+            Phase::FreeBatchFree | Phase::FinalFree => {
+                let mut viol = None;
+                for g in bits(s.free_batch) {
+                    let mask = self.folios[g as usize].mask();
+                    if viol.is_none() {
+                        if let Some(p) = bits(s.unsaved & mask).next() {
+                            viol = Some(Violation::LostWrite { page: p, folio: g });
+                        }
+                    }
+                    s.freed |= mask;
+                }
+                let d = format!("frees folios {}", list(s.free_batch, "f"));
+                s.free_batch = 0;
+                if pc.phase == Phase::FreeBatchFree {
+                    self.next_folio(s, Some(f));
+                } else if pc.pass + 1 < self.passes {
+                    s.pc.pass += 1;
+                    self.main_loop_from(s, 0);
+                } else {
+                    self.goto(s, Phase::Done, 0);
+                }
+                ("free_unref_folios", d, viol)
+            }
+            Phase::BatchFlushDirty => {
+                let d = self.try_to_unmap_flush_dirty(s);
+                s.pc.batch = true;
+                let g = s.dirty_batch.trailing_zeros() as u8;
+                self.goto(s, Phase::BatchPageout, g);
+                (
+                    "try_to_unmap_flush_dirty",
+                    format!("once for the dirty batch {}: {d}", list(s.dirty_batch, "f")),
+                    None,
+                )
+            }
+            Phase::Done => unreachable!("reclaim is done"),
+        };
+        (Event { function, detail }, viol)
+    }
+
+    /// At the end of reclaim: a page newer than its copy whose folio is clean and not mapped by
+    /// a dirty PTE would be freed without writeout by the next reclaim.
+    pub fn latent_loss(&self, s: &State) -> Option<Violation> {
+        for p in bits(s.unsaved & !s.freed) {
+            let f = self.page_folio[p as usize];
+            let pte_dirty =
+                (0..self.mms as usize).any(|m| s.pte_present[m] & s.pte_dirty[m] & (1 << p) != 0);
+            if s.f_dirty & (1 << f) == 0 && !pte_dirty {
+                return Some(Violation::LatentLostWrite { page: p, folio: f });
+            }
+        }
+        None
+    }
+
+    /// A one-line summary of what is pending, for the trace.
+    pub fn pending(&self, s: &State) -> String {
+        let mut out = Vec::new();
+        if s.ubc_flush_required {
+            let mut t = String::from("tlb_ubc: flush_required");
+            if s.ubc_writable {
+                t += "+writable";
+            }
+            if self.arch == Arch::X86 {
+                t += &format!(" cpumask={}", list(s.ubc_cpus, "cpu"));
+            }
+            out.push(t);
+        }
+        let mut stale_entries = Vec::new();
+        for c in 1..self.cpus as usize {
+            for m in 0..self.mms as usize {
+                let e = s.tlb[c][m];
+                if e == 0 {
+                    continue;
+                }
+                let stale = e & !s.pte_present[m];
+                let mut t = format!("cpu{c}:mm{m}{}", list(e, "p"));
+                if stale != 0 {
+                    t += &format!(" STALE{}", list(stale, "p"));
+                }
+                if s.doomed[c][m] != 0 {
+                    t += &format!(" tlbi-in-flight{}", list(s.doomed[c][m], "p"));
+                }
+                if self.arch == Arch::X86 && s.stale[c] & (1 << m) != 0 {
+                    t += " gen-behind";
+                }
+                stale_entries.push(t);
+            }
+        }
+        if !stale_entries.is_empty() {
+            out.push(format!("W+D TLB entries: {}", stale_entries.join(" ")));
+        }
+        if out.is_empty() {
+            "-".into()
+        } else {
+            out.join("; ")
+        }
+    }
+}
