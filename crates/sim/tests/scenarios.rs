@@ -110,3 +110,32 @@ fn file_workloads_run() {
     assert!(r.throughput.value > 0.0);
     assert!(r.counters["pgsteal_file"] >= 2048);
 }
+
+#[test]
+fn no_swap_means_oom_kills_and_restarts() {
+    let mut s = SMALL_VM.to_vec();
+    s.push("swap.size=0");
+    let d = sim("stress-vm", &s);
+    let r = &d.runs[0];
+    assert!(r.oom_kills > 0, "{:?}", r.counters);
+    assert_eq!(r.counters["oom_kill"], r.oom_kills);
+    assert_eq!(r.counters["pswpout"], 0);
+    assert!(r.throughput.value > 0.0, "restarted workers keep working");
+}
+
+#[test]
+fn random_file_access_refaults_activate_the_workingset() {
+    let d = sim(
+        "file-mmap-rw",
+        &[
+            "workload.file_bytes=12M",
+            "memcg.limit=8M",
+            "workload.pattern=random",
+            "run.duration=300ms",
+        ],
+    );
+    let c = &d.runs[0].counters;
+    assert!(c["workingset_refault_file"] > 0, "{c:?}");
+    assert!(c["workingset_activate_file"] > 0, "{c:?}");
+    assert!(c["pgactivate"] > 0 && c["pgdeactivate"] > 0, "{c:?}");
+}
