@@ -1,36 +1,43 @@
-//! Ad-hoc runner until the CLI wires `reclaimlab check`:
-//! `cargo run -p reclaimlab-check --release --example check -- POLICY [arch] [cpus] [pages] [passes] [mutation] [--json]`
+//! Ad-hoc runner until the CLI wires `reclaimlab check` (same flags):
+//! `cargo run -p reclaimlab-check --release --example check -- [--policy P] [--arch A]
+//!  [--cpus N] [--pages N] [--file-pages N] [--mms N] [--depth N] [--passes N]
+//!  [--mutation M] [--json]`
 use reclaimlab_check::{check, Arch, CheckConfig, Mutation};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let json = args.iter().any(|a| a == "--json");
-    let a: Vec<&String> = args.iter().filter(|a| *a != "--json").collect();
-    let spec = a.first().map(|s| s.as_str()).unwrap_or("6.18");
-    let mut cfg = match CheckConfig::new(spec) {
+    let get = |k: &str| {
+        args.iter()
+            .position(|a| a == k)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let num = |k: &str| get(k).map(|v| v.parse::<u8>().expect("a number"));
+    let mut cfg = match CheckConfig::new(&get("--policy").unwrap_or_else(|| "6.18".into())) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("{e}");
             std::process::exit(2);
         }
     };
-    if let Some(x) = a.get(1) {
-        cfg.arch = Arch::parse(x).unwrap();
+    if let Some(a) = get("--arch") {
+        cfg.arch = Arch::parse(&a).unwrap();
     }
-    if let Some(x) = a.get(2) {
-        cfg.cpus = x.parse().unwrap();
-    }
-    if let Some(x) = a.get(3) {
-        cfg.pages = x.parse().unwrap();
-    }
-    if let Some(x) = a.get(4) {
-        cfg.passes = x.parse().unwrap();
-    }
-    if let Some(x) = a.get(5) {
-        cfg.mutation = Some(Mutation::parse(x).unwrap());
-    }
-    let r = check(&cfg).unwrap();
-    if json {
+    cfg.cpus = num("--cpus").unwrap_or(cfg.cpus);
+    cfg.pages = num("--pages").unwrap_or(cfg.pages);
+    cfg.file_pages = num("--file-pages").or(cfg.file_pages);
+    cfg.mms = num("--mms").or(cfg.mms);
+    cfg.passes = num("--passes").unwrap_or(cfg.passes);
+    cfg.depth = get("--depth").map(|d| d.parse().unwrap());
+    cfg.mutation = get("--mutation").map(|m| Mutation::parse(&m).unwrap());
+    let r = match check(&cfg) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(2);
+        }
+    };
+    if args.iter().any(|a| a == "--json") {
         println!("{}", serde_json::to_string_pretty(&r).unwrap());
     } else {
         print!("{r}");

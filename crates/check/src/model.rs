@@ -52,19 +52,24 @@ pub enum Mutation {
     SwitchIgnoresTlbGen,
     /// Batched unmap of a PTE run keeps only the first PTE's dirty bit (instead of ORing all).
     BatchDirtyFirstPteOnly,
+    /// `pageout` (is_page_cache_freeable) and `__remove_mapping` (refcount freeze) ignore the
+    /// references of a mapping re-established by a fault while the folio was unlocked.
+    IgnoreRemap,
 }
 
 impl Mutation {
-    pub const ALL: [Mutation; 3] = [
+    pub const ALL: [Mutation; 4] = [
         Mutation::IgnoreWritable,
         Mutation::SwitchIgnoresTlbGen,
         Mutation::BatchDirtyFirstPteOnly,
+        Mutation::IgnoreRemap,
     ];
     pub fn name(self) -> &'static str {
         match self {
             Mutation::IgnoreWritable => "ignore-writable",
             Mutation::SwitchIgnoresTlbGen => "switch-ignores-tlb-gen",
             Mutation::BatchDirtyFirstPteOnly => "batch-dirty-first-pte-only",
+            Mutation::IgnoreRemap => "ignore-remap",
         }
     }
     pub fn parse(s: &str) -> Result<Mutation, String> {
@@ -286,6 +291,11 @@ fn list(m: u8, prefix: &str) -> String {
 impl Model {
     pub fn nfolios(&self) -> u8 {
         self.folios.len() as u8
+    }
+
+    /// Whether the folio's refcount shows mapping references (pageout / __remove_mapping).
+    fn refs_mapped(&self, s: &State, f: u8) -> bool {
+        self.mutation != Some(Mutation::IgnoreRemap) && self.folio_mapped(s, f)
     }
 
     fn folio_mapped(&self, s: &State, f: u8) -> bool {
@@ -893,7 +903,7 @@ impl Model {
                     s.f_locked |= fb;
                     d += "folio_lock again; ";
                 }
-                if self.folio_mapped(s, f) {
+                if self.refs_mapped(s, f) {
                     // is_page_cache_freeable: the mapping's references make pageout keep it.
                     s.f_locked &= !fb;
                     d += &format!("folio {f} was mapped again by a fault: PAGE_KEEP, folio_unlock");
@@ -913,7 +923,7 @@ impl Model {
             }
             Phase::RemoveMapping => {
                 s.f_locked |= fb;
-                let d = if self.folio_mapped(s, f) || s.f_dirty & fb != 0 {
+                let d = if self.refs_mapped(s, f) || s.f_dirty & fb != 0 {
                     s.f_locked &= !fb;
                     self.next_folio(s, Some(f));
                     format!(

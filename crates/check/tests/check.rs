@@ -142,6 +142,14 @@ fn batch_dirty_flush_x86_passes() {
 }
 
 #[test]
+fn batch_dirty_flush_two_passes_x86_passes() {
+    // Kept folios (e.g. mapped again by a fault while unlocked in the batch) go round again.
+    let mut c = cfg("6.18+batch-dirty-flush", Arch::X86, 3, 3, Some(0), None);
+    c.passes = 2;
+    assert_passes(&c);
+}
+
+#[test]
 fn file_large_folio_unmap_x86_passes() {
     // Seed 001: a 2-page file folio whose PTE run is cleared in one step, plus an anon page.
     assert_passes(&cfg(
@@ -155,9 +163,8 @@ fn file_large_folio_unmap_x86_passes() {
 }
 
 /// Seed 001 with the file folio shared by two mms (two try_to_unmap_one calls, a batch cpumask
-/// over both). About 2.4 M states, ~16 s in release: run with `--ignored`.
+/// over both). About 2.4 M states, ~9 s in release.
 #[test]
-#[ignore]
 fn file_large_folio_unmap_x86_two_mms_passes() {
     assert_passes(&cfg("7.0", Arch::X86, 3, 2, Some(2), Some(2)));
 }
@@ -239,6 +246,21 @@ fn mutation_batch_dirty_first_pte_only_breaks_seed_001() {
     let mut base = cfg("6.18", Arch::X86, 3, 3, Some(2), Some(1));
     base.mutation = Some(Mutation::BatchDirtyFirstPteOnly);
     assert_eq!(check(&base).unwrap().verdict, Verdict::NoLostWrite);
+}
+
+#[test]
+fn mutation_ignore_remap_breaks_batch_dirty_flush() {
+    // Seed 000 unlocks batched folios; a fault may map one back before its pageout. Only the
+    // refcount checks in pageout and __remove_mapping keep it from being freed while mapped.
+    let r = mutated(
+        cfg("6.18+batch-dirty-flush", Arch::X86, 3, 2, Some(0), None),
+        Mutation::IgnoreRemap,
+    );
+    let cx = r.counterexample.unwrap();
+    assert!(
+        cx.steps.iter().any(|s| s.function == "do_swap_page"),
+        "{cx:?}"
+    );
 }
 
 #[test]
