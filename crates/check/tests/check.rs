@@ -308,3 +308,23 @@ fn report_serializes() {
         serde_json::from_value(j["counterexample"]["choices"].clone()).unwrap();
     assert!(replay(&c, &choices).unwrap().violation.is_some());
 }
+
+#[test]
+fn depth_bound_is_exact_and_state_cap_gives_incomplete() {
+    // The smallest unsafe counterexample has 9 steps: a bound of 8 finds nothing (and says the
+    // search was cut), a bound of 9 finds it.
+    let mut c = cfg("6.18+unsafe-defer-dirty-flush", Arch::X86, 2, 1, None, None);
+    c.depth = Some(8);
+    let r = check(&c).unwrap();
+    assert_eq!(r.verdict, Verdict::NoLostWrite);
+    assert!(!r.exhausted);
+    assert!(format!("{r}").contains("cut at depth"));
+    c.depth = Some(9);
+    assert_eq!(check(&c).unwrap().verdict, Verdict::Counterexample);
+
+    let mut c = cfg("6.18", Arch::X86, 3, 2, None, None);
+    c.max_states = 1000;
+    let r = check(&c).unwrap();
+    assert_eq!(r.verdict, Verdict::Incomplete);
+    assert!(!r.passed());
+}
