@@ -37,6 +37,8 @@ pub fn run(scn: &Scenario, opts: &SimOptions) -> anyhow::Result<ResultDoc> {
     scn.skip_section("host");
     let cfg = SimConfig::from_scenario(scn)?;
     let policy = Policy::from_scenario(scn)?;
+    // Every key is read by now: reject unknown ones before a long simulation, not after.
+    scn.finish()?;
     if scn.machine.arch != reclaimlab_core::scenario::Arch::X86 {
         anyhow::bail!("machine.arch = arm64 is not modelled yet (issue 4): use x86");
     }
