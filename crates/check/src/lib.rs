@@ -15,7 +15,10 @@
 pub mod model;
 mod search;
 
-pub use model::{Arch, Behaviour, Choice, Event, Folio, FolioKind, Model, Mutation, Violation};
+pub use model::{
+    Arch, Behaviour, Choice, Event, Folio, FolioKind, KernelStep, Model, Mutation, StoreVia,
+    Violation,
+};
 pub use reclaimlab_core::policy::{KernelPolicy, Patch};
 
 use serde::Serialize;
@@ -234,8 +237,10 @@ pub struct TraceStep {
     pub step: usize,
     /// `reclaim(cpu0)` or `cpuN`.
     pub actor: String,
-    /// The explorer's choice (replayable).
+    /// The explorer's choice (replayable with [`replay`]).
     pub choice: Choice,
+    /// The same step in kernel terms with its operands (for replay in the simulator).
+    pub event: KernelStep,
     /// Kernel function (or hardware action) the step mirrors.
     pub function: &'static str,
     pub detail: String,
@@ -350,8 +355,10 @@ pub fn replay(cfg: &CheckConfig, choices: &[Choice]) -> Result<Replay, String> {
         if !enabled.contains(&c) {
             return Err(format!("step {}: {c:?} is not enabled", i + 1));
         }
+        let before = s.clone();
         let (ev, viol) = model.step(&mut s, c);
         steps.push(TraceStep {
+            event: model.kernel_step(&before, &s, c),
             step: i + 1,
             actor: match c {
                 Choice::Reclaim => "reclaim(cpu0)".to_string(),

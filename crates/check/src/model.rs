@@ -221,7 +221,7 @@ pub struct State {
 
 /// One transition chosen by the explorer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(tag = "actor", rename_all = "snake_case")]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Choice {
     /// Reclaim (on CPU 0) takes its next step.
     Reclaim,
@@ -1051,6 +1051,159 @@ impl Model {
             "-".into()
         } else {
             out.join("; ")
+        }
+    }
+}
+
+/// How a store reached memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StoreVia {
+    /// A cached writable+dirty TLB entry, no page walk (works even if the PTE is cleared).
+    TlbHit,
+    /// A page walk that found the PTE present, set its dirty bit and filled the TLB.
+    PageWalk,
+    /// A fault on a cleared PTE (`do_swap_page` / `filemap_fault`) that mapped the folio back.
+    Fault,
+}
+
+/// A step in kernel terms, structured for replay by another engine (the simulator): every
+/// reclaim step names its `shrink_folio_list` stage and operands, every user step its CPU.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum KernelStep {
+    FolioTrylock {
+        folio: u8,
+        /// `folio_alloc_swap` + `folio_mark_dirty` happened in the same step.
+        alloc_swap: bool,
+    },
+    TryToUnmapOne {
+        folio: u8,
+        mm: u8,
+        /// PTEs cleared by this call (one, or a file large folio's run with seed 001).
+        pages: Vec<u8>,
+        /// Whether any cleared PTE was dirty.
+        pte_dirty: bool,
+        /// `set_tlb_ubc_flush_pending` (true) or `flush_tlb_range` at once (false).
+        deferred: bool,
+    },
+    TryToUnmapFlushDirty {
+        flushed: bool,
+    },
+    Pageout {
+        folio: u8,
+        /// False when the folio was mapped again and pageout kept it.
+        written: bool,
+    },
+    RemoveMapping {
+        folio: u8,
+        removed: bool,
+    },
+    TryToUnmapFlush {
+        flushed: bool,
+    },
+    FreeUnrefFolios {
+        folios: Vec<u8>,
+    },
+    Store {
+        cpu: u8,
+        mm: u8,
+        page: u8,
+        via: StoreVia,
+    },
+    EnterLazyTlb {
+        cpu: u8,
+    },
+    SwitchMm {
+        cpu: u8,
+        from: u8,
+        to: u8,
+        was_lazy: bool,
+        flushed: bool,
+    },
+    TrimCpumask {
+        cpu: u8,
+        mm: u8,
+    },
+    TlbiComplete {
+        cpu: u8,
+        mm: u8,
+        page: u8,
+    },
+}
+
+impl Model {
+    /// Describe the step `choice` took from `before` to `after` in kernel terms.
+    pub fn kernel_step(&self, before: &State, after: &State, choice: Choice) -> KernelStep {
+        let f = before.pc.folio;
+        let fb = 1u8 << f;
+        match choice {
+            Choice::Reclaim => match before.pc.phase {
+                Phase::Lock => KernelStep::FolioTrylock {
+                    folio: f,
+                    alloc_swap: after.f_swapcache & fb != before.f_swapcache & fb,
+                },
+                Phase::Unmap => {
+                    let m = before.pc.mm as usize;
+                    let cleared = before.pte_present[m] & !after.pte_present[m];
+                    KernelStep::TryToUnmapOne {
+                        folio: f,
+                        mm: m as u8,
+                        pages: bits(cleared).collect(),
+                        pte_dirty: before.pte_dirty[m] & cleared != 0,
+                        deferred: self.should_defer_flush(before, m),
+                    }
+                }
+                Phase::FlushDirty | Phase::BatchFlushDirty => KernelStep::TryToUnmapFlushDirty {
+                    flushed: before.ubc_flush_required && !after.ubc_flush_required,
+                },
+                Phase::Pageout | Phase::BatchPageout => KernelStep::Pageout {
+                    folio: f,
+                    written: after.pc.phase == Phase::RemoveMapping && after.pc.folio == f,
+                },
+                Phase::RemoveMapping => KernelStep::RemoveMapping {
+                    folio: f,
+                    removed: after.f_removed & fb != 0,
+                },
+                Phase::FreeBatchFlush | Phase::FinalFlush => KernelStep::TryToUnmapFlush {
+                    flushed: before.ubc_flush_required,
+                },
+                Phase::FreeBatchFree | Phase::FinalFree => KernelStep::FreeUnrefFolios {
+                    folios: bits(before.free_batch).collect(),
+                },
+                Phase::Done => unreachable!("no reclaim step after Done"),
+            },
+            Choice::Store { cpu, page } => {
+                let c = cpu as usize;
+                let m = before.cpu_mm[c] as usize;
+                let bit = 1u8 << page;
+                let via = if before.tlb[c][m] & bit != 0 {
+                    StoreVia::TlbHit
+                } else if before.pte_present[m] & bit != 0 {
+                    StoreVia::PageWalk
+                } else {
+                    StoreVia::Fault
+                };
+                KernelStep::Store {
+                    cpu,
+                    mm: m as u8,
+                    page,
+                    via,
+                }
+            }
+            Choice::SwitchToIdle { cpu } => KernelStep::EnterLazyTlb { cpu },
+            Choice::SwitchMm { cpu, mm } => {
+                let c = cpu as usize;
+                KernelStep::SwitchMm {
+                    cpu,
+                    from: before.cpu_mm[c],
+                    to: mm,
+                    was_lazy: before.lazy & (1 << cpu) != 0,
+                    flushed: before.stale[c] & (1 << mm) != 0 && after.stale[c] & (1 << mm) == 0,
+                }
+            }
+            Choice::TrimCpumask { cpu, mm } => KernelStep::TrimCpumask { cpu, mm },
+            Choice::TlbiComplete { cpu, mm, page } => KernelStep::TlbiComplete { cpu, mm, page },
         }
     }
 }

@@ -85,6 +85,32 @@ fn unsafe_defer_dirty_flush_loses_a_write_x86() {
     assert!(cx.steps[pos("try_to_unmap_flush_dirty")]
         .detail
         .contains("skipped"));
+    // The structured events say the same: a deferred dirty unmap, no dirty flush, a write,
+    // a store through the TLB after it.
+    use reclaimlab_check::{KernelStep, StoreVia};
+    assert!(cx.steps.iter().any(|s| matches!(
+        s.event,
+        KernelStep::TryToUnmapOne {
+            pte_dirty: true,
+            deferred: true,
+            ..
+        }
+    )));
+    assert_eq!(
+        cx.steps[pos("try_to_unmap_flush_dirty")].event,
+        KernelStep::TryToUnmapFlushDirty { flushed: false }
+    );
+    assert!(matches!(
+        cx.steps[pageout].event,
+        KernelStep::Pageout { written: true, .. }
+    ));
+    assert!(matches!(
+        cx.steps[hit].event,
+        KernelStep::Store {
+            via: StoreVia::TlbHit,
+            ..
+        }
+    ));
     let text = format!("{}", check(&c).unwrap());
     assert!(text.contains("LOST WRITE") && text.contains("shortest counterexample"));
 }
@@ -301,7 +327,11 @@ fn report_serializes() {
     let j = serde_json::to_value(&r).unwrap();
     assert_eq!(j["verdict"], "counterexample");
     assert_eq!(j["counterexample"]["violation"]["kind"], "lost-write");
-    assert_eq!(j["counterexample"]["choices"][0]["actor"], "reclaim");
+    assert_eq!(j["counterexample"]["choices"][0]["kind"], "reclaim");
+    assert_eq!(
+        j["counterexample"]["steps"][0]["event"]["event"],
+        "folio_trylock"
+    );
     assert!(j["states"].as_u64().unwrap() > 0);
     // The schedule in JSON replays.
     let choices: Vec<Choice> =
