@@ -517,3 +517,36 @@ fn anon_scenario_without_swap_is_refused_with_the_fix() {
     );
     assert_clean(&before, &cg, &[]);
 }
+
+#[test]
+fn bad_keys_and_missing_stress_ng_fail_before_changing_anything() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(cg) = host_or_skip("fail_before_changes", false) else {
+        return;
+    };
+    let before = MachineState::capture(&cg);
+    for (set, want) in [
+        ("host.bogus=1", "unknown key host.bogus"),
+        (
+            "host.stress_ng=/nonexistent/stress-ng",
+            "apt-get install stress-ng",
+        ),
+    ] {
+        let o = bin()
+            .args([
+                "bench",
+                "stress-vm",
+                "--swap",
+                "zram:1G",
+                "--trace",
+                "--set",
+                set,
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(want), "{err}");
+        assert_clean(&before, &cg, &[]);
+    }
+}
