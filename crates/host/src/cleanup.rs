@@ -104,11 +104,6 @@ impl Cleanup {
     pub fn run_all(&self) -> Vec<String> {
         run_matching(|e| e.scope == self.scope)
     }
-
-    /// Whether a signal has started the process-wide clean-up.
-    pub fn stopping() -> bool {
-        STOPPING.load(Ordering::SeqCst)
-    }
 }
 
 impl Default for Cleanup {
@@ -192,11 +187,6 @@ pub fn remove_file(p: &std::path::Path) -> Result<()> {
         }
         _ => Ok(()),
     }
-}
-
-/// Whether anything is registered (for tests).
-pub fn pending() -> Vec<String> {
-    lock(&REGISTRY).iter().map(|e| e.what.clone()).collect()
 }
 
 extern "C" fn on_signal(sig: libc::c_int) {
