@@ -550,3 +550,117 @@ fn bad_keys_and_missing_stress_ng_fail_before_changing_anything() {
         assert_clean(&before, &cg, &[]);
     }
 }
+
+#[test]
+fn file_mmap_rw_sweeps_a_mapping_larger_than_the_limit() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(cg) = host_or_skip("file_mmap_rw", false) else {
+        return;
+    };
+    let before = MachineState::capture(&cg);
+    let o = bin()
+        .args([
+            "bench",
+            "file-mmap-rw",
+            "--set",
+            "workload.file_bytes=128M",
+            "--set",
+            "memcg.limit=64M",
+            "--set",
+            "run.duration=2s",
+            "--set",
+            "workload.write=true",
+            "--set",
+            "workload.pattern=random",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let d = stdout_json(&o);
+    let r = &d["runs"][0];
+    assert_eq!(r["valid"], true);
+    assert_eq!(r["throughput"]["unit"], "pages_per_sec");
+    assert!(r["throughput"]["value"].as_f64().unwrap() > 0.0);
+    let per = r["extra"]["pages_touched_per_thread"].as_array().unwrap();
+    assert_eq!(per.len(), reclaimlab_host::machine_limits().0);
+    assert!(
+        r["counters"]["pgsteal_file"].as_u64().unwrap() > 0,
+        "{}",
+        r["counters"]
+    );
+    assert_clean(&before, &cg, &[]);
+}
+
+/// Undoes the test's own zram0 swap even if the test fails.
+struct Zram0Swap;
+
+impl Drop for Zram0Swap {
+    fn drop(&mut self) {
+        let _ = Command::new("swapoff").arg("/dev/zram0").status();
+        let _ = std::fs::write("/sys/block/zram0/reset", "1");
+    }
+}
+
+#[test]
+fn busy_zram0_makes_bench_hot_add_and_remove_its_own_device() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(cg) = host_or_skip("busy_zram0", false) else {
+        return;
+    };
+    let zram0_free =
+        std::fs::read_to_string("/sys/block/zram0/disksize").is_ok_and(|s| s.trim() == "0");
+    if !zram0_free || !Path::new("/sys/class/zram-control/hot_add").exists() {
+        eprintln!("skipping busy_zram0: needs a free /dev/zram0 and zram hot_add");
+        return;
+    }
+    std::fs::write("/sys/block/zram0/disksize", "64M").unwrap();
+    let _guard = Zram0Swap;
+    assert!(Command::new("mkswap")
+        .arg("/dev/zram0")
+        .output()
+        .unwrap()
+        .status
+        .success());
+    assert!(Command::new("swapon")
+        .arg("/dev/zram0")
+        .status()
+        .unwrap()
+        .success());
+    let before = MachineState::capture(&cg);
+    let devices_before = ls(Path::new("/sys/block"), |n| n.starts_with("zram"));
+    let o = bin()
+        .args([
+            "bench",
+            "file-reclaim",
+            "--set",
+            "workload.file_bytes=64M",
+            "--set",
+            "workload.reclaim_bytes=32M",
+            "--set",
+            "memcg.limit=128M",
+            "--swap",
+            "zram:256M",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let d = stdout_json(&o);
+    let devs = d["machine"]["swap"]["devices"].to_string();
+    assert!(
+        devs.contains("/dev/zram0") && devs.contains("/dev/zram"),
+        "{devs}"
+    );
+    assert_eq!(d["machine"]["swap"]["kind"], "zram");
+    assert_eq!(
+        d["machine"]["swap"]["devices"].as_array().unwrap().len(),
+        2,
+        "{devs}"
+    );
+    assert_eq!(
+        ls(Path::new("/sys/block"), |n| n.starts_with("zram")),
+        devices_before
+    );
+    assert_clean(&before, &cg, &[]);
+}
