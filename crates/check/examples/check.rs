@@ -1,7 +1,7 @@
 //! Ad-hoc runner until the CLI wires `reclaimlab check` (same flags):
 //! `cargo run -p reclaimlab-check --release --example check -- [--policy P] [--arch A]
 //!  [--cpus N] [--pages N] [--file-pages N] [--mms N] [--depth N] [--passes N]
-//!  [--mutation M] [--json]`
+//!  [--mutation M] [--no-file-pageout] [--json]`
 use reclaimlab_check::{check, Arch, CheckConfig, Mutation};
 
 fn main() {
@@ -28,6 +28,7 @@ fn main() {
     cfg.file_pages = num("--file-pages").or(cfg.file_pages);
     cfg.mms = num("--mms").or(cfg.mms);
     cfg.passes = num("--passes").unwrap_or(cfg.passes);
+    cfg.file_pageout = !args.iter().any(|a| a == "--no-file-pageout");
     cfg.depth = get("--depth").map(|d| d.parse().unwrap());
     cfg.mutation = get("--mutation").map(|m| Mutation::parse(&m).unwrap());
     let r = match check(&cfg) {

@@ -43,6 +43,10 @@ pub struct CheckConfig {
     pub depth: Option<u32>,
     /// `shrink_folio_list` passes over the list (kept folios are tried again).
     pub passes: u8,
+    /// Reclaim writes dirty file folios itself (`->writepage`, kswapd with PGDAT_DIRTY, as up
+    /// to about 6.15) rather than only activating them for the flusher. Default true: the
+    /// writing path is the one that needs the dirty flush.
+    pub file_pageout: bool,
     /// `free_folios` batch size (the kernel's 31).
     pub free_batch: u8,
     /// Seed 000's dirty batch size (31).
@@ -99,6 +103,7 @@ impl CheckConfig {
             mms: None,
             depth: None,
             passes: 1,
+            file_pageout: true,
             free_batch: 31,
             dirty_batch: 31,
             mutation: None,
@@ -185,6 +190,7 @@ impl CheckConfig {
             free_batch: self.free_batch,
             dirty_batch: self.dirty_batch,
             passes: self.passes,
+            file_pageout: self.file_pageout,
         })
     }
 
@@ -226,6 +232,7 @@ pub struct Scope {
     pub folios: Vec<Folio>,
     pub depth: Option<u32>,
     pub passes: u8,
+    pub file_pageout: bool,
     pub free_batch: u8,
     pub dirty_batch: u8,
 }
@@ -321,6 +328,7 @@ pub fn check(cfg: &CheckConfig) -> Result<CheckReport, String> {
             folios: model.folios.clone(),
             depth: cfg.depth,
             passes: model.passes,
+            file_pageout: model.file_pageout,
             free_batch: model.free_batch,
             dirty_batch: model.dirty_batch,
         },
@@ -411,7 +419,7 @@ impl fmt::Display for CheckReport {
             .collect();
         writeln!(
             f,
-            "check {} on {}: {} CPUs (cpu0 reclaims, {} run user tasks), {} mm(s), {} pages ({}), {} pass(es){}",
+            "check {} on {}: {} CPUs (cpu0 reclaims, {} run user tasks), {} mm(s), {} pages ({}), {} pass(es), dirty file folios {}{}",
             self.policy,
             sc.arch.name(),
             sc.cpus,
@@ -420,6 +428,11 @@ impl fmt::Display for CheckReport {
             sc.pages,
             folios.join(" "),
             sc.passes,
+            if sc.file_pageout {
+                "written by reclaim"
+            } else {
+                "activated"
+            },
             match sc.depth {
                 Some(d) => format!(", depth <= {d}"),
                 None => String::new(),

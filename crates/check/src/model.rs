@@ -138,6 +138,9 @@ pub struct Model {
     pub dirty_batch: u8,
     /// Number of `shrink_folio_list` passes over the list.
     pub passes: u8,
+    /// Dirty file folios are written by reclaim (`->writepage`: kswapd with PGDAT_DIRTY, up to
+    /// about 6.15) instead of only being activated for the flusher (later kernels).
+    pub file_pageout: bool,
 }
 
 /// Where reclaim is in `shrink_folio_list`.
@@ -785,13 +788,13 @@ impl Model {
         let fb = 1u8 << f;
         if s.f_dirty & fb != 0 {
             match fo.kind {
-                FolioKind::File => {
+                FolioKind::File if !self.file_pageout => {
                     s.f_locked &= !fb;
                     self.next_folio(s, Some(f));
                     "dirty file folio: PG_reclaim, activate (the flusher writes it), folio_unlock"
                         .into()
                 }
-                FolioKind::Anon if self.behaviour.batch_dirty_flush => {
+                _ if self.behaviour.batch_dirty_flush => {
                     s.f_locked &= !fb;
                     s.dirty_batch |= fb;
                     if s.dirty_batch.count_ones() as u8 >= self.dirty_batch {
@@ -802,7 +805,7 @@ impl Model {
                     }
                     "dirty: added to the dirty batch, folio_unlock while batched (seed 000)".into()
                 }
-                FolioKind::Anon => {
+                _ => {
                     self.goto(s, Phase::FlushDirty, f);
                     "dirty: to pageout".into()
                 }
@@ -914,8 +917,16 @@ impl Model {
                     s.unsaved &= !fo.mask();
                     s.f_locked &= !fb;
                     d += &format!(
-                        "folio {f}: folio_clear_dirty_for_io; swap_writeout copies {} to swap (snapshot), folio_unlock; synchronous write done",
-                        list(fo.mask(), "p")
+                        "folio {f}: folio_clear_dirty_for_io; {} copies {} to {} (snapshot), folio_unlock; synchronous write done",
+                        match fo.kind {
+                            FolioKind::Anon => "swap_writeout",
+                            FolioKind::File => "->writepage",
+                        },
+                        list(fo.mask(), "p"),
+                        match fo.kind {
+                            FolioKind::Anon => "swap",
+                            FolioKind::File => "the file",
+                        }
                     );
                     self.goto(s, Phase::RemoveMapping, f);
                 }

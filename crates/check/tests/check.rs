@@ -145,6 +145,27 @@ fn unsafe_defer_dirty_flush_loses_a_write_arm64() {
 }
 
 #[test]
+fn unsafe_defer_dirty_flush_loses_a_write_to_a_shared_file_folio() {
+    // With reclaim writing dirty file folios (->writepage), a file large folio shared by two
+    // mms needs the dirty flush just as anon does.
+    let c = cfg(
+        "6.18+unsafe-defer-dirty-flush+file-large-folio-unmap",
+        Arch::X86,
+        3,
+        2,
+        Some(2),
+        Some(2),
+    );
+    let r = check(&c).unwrap();
+    assert_eq!(r.verdict, Verdict::Counterexample, "{r}");
+    assert!(matches!(
+        assert_replays(&c, &r),
+        Violation::LostWrite { folio: 0, .. }
+    ));
+    assert!(format!("{r}").contains("->writepage"));
+}
+
+#[test]
 fn baseline_6_18_x86_passes() {
     assert_passes(&cfg("6.18", Arch::X86, 3, 2, None, None));
 }
@@ -176,6 +197,28 @@ fn batch_dirty_flush_two_passes_x86_passes() {
 }
 
 #[test]
+fn seeds_000_and_001_together_x86_pass() {
+    let mut c = cfg(
+        "6.18+batch-dirty-flush+file-large-folio-unmap",
+        Arch::X86,
+        3,
+        3,
+        Some(2),
+        Some(1),
+    );
+    c.passes = 2;
+    assert_passes(&c);
+}
+
+#[test]
+fn file_folios_only_activated_passes() {
+    // Later kernels never write file folios from reclaim: dirty ones are activated.
+    let mut c = cfg("7.0", Arch::X86, 3, 2, Some(2), Some(2));
+    c.file_pageout = false;
+    assert_passes(&c);
+}
+
+#[test]
 fn file_large_folio_unmap_x86_passes() {
     // Seed 001: a 2-page file folio whose PTE run is cleared in one step, plus an anon page.
     assert_passes(&cfg(
@@ -189,7 +232,7 @@ fn file_large_folio_unmap_x86_passes() {
 }
 
 /// Seed 001 with the file folio shared by two mms (two try_to_unmap_one calls, a batch cpumask
-/// over both). About 2.4 M states, ~9 s in release.
+/// over both). About 1.5 M states, ~6 s in release.
 #[test]
 fn file_large_folio_unmap_x86_two_mms_passes() {
     assert_passes(&cfg("7.0", Arch::X86, 3, 2, Some(2), Some(2)));
