@@ -146,14 +146,24 @@ fn swap_args() -> Vec<&'static str> {
     }
 }
 
+/// The JSON of a bench that must succeed.
 fn stdout_json(o: &Output) -> serde_json::Value {
+    assert!(
+        o.status.success(),
+        "bench failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
         panic!(
-            "bench did not print JSON ({e}); status {:?}\nstderr:\n{}",
-            o.status,
+            "bench did not print JSON ({e}); stderr:\n{}",
             String::from_utf8_lossy(&o.stderr)
         )
     })
+}
+
+/// Run `reclaimlab ARGS`, which must succeed, and parse its JSON.
+fn bench_json(args: &[&str]) -> serde_json::Value {
+    stdout_json(&bin().args(args).output().unwrap())
 }
 
 fn assert_clean(before: &MachineState, cg_root: &Path, pids: &[i32]) {
@@ -227,9 +237,7 @@ fn stress_vm_short_run_moves_shootdowns_and_anon_reclaim() {
         "--json",
     ];
     args.extend(swap_args());
-    let o = bin().args(&args).output().unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let d = stdout_json(&o);
+    let d = bench_json(&args);
     assert_eq!(d["backend"], "host");
     assert_eq!(d["scenario"], "stress-vm");
     assert!(d["workload_command"]
@@ -264,25 +272,20 @@ fn file_reclaim_times_the_reclaim_with_a_trace() {
         return;
     };
     let before = MachineState::capture(&cg);
-    let o = bin()
-        .args([
-            "bench",
-            "file-reclaim",
-            "--set",
-            "workload.file_bytes=256M",
-            "--set",
-            "workload.reclaim_bytes=128M",
-            "--set",
-            "memcg.limit=512M",
-            "--repeat",
-            "2",
-            "--trace",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let d = stdout_json(&o);
+    let d = bench_json(&[
+        "bench",
+        "file-reclaim",
+        "--set",
+        "workload.file_bytes=256M",
+        "--set",
+        "workload.reclaim_bytes=128M",
+        "--set",
+        "memcg.limit=512M",
+        "--repeat",
+        "2",
+        "--trace",
+        "--json",
+    ]);
     assert_eq!(d["runs"].as_array().unwrap().len(), 2);
     for r in d["runs"].as_array().unwrap() {
         assert_eq!(r["throughput"]["unit"], "reclaim_seconds");
@@ -463,9 +466,7 @@ fn killed_workload_marks_the_run_invalid_and_cleans_up() {
     assert_eq!(top.len(), 1, "{pids:?}");
     send("KILL", top[0] as u32);
     wait_exit(&mut child, Duration::from_secs(60));
-    let o = child.wait_with_output().unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let d = stdout_json(&o);
+    let d = stdout_json(&child.wait_with_output().unwrap());
     let r = &d["runs"][0];
     assert_eq!(r["valid"], false);
     let notes = r["notes"].to_string();
@@ -558,26 +559,13 @@ fn file_mmap_rw_sweeps_a_mapping_larger_than_the_limit() {
         return;
     };
     let before = MachineState::capture(&cg);
-    let o = bin()
-        .args([
-            "bench",
-            "file-mmap-rw",
-            "--set",
-            "workload.file_bytes=128M",
-            "--set",
-            "memcg.limit=64M",
-            "--set",
-            "run.duration=2s",
-            "--set",
-            "workload.write=true",
-            "--set",
-            "workload.pattern=random",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let d = stdout_json(&o);
+    let extra = [
+        "--set",
+        "workload.write=true",
+        "--set",
+        "workload.pattern=random",
+    ];
+    let d = bench_json(&[MMAP_RW, &extra].concat());
     let r = &d["runs"][0];
     assert_eq!(r["valid"], true);
     assert_eq!(r["throughput"]["unit"], "pages_per_sec");
@@ -629,24 +617,19 @@ fn busy_zram0_makes_bench_hot_add_and_remove_its_own_device() {
         .success());
     let before = MachineState::capture(&cg);
     let devices_before = ls(Path::new("/sys/block"), |n| n.starts_with("zram"));
-    let o = bin()
-        .args([
-            "bench",
-            "file-reclaim",
-            "--set",
-            "workload.file_bytes=64M",
-            "--set",
-            "workload.reclaim_bytes=32M",
-            "--set",
-            "memcg.limit=128M",
-            "--swap",
-            "zram:256M",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let d = stdout_json(&o);
+    let d = bench_json(&[
+        "bench",
+        "file-reclaim",
+        "--set",
+        "workload.file_bytes=64M",
+        "--set",
+        "workload.reclaim_bytes=32M",
+        "--set",
+        "memcg.limit=128M",
+        "--swap",
+        "zram:256M",
+        "--json",
+    ]);
     let devs = d["machine"]["swap"]["devices"].to_string();
     assert!(
         devs.contains("/dev/zram0") && devs.contains("/dev/zram"),
