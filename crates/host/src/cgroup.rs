@@ -230,26 +230,29 @@ impl Memcg {
     }
 
     /// Reclaim `bytes` from the memcg and return how long the kernel took. v2 writes
-    /// `memory.reclaim`; v1 lowers `memory.limit_in_bytes` to usage − bytes (the write returns
-    /// once usage is below it) and restores the previous limit afterwards.
+    /// `memory.reclaim`; v1 (and v2 before Linux 5.19, without `memory.reclaim`) lowers the
+    /// limit to usage − bytes (the write returns once usage is below it) and restores the
+    /// previous limit afterwards.
     pub fn reclaim(&self, bytes: u64) -> Result<Duration> {
-        match self.version {
-            Version::V2 => {
-                let t = Instant::now();
-                write(&self.dir.join("memory.reclaim"), &bytes.to_string())?;
-                Ok(t.elapsed())
-            }
-            Version::V1 => {
-                let old = self.limit()?;
-                let usage = self.usage()?;
-                let target = usage.saturating_sub(bytes).max(4096);
-                let t = Instant::now();
-                self.set_limit(target)?;
-                let took = t.elapsed();
-                self.set_limit(old)?;
-                Ok(took)
-            }
+        let knob = self.dir.join("memory.reclaim");
+        if self.version == Version::V2 && knob.exists() {
+            let t = Instant::now();
+            write(&knob, &bytes.to_string())?;
+            return Ok(t.elapsed());
         }
+        let old = self.limit()?;
+        let usage = self.usage()?;
+        let target = usage.saturating_sub(bytes).max(4096);
+        let t = Instant::now();
+        let r = self.set_limit(target);
+        let took = t.elapsed();
+        let restore = match old {
+            u64::MAX if self.version == Version::V2 => write(&self.dir.join("memory.max"), "max"),
+            _ => self.set_limit(old),
+        };
+        r?;
+        restore?;
+        Ok(took)
     }
 
     /// Kill every process in the memcg (all were started by us: the memcg is ours alone), wait
@@ -374,6 +377,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(cg.stat().unwrap()["file"], 8192);
+        std::fs::write(cg.dir.join("memory.reclaim"), "").unwrap(); // Linux >= 5.19
         cg.reclaim(128 << 20).unwrap();
         assert_eq!(
             std::fs::read_to_string(cg.dir.join("memory.reclaim")).unwrap(),
@@ -411,6 +415,21 @@ mod tests {
         assert_eq!(cg.limit().unwrap(), 512 << 20);
         cg.remove().unwrap();
         assert!(!cg.dir.exists());
+    }
+
+    #[test]
+    fn v2_without_memory_reclaim_lowers_memory_max_and_restores_it() {
+        let (_t, root) = fake(Version::V2);
+        let cg = root.create(&root.unique_name()).unwrap();
+        std::fs::write(cg.dir.join("memory.max"), "max\n").unwrap();
+        std::fs::write(cg.dir.join("memory.current"), "300000000\n").unwrap();
+        cg.reclaim(100_000_000).unwrap();
+        assert!(!cg.dir.join("memory.reclaim").exists());
+        assert_eq!(
+            std::fs::read_to_string(cg.dir.join("memory.max")).unwrap(),
+            "max"
+        );
+        cg.remove().unwrap();
     }
 
     #[test]
