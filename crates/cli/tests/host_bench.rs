@@ -216,14 +216,9 @@ fn wait_exit(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
     }
 }
 
-#[test]
-fn stress_vm_short_run_moves_shootdowns_and_anon_reclaim() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(cg) = host_or_skip("stress_vm_short_run", true) else {
-        return;
-    };
-    let before = MachineState::capture(&cg);
-    let mut args = vec![
+/// The short stress-vm run: 2 workers, 300M in total, a 200M memcg, for `duration`.
+fn stress_vm(duration: &'static str) -> Vec<&'static str> {
+    vec![
         "bench",
         "stress-vm",
         "--set",
@@ -233,9 +228,19 @@ fn stress_vm_short_run_moves_shootdowns_and_anon_reclaim() {
         "--set",
         "memcg.limit=200M",
         "--set",
-        "run.duration=8s",
+        duration,
         "--json",
-    ];
+    ]
+}
+
+#[test]
+fn stress_vm_short_run_moves_shootdowns_and_anon_reclaim() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(cg) = host_or_skip("stress_vm_short_run", true) else {
+        return;
+    };
+    let before = MachineState::capture(&cg);
+    let mut args = stress_vm("run.duration=8s");
     args.extend(swap_args());
     let d = bench_json(&args);
     assert_eq!(d["backend"], "host");
@@ -322,19 +327,7 @@ fn interrupted_run(test: &str, sig: (&str, i32), extra: &[&str]) {
         return;
     };
     let before = MachineState::capture(&cg);
-    let mut args = vec![
-        "bench",
-        "stress-vm",
-        "--set",
-        "workload.workers=2",
-        "--set",
-        "workload.bytes=300M",
-        "--set",
-        "memcg.limit=200M",
-        "--set",
-        "run.duration=60s",
-        "--json",
-    ];
+    let mut args = stress_vm("run.duration=60s");
     args.extend(extra);
     let mut child = bin()
         .args(&args)
@@ -426,19 +419,7 @@ fn killed_workload_marks_the_run_invalid_and_cleans_up() {
         return;
     };
     let before = MachineState::capture(&cg);
-    let mut args = vec![
-        "bench",
-        "stress-vm",
-        "--set",
-        "workload.workers=2",
-        "--set",
-        "workload.bytes=300M",
-        "--set",
-        "memcg.limit=200M",
-        "--set",
-        "run.duration=30s",
-        "--json",
-    ];
+    let mut args = stress_vm("run.duration=30s");
     args.extend(swap_args());
     let mut child = bin()
         .args(&args)
