@@ -55,6 +55,9 @@ pub struct CheckConfig {
     pub mutation: Option<Mutation>,
     /// Give up (verdict `incomplete`) after this many distinct states.
     pub max_states: u64,
+    /// Check the model's own consistency invariants on every state (tests; panics on a
+    /// modelling error).
+    pub check_model: bool,
 }
 
 /// Parse `PRESET[+PATCH...]` (e.g. `6.18+batch-dirty-flush`). The error lists the valid names.
@@ -108,6 +111,7 @@ impl CheckConfig {
             dirty_batch: 31,
             mutation: None,
             max_states: 10_000_000,
+            check_model: false,
         })
     }
 
@@ -295,7 +299,7 @@ impl CheckReport {
 pub fn check(cfg: &CheckConfig) -> Result<CheckReport, String> {
     let model = cfg.model()?;
     let t0 = Instant::now();
-    let out = search::bfs(&model, cfg.depth, cfg.max_states);
+    let out = search::bfs(&model, cfg.depth, cfg.max_states, cfg.check_model);
     let seconds = t0.elapsed().as_secs_f64();
     let (verdict, counterexample) = match out.violation {
         Some((choices, _)) => {

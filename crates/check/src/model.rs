@@ -1007,6 +1007,67 @@ impl Model {
         (Event { function, detail }, viol)
     }
 
+    /// Consistency of the model itself (not the property): checked on every state by the
+    /// tests, so that a modelling slip shows up as a failure rather than a vacuous pass.
+    pub fn invariants(&self, s: &State) -> Result<(), String> {
+        for m in 0..self.mms as usize {
+            if s.pte_dirty[m] & !s.pte_present[m] != 0 {
+                return Err(format!("mm{m}: dirty bit on a cleared PTE"));
+            }
+            if s.pte_present[m] & !self.mapped[m] != 0 {
+                return Err(format!("mm{m}: PTE outside its mapping"));
+            }
+        }
+        for (f, fo) in self.folios.iter().enumerate() {
+            let mask = fo.mask();
+            let removed = s.f_removed & (1 << f) != 0;
+            if removed && (0..self.mms as usize).any(|m| s.pte_present[m] & mask != 0) {
+                return Err(format!(
+                    "folio {f} removed from its mapping but still mapped"
+                ));
+            }
+            if s.freed & mask != 0 && !removed {
+                return Err(format!("folio {f} freed without __remove_mapping"));
+            }
+        }
+        if s.ubc_writable && !s.ubc_flush_required {
+            return Err("tlb_ubc.writable without flush_required".into());
+        }
+        if s.pc.phase == Phase::Done && (s.free_batch != 0 || s.dirty_batch != 0) {
+            return Err("reclaim done with folios still batched".into());
+        }
+        for c in 1..self.cpus as usize {
+            for m in 0..self.mms as usize {
+                let e = s.tlb[c][m];
+                // An entry is writable+dirty only if the PTE it came from was dirty, and a
+                // PTE's dirty bit is only cleared with the PTE.
+                if e & s.pte_present[m] & !s.pte_dirty[m] != 0 {
+                    return Err(format!("cpu{c} mm{m}: W+D entry over a clean present PTE"));
+                }
+                if e & !self.mapped[m] != 0 || s.doomed[c][m] & !e != 0 {
+                    return Err(format!("cpu{c} mm{m}: entry outside mapping / stray TLBI"));
+                }
+                if self.mutation.is_some() {
+                    continue;
+                }
+                // The flush machinery's own invariant: an entry whose PTE is gone is either
+                // covered by a stale tlb_gen (x86) or has its TLBI in flight (arm64).
+                let orphan = e & !s.pte_present[m];
+                let covered = match self.arch {
+                    Arch::X86 => s.stale[c] & (1 << m) != 0,
+                    Arch::Arm64 => orphan & !s.doomed[c][m] == 0,
+                };
+                if orphan != 0 && !covered {
+                    return Err(format!(
+                        "cpu{c} mm{m}: entries {} for cleared PTEs with no flush owed",
+                        list(orphan, "p")
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// At the end of reclaim: a page newer than its copy whose folio is clean and not mapped by
     /// a dirty PTE would be freed without writeout by the next reclaim.
     pub fn latent_loss(&self, s: &State) -> Option<Violation> {

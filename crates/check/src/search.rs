@@ -68,7 +68,9 @@ pub struct Outcome {
     pub violation: Option<(Vec<Choice>, Violation)>,
 }
 
-pub fn bfs(model: &Model, depth: Option<u32>, max_states: u64) -> Outcome {
+/// `invariants`: also check the model's own consistency on every new state (panics on a
+/// modelling error; used by the tests).
+pub fn bfs(model: &Model, depth: Option<u32>, max_states: u64, invariants: bool) -> Outcome {
     let mut seen: IndexSet<State, BuildHasherDefault<FxHasher>> = IndexSet::default();
     let mut parent: Vec<(u32, Choice)> = Vec::new();
     let mut level: Vec<u16> = Vec::new();
@@ -109,6 +111,11 @@ pub fn bfs(model: &Model, depth: Option<u32>, max_states: u64) -> Outcome {
                 violation = Some((sched, v));
                 depth_reached = d + 1;
                 break 'outer;
+            }
+            if invariants {
+                if let Err(e) = model.invariants(&s) {
+                    panic!("model invariant broken after {c:?}: {e}\n{s:?}");
+                }
             }
             if seen.insert(s) {
                 parent.push((i as u32, c));
