@@ -628,3 +628,37 @@ fn busy_zram0_makes_bench_hot_add_and_remove_its_own_device() {
     );
     assert_clean(&before, &cg, &[]);
 }
+
+#[test]
+fn what_a_sigkilled_bench_left_is_removed_by_the_next_one() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(cg) = host_or_skip("sigkilled_bench", true) else {
+        return;
+    };
+    let before = MachineState::capture(&cg);
+    let mut args = stress_vm("run.duration=60s");
+    args.extend(["--swap", "zram:1G"]);
+    let mut child = bin()
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let pids = wait_for_workload(&mut child, &cg);
+    // SIGKILL cannot be caught: the memcg and the zram swap stay behind (the workload dies
+    // with bench through PR_SET_PDEATHSIG).
+    send("KILL", pid);
+    wait_exit(&mut child, Duration::from_secs(10));
+    assert!(!ls(&cg, |n| n.starts_with(&format!("reclaimlab-{pid}-"))).is_empty());
+    assert!(swap_is_on());
+    let o = bin().args(MMAP_RW).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("removed memcg") && err.contains("took down swap"),
+        "{err}"
+    );
+    assert!(err.contains(&format!("killed bench (pid {pid})")), "{err}");
+    assert_clean(&before, &cg, &pids);
+}

@@ -35,6 +35,15 @@ pub fn bench(scn: &Scenario, opts: &BenchOptions) -> Result<ResultDoc> {
     // Every key has been read now: fail on an unknown one before changing anything.
     scn.finish()?;
     wl.check()?;
+    let data_dirs: Vec<&std::path::Path> = wl.data_dir().into_iter().collect();
+    for m in crate::leftovers::sweep(
+        &root,
+        &data_dirs,
+        crate::trace::mounted(),
+        Duration::from_secs(5),
+    ) {
+        eprintln!("reclaimlab: {m}");
+    }
 
     let cleanup = Cleanup::new();
     let swap_kind = match &opts.swap {

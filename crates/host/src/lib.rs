@@ -4,13 +4,15 @@
 //! One job per module: [`cgroup`] (memcg v1/v2), [`swap`] (zram), [`counters`]
 //! (/proc/interrupts, /proc/vmstat, memory.stat), [`trace`] (tlb:tlb_flush), [`stress`]
 //! (stress-ng), [`workers`] (the project's file workloads), [`workload`] (the trait they
-//! implement), [`proc`] (processes we start), [`cleanup`] (undo on every exit path), and
+//! implement), [`proc`] (processes we start), [`cleanup`] (undo on every exit path),
+//! [`leftovers`] (what a SIGKILLed bench left), and
 //! [`bench`](mod@bench) (the repetitions).
 
 pub mod bench;
 pub mod cgroup;
 pub mod cleanup;
 pub mod counters;
+pub mod leftovers;
 pub mod proc;
 pub mod stress;
 pub mod swap;

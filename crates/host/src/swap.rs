@@ -76,8 +76,9 @@ fn swapoff(dev: &Path) -> Result<()> {
 }
 
 /// Pick a free zram device: the first existing one with disksize 0 that is not swap, else one
-/// hot-added through /sys/class/zram-control (removed again at clean-up).
-fn free_zram(cleanup: &Cleanup) -> Result<u32> {
+/// hot-added through /sys/class/zram-control (removed again at clean-up). Returns (id,
+/// hot-added).
+fn free_zram(cleanup: &Cleanup) -> Result<(u32, bool)> {
     let in_use: Vec<String> = active().into_iter().map(|(d, _)| d).collect();
     let mut ids: Vec<u32> = std::fs::read_dir("/sys/block")
         .map(|rd| {
@@ -97,7 +98,7 @@ fn free_zram(cleanup: &Cleanup) -> Result<u32> {
         let size =
             std::fs::read_to_string(format!("/sys/block/zram{id}/disksize")).unwrap_or_default();
         if size.trim() == "0" && !in_use.contains(&format!("/dev/zram{id}")) {
-            return Ok(id);
+            return Ok((id, false));
         }
     }
     let ctl = Path::new("/sys/class/zram-control");
@@ -122,12 +123,45 @@ fn free_zram(cleanup: &Cleanup) -> Result<u32> {
             _ => Ok(()),
         },
     )?;
-    Ok(id)
+    Ok((id, true))
+}
+
+/// The swap label of a device bench `pid` set up: `rlab-<pid>`, `-h` when hot-added (a swap
+/// label has at most 16 bytes).
+pub fn swap_label(pid: i32, hot: bool) -> String {
+    format!("rlab-{pid}{}", if hot { "-h" } else { "" })
+}
+
+/// The label in a swap header (`mkswap -L`): 16 bytes at offset 1052.
+pub fn read_swap_label(dev: &Path) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(dev).ok()?;
+    f.seek(SeekFrom::Start(1052)).ok()?;
+    let mut b = [0u8; 16];
+    f.read_exact(&mut b).ok()?;
+    let end = b.iter().position(|c| *c == 0).unwrap_or(16);
+    Some(String::from_utf8_lossy(&b[..end]).into_owned())
+}
+
+/// Take down a zram swap device a dead bench left on: swapoff, reset, and hot_remove if it
+/// hot-added it.
+pub fn take_down_zram(dev: &Path, hot: bool) -> Result<()> {
+    let name = dev
+        .file_name()
+        .and_then(|n| n.to_str())
+        .context("zram device name")?;
+    let id = name.strip_prefix("zram").context("not a zram device")?;
+    swapoff(dev)?;
+    sysfs_write(&Path::new("/sys/block").join(name).join("reset"), "1")?;
+    if hot {
+        sysfs_write(Path::new("/sys/class/zram-control/hot_remove"), id)?;
+    }
+    Ok(())
 }
 
 /// Set up `/dev/zramN` of `bytes` as swap. Every step registers its undo: swapoff, reset.
 pub fn setup_zram(cleanup: &Cleanup, bytes: u64) -> Result<PathBuf> {
-    let id = free_zram(cleanup)?;
+    let (id, hot) = free_zram(cleanup)?;
     let sys = PathBuf::from(format!("/sys/block/zram{id}"));
     let dev = PathBuf::from(format!("/dev/zram{id}"));
     let reset = sys.join("reset");
@@ -136,7 +170,11 @@ pub fn setup_zram(cleanup: &Cleanup, bytes: u64) -> Result<PathBuf> {
         || sysfs_write(&sys.join("disksize"), &bytes.to_string()),
         move || sysfs_write(&reset, "1"),
     )?;
+    // The label names us, so a later bench can take the device down if this one is SIGKILLed
+    // (see crate::leftovers).
+    let label = swap_label(std::process::id() as i32, hot);
     let out = std::process::Command::new("mkswap")
+        .args(["-L", &label])
         .arg(&dev)
         .output()
         .context("running mkswap (util-linux)")?;

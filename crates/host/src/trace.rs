@@ -71,6 +71,11 @@ pub struct Tracer {
     inst: PathBuf,
 }
 
+/// /sys/kernel/tracing if tracefs is mounted there.
+pub fn mounted() -> Option<&'static Path> {
+    tracefs_mounted(TRACEFS).then(|| Path::new(TRACEFS))
+}
+
 fn tracefs_mounted(at: &str) -> bool {
     std::fs::read_to_string("/proc/mounts")
         .unwrap_or_default()

@@ -135,6 +135,10 @@ pub trait HostWorkload {
     fn oom_invalidates(&self) -> bool {
         false
     }
+    /// The directory the workload puts its data files in, if any (for [`crate::leftovers`]).
+    fn data_dir(&self) -> Option<&std::path::Path> {
+        None
+    }
     /// Appended to the note about OOM kills (what they mean for this workload).
     fn oom_note(&self) -> &'static str {
         ""

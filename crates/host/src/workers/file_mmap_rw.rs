@@ -91,6 +91,10 @@ impl HostWorkload for FileMmapRw {
         check_dir(&self.spec.dir)
     }
 
+    fn data_dir(&self) -> Option<&std::path::Path> {
+        Some(std::path::Path::new(&self.spec.dir))
+    }
+
     fn run(&mut self, env: &Env, meter: &mut Meter) -> Result<Outcome> {
         let (path, file_undo) =
             create_data_file(env.cleanup, &self.spec.dir, env.index, self.spec.file_bytes)?;
