@@ -1,7 +1,7 @@
 //! Ad-hoc runner until the CLI wires `reclaimlab check` (same flags):
 //! `cargo run -p reclaimlab-check --release --example check -- [--policy P] [--arch A]
 //!  [--cpus N] [--pages N] [--file-pages N] [--mms N] [--depth N] [--passes N]
-//!  [--mutation M] [--no-file-pageout] [--json]`
+//!  [--mutation M] [--no-file-pageout] [--mprotect] [--json]`
 use reclaimlab_check::{check, Arch, CheckConfig, Mutation};
 
 fn main() {
@@ -29,6 +29,7 @@ fn main() {
     cfg.mms = num("--mms").or(cfg.mms);
     cfg.passes = num("--passes").unwrap_or(cfg.passes);
     cfg.file_pageout = !args.iter().any(|a| a == "--no-file-pageout");
+    cfg.mprotect = args.iter().any(|a| a == "--mprotect");
     cfg.depth = get("--depth").map(|d| d.parse().unwrap());
     cfg.mutation = get("--mutation").map(|m| Mutation::parse(&m).unwrap());
     let r = match check(&cfg) {

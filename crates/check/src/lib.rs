@@ -47,6 +47,9 @@ pub struct CheckConfig {
     /// to about 6.15) rather than only activating them for the flusher. Default true: the
     /// writing path is the one that needs the dirty flush.
     pub file_pageout: bool,
+    /// Add user `mprotect(PROT_READ)` calls and their oracle (no store lands after one
+    /// returns): the race `flush_tlb_batched_pending` closes. Off by default.
+    pub mprotect: bool,
     /// `free_folios` batch size (the kernel's 31).
     pub free_batch: u8,
     /// Seed 000's dirty batch size (31).
@@ -107,6 +110,7 @@ impl CheckConfig {
             depth: None,
             passes: 1,
             file_pageout: true,
+            mprotect: false,
             free_batch: 31,
             dirty_batch: 31,
             mutation: None,
@@ -195,6 +199,7 @@ impl CheckConfig {
             dirty_batch: self.dirty_batch,
             passes: self.passes,
             file_pageout: self.file_pageout,
+            mprotect: self.mprotect,
         })
     }
 
@@ -237,6 +242,7 @@ pub struct Scope {
     pub depth: Option<u32>,
     pub passes: u8,
     pub file_pageout: bool,
+    pub mprotect: bool,
     pub free_batch: u8,
     pub dirty_batch: u8,
 }
@@ -333,6 +339,7 @@ pub fn check(cfg: &CheckConfig) -> Result<CheckReport, String> {
             depth: cfg.depth,
             passes: model.passes,
             file_pageout: model.file_pageout,
+            mprotect: model.mprotect,
             free_batch: model.free_batch,
             dirty_batch: model.dirty_batch,
         },
@@ -378,7 +385,8 @@ pub fn replay(cfg: &CheckConfig, choices: &[Choice]) -> Result<Replay, String> {
                 | Choice::SwitchToIdle { cpu }
                 | Choice::SwitchMm { cpu, .. }
                 | Choice::TrimCpumask { cpu, .. }
-                | Choice::TlbiComplete { cpu, .. } => format!("cpu{cpu}"),
+                | Choice::TlbiComplete { cpu, .. }
+                | Choice::Mprotect { cpu, .. } => format!("cpu{cpu}"),
             },
             choice: c,
             function: ev.function,
@@ -437,9 +445,11 @@ impl fmt::Display for CheckReport {
             } else {
                 "activated"
             },
-            match sc.depth {
-                Some(d) => format!(", depth <= {d}"),
-                None => String::new(),
+            match (sc.mprotect, sc.depth) {
+                (true, Some(d)) => format!(", mprotect actor, depth <= {d}"),
+                (true, None) => ", mprotect actor".to_string(),
+                (false, Some(d)) => format!(", depth <= {d}"),
+                (false, None) => String::new(),
             }
         )?;
         for n in &self.notes {
@@ -457,6 +467,9 @@ impl fmt::Display for CheckReport {
         match (&self.verdict, &self.counterexample) {
             (Verdict::NoLostWrite, _) => {
                 write!(f, "verdict: no lost write within scope")?;
+                if sc.mprotect {
+                    write!(f, " (and no write after mprotect)")?;
+                }
                 if !self.exhausted {
                     write!(f, " (cut at depth {})", self.depth_reached)?;
                 }

@@ -55,14 +55,17 @@ pub enum Mutation {
     /// `pageout` (is_page_cache_freeable) and `__remove_mapping` (refcount freeze) ignore the
     /// references of a mapping re-established by a fault while the folio was unlocked.
     IgnoreRemap,
+    /// `change_pte_range` skips `flush_tlb_batched_pending` (needs the mprotect actor).
+    NoFlushBatchedPending,
 }
 
 impl Mutation {
-    pub const ALL: [Mutation; 4] = [
+    pub const ALL: [Mutation; 5] = [
         Mutation::IgnoreWritable,
         Mutation::SwitchIgnoresTlbGen,
         Mutation::BatchDirtyFirstPteOnly,
         Mutation::IgnoreRemap,
+        Mutation::NoFlushBatchedPending,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -70,6 +73,7 @@ impl Mutation {
             Mutation::SwitchIgnoresTlbGen => "switch-ignores-tlb-gen",
             Mutation::BatchDirtyFirstPteOnly => "batch-dirty-first-pte-only",
             Mutation::IgnoreRemap => "ignore-remap",
+            Mutation::NoFlushBatchedPending => "no-flush-batched-pending",
         }
     }
     pub fn parse(s: &str) -> Result<Mutation, String> {
@@ -141,6 +145,9 @@ pub struct Model {
     /// Dirty file folios are written by reclaim (`->writepage`: kswapd with PGDAT_DIRTY, up to
     /// about 6.15) instead of only being activated for the flusher (later kernels).
     pub file_pageout: bool,
+    /// User threads may call `mprotect(PROT_READ)` on a page (checks that no store lands
+    /// after it returns: the race `flush_tlb_batched_pending` closes).
+    pub mprotect: bool,
 }
 
 /// Where reclaim is in `shrink_folio_list`.
@@ -219,6 +226,11 @@ pub struct State {
     pub ubc_cpus: u8,
     pub ubc_flush_required: bool,
     pub ubc_writable: bool,
+    /// Per mm, pages made read-only by a completed `mprotect(PROT_READ)` (optional actor).
+    pub wp: [u8; MAX_MMS],
+    /// Per mm, `mm->tlb_flush_batched`: a deferred flush was queued and no
+    /// `flush_tlb_batched_pending` has run since.
+    pub batched_pending: u8,
     pub pc: Pc,
 }
 
@@ -239,6 +251,8 @@ pub enum Choice {
     TrimCpumask { cpu: u8, mm: u8 },
     /// arm64: the broadcast TLBI for (`mm`, `page`) takes effect on `cpu` before the DSB.
     TlbiComplete { cpu: u8, mm: u8, page: u8 },
+    /// A thread on `cpu` calls `mprotect(PROT_READ)` on `page` of the mm it runs.
+    Mprotect { cpu: u8, page: u8 },
 }
 
 /// What a step did, named after the kernel function it mirrors.
@@ -261,6 +275,8 @@ pub enum Violation {
     /// Reclaim finished with a clean, unmapped folio holding data newer than its copy: the
     /// next reclaim frees it without writeout.
     LatentLostWrite { page: u8, folio: u8 },
+    /// A store landed after `mprotect(PROT_READ)` of the page had returned.
+    WriteAfterMprotect { cpu: u8, mm: u8, page: u8 },
 }
 
 impl fmt::Display for Violation {
@@ -273,6 +289,10 @@ impl fmt::Display for Violation {
             Violation::UseAfterFreeWrite { cpu, page } => write!(
                 f,
                 "USE-AFTER-FREE WRITE: cpu{cpu} stored to page {page} after its frame was freed"
+            ),
+            Violation::WriteAfterMprotect { cpu, mm, page } => write!(
+                f,
+                "WRITE AFTER MPROTECT: cpu{cpu} stored to mm{mm} page {page} after mprotect(PROT_READ) returned"
             ),
             Violation::LatentLostWrite { page, folio } => write!(
                 f,
@@ -327,6 +347,8 @@ impl Model {
             ubc_cpus: 0,
             ubc_flush_required: false,
             ubc_writable: false,
+            wp: [0; MAX_MMS],
+            batched_pending: 0,
             pc: Pc {
                 phase: Phase::Lock,
                 folio: 0,
@@ -376,6 +398,11 @@ impl Model {
                         out.push(Choice::Store { cpu: c, page: p });
                     }
                 }
+                if self.mprotect {
+                    for p in bits(self.mapped[cur as usize] & !s.wp[cur as usize]) {
+                        out.push(Choice::Mprotect { cpu: c, page: p });
+                    }
+                }
                 out.push(Choice::SwitchToIdle { cpu: c });
             }
             for m in 0..self.mms {
@@ -406,7 +433,14 @@ impl Model {
     fn store_enabled(&self, s: &State, c: u8, p: u8) -> bool {
         let m = s.cpu_mm[c as usize] as usize;
         let bit = 1u8 << p;
-        if s.tlb[c as usize][m] & bit != 0 || s.pte_present[m] & bit != 0 {
+        if s.tlb[c as usize][m] & bit != 0 {
+            return true;
+        }
+        if s.wp[m] & bit != 0 {
+            // A walk or a fault on a read-only page: SIGSEGV, nothing stored.
+            return false;
+        }
+        if s.pte_present[m] & bit != 0 {
             return true;
         }
         // Fault on a cleared PTE: do_swap_page / filemap_fault need the folio still in the
@@ -456,6 +490,7 @@ impl Model {
                     None,
                 )
             }
+            Choice::Mprotect { cpu, page } => (self.mprotect(s, cpu, page), None),
             Choice::TlbiComplete { cpu, mm, page } => {
                 let (c, m) = (cpu as usize, mm as usize);
                 s.tlb[c][m] &= !(1 << page);
@@ -493,6 +528,16 @@ impl Model {
             };
             if s.freed & bit != 0 {
                 return (ev, Some(Violation::UseAfterFreeWrite { cpu, page: p }));
+            }
+            if s.wp[m] & bit != 0 {
+                return (
+                    ev,
+                    Some(Violation::WriteAfterMprotect {
+                        cpu,
+                        mm: m as u8,
+                        page: p,
+                    }),
+                );
             }
             s.unsaved |= bit;
             return (ev, None);
@@ -627,6 +672,7 @@ impl Model {
             }
         };
         s.ubc_flush_required = true;
+        s.batched_pending |= 1 << m;
         if dirty && self.mutation != Some(Mutation::IgnoreWritable) {
             s.ubc_writable = true;
             d + ", PTE was dirty: writable = true"
@@ -728,6 +774,46 @@ impl Model {
             "writable not set: only clean PTEs pending, no flush".to_string()
         } else {
             "nothing pending".to_string()
+        }
+    }
+
+    /// `flush_tlb_mm`: the whole mm, now (x86: bump tlb_gen, IPI the CPUs running it;
+    /// arm64: TLBI by ASID + DSB).
+    fn flush_tlb_mm(&self, s: &mut State, m: usize) -> String {
+        self.flush_tlb_range(s, m, self.mapped[m])
+    }
+
+    /// `mprotect(PROT_READ)` of one page → `change_pte_range`: first
+    /// `flush_tlb_batched_pending` (a deferred reclaim flush may leave writable entries for
+    /// PTEs that are already gone, which this walk cannot see), then write-protect the PTE if
+    /// present and flush it.
+    fn mprotect(&self, s: &mut State, cpu: u8, p: u8) -> Event {
+        let m = s.cpu_mm[cpu as usize] as usize;
+        let bit = 1u8 << p;
+        let mut d = format!("cpu{cpu}: mprotect(PROT_READ) mm{m} page {p}: ");
+        if s.batched_pending & (1 << m) != 0 {
+            if self.mutation == Some(Mutation::NoFlushBatchedPending) {
+                d += "MUTATION: flush_tlb_batched_pending skipped; ";
+            } else {
+                s.batched_pending &= !(1 << m);
+                d += &format!(
+                    "flush_tlb_batched_pending → flush_tlb_mm ({}); ",
+                    self.flush_tlb_mm(s, m)
+                );
+            }
+        }
+        s.wp[m] |= bit;
+        if s.pte_present[m] & bit != 0 {
+            d += &format!(
+                "PTE write-protected, {}; returns",
+                self.flush_tlb_range(s, m, bit)
+            );
+        } else {
+            d += "PTE already cleared: nothing to write-protect or flush; returns";
+        }
+        Event {
+            function: "change_pte_range",
+            detail: d,
         }
     }
 
@@ -1057,6 +1143,18 @@ impl Model {
                     Arch::X86 => s.stale[c] & (1 << m) != 0,
                     Arch::Arm64 => orphan & !s.doomed[c][m] == 0,
                 };
+                // Likewise a writable entry for a page mprotect made read-only.
+                let ro = e & s.wp[m];
+                let ro_covered = match self.arch {
+                    Arch::X86 => s.stale[c] & (1 << m) != 0,
+                    Arch::Arm64 => false,
+                };
+                if ro != 0 && !ro_covered {
+                    return Err(format!(
+                        "cpu{c} mm{m}: writable entries {} for read-only pages with no flush owed",
+                        list(ro, "p")
+                    ));
+                }
                 if orphan != 0 && !covered {
                     return Err(format!(
                         "cpu{c} mm{m}: entries {} for cleared PTEs with no flush owed",
@@ -1202,6 +1300,11 @@ pub enum KernelStep {
         mm: u8,
         page: u8,
     },
+    Mprotect {
+        cpu: u8,
+        mm: u8,
+        page: u8,
+    },
 }
 
 impl Model {
@@ -1276,6 +1379,11 @@ impl Model {
             }
             Choice::TrimCpumask { cpu, mm } => KernelStep::TrimCpumask { cpu, mm },
             Choice::TlbiComplete { cpu, mm, page } => KernelStep::TlbiComplete { cpu, mm, page },
+            Choice::Mprotect { cpu, page } => KernelStep::Mprotect {
+                cpu,
+                mm: before.cpu_mm[cpu as usize],
+                page,
+            },
         }
     }
 }
