@@ -165,12 +165,6 @@ enum Cmd {
         /// Print this scenario's TOML.
         name: Option<String>,
     },
-    /// Internal: run a host workload process (used by `bench`).
-    #[command(hide = true, name = "__worker")]
-    Worker {
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
-    },
 }
 
 fn main() -> ExitCode {
@@ -370,10 +364,6 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 }
             }
             Ok(ExitCode::SUCCESS)
-        }
-        Cmd::Worker { args } => {
-            let _ = args;
-            bail!("__worker is internal to `bench`")
         }
     }
 }

@@ -70,7 +70,21 @@ pub fn result_table(d: &ResultDoc, all: bool) -> String {
     if oom > 0 || invalid > 0 {
         head.push_str(&format!(", OOM kills {oom}, invalid runs {invalid}"));
     }
-    format!("{head}\n{t}")
+    let mut notes = String::new();
+    for (i, r) in d.runs.iter().enumerate() {
+        let tag = if r.valid {
+            ""
+        } else {
+            " (invalid, left out of the medians)"
+        };
+        for n in &r.notes {
+            notes.push_str(&format!("\nrun {}{tag}: {n}", i + 1));
+        }
+        if r.notes.is_empty() && !r.valid {
+            notes.push_str(&format!("\nrun {}{tag}", i + 1));
+        }
+    }
+    format!("{head}\n{t}{notes}")
 }
 
 pub fn compare_table(c: &Comparison) -> String {

@@ -23,6 +23,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "file-mmap-rw",
         include_str!("../../../scenarios/file-mmap-rw.toml"),
     ),
+    (
+        "anon-sweep",
+        include_str!("../../../scenarios/anon-sweep.toml"),
+    ),
 ];
 
 /// Which backend the scenario is being resolved for: the limits that make a value impossible.
@@ -147,12 +151,37 @@ pub struct FileMmapRw {
     pub dir: String,
 }
 
+/// The project's own anonymous-memory load (issue 6): processes × threads sweeping their
+/// process's buffer, every thread placed where the scenario says, no OOM at sane sizes.
+#[derive(Clone, Debug, Serialize)]
+pub struct AnonSweep {
+    pub processes: usize,
+    /// Threads per process; they share the process's mm.
+    pub threads: usize,
+    /// Per process (unlike stress-vm's total).
+    pub bytes_per_process: u64,
+    /// Fraction of page touches that are writes (0..=1); the rest are reads.
+    pub write_ratio: f64,
+    pub pattern: Pattern,
+    /// `"all"` (unpinned) or a CPU per thread, process-major: thread t of process p takes
+    /// entry (p × threads + t) mod len.
+    pub cpus: CpuSet,
+}
+
+impl AnonSweep {
+    /// CPU for thread `t` of process `p`, or None when unpinned.
+    pub fn cpu_of(&self, p: usize, t: usize) -> Option<usize> {
+        self.cpus.for_worker(p * self.threads + t)
+    }
+}
+
 #[derive(Clone, Debug, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Workload {
     StressVm(StressVm),
     FileReclaim(FileReclaim),
     FileMmapRw(FileMmapRw),
+    AnonSweep(AnonSweep),
 }
 
 impl Workload {
@@ -161,11 +190,12 @@ impl Workload {
             Workload::StressVm(_) => "stress-vm",
             Workload::FileReclaim(_) => "file-reclaim",
             Workload::FileMmapRw(_) => "file-mmap-rw",
+            Workload::AnonSweep(_) => "anon-sweep",
         }
     }
     /// Whether the workload's memory is anonymous (and so needs swap to be reclaimed).
     pub fn is_anon(&self) -> bool {
-        matches!(self, Workload::StressVm(_))
+        matches!(self, Workload::StressVm(_) | Workload::AnonSweep(_))
     }
 }
 
@@ -342,23 +372,34 @@ impl Scenario {
                 threads: positive(&src, "workload.threads", cpus_avail as u64)?,
                 cpus: cpuset_or_pinned(&src, "workload.cpus", cpus_avail)?,
                 write: src.bool_or("workload.write", false)?,
-                pattern: match src.str_or("workload.pattern", "sequential")?.as_str() {
-                    "sequential" => Pattern::Sequential,
-                    "random" => Pattern::Random,
-                    o => {
-                        return Err(src.err(
-                            "workload.pattern",
-                            format!("{o:?}: use sequential or random"),
-                        ))
-                    }
-                },
+                pattern: pattern(&src, "workload.pattern")?,
                 dir: src.str_or("workload.dir", "/var/tmp")?,
             }),
+            "anon-sweep" => {
+                let w = AnonSweep {
+                    processes: positive(&src, "workload.processes", 1)?,
+                    threads: positive(&src, "workload.threads", 1)?,
+                    bytes_per_process: src.size_or("workload.bytes", 256 << 20)?,
+                    write_ratio: src.f64_or("workload.write_ratio", 1.0)?,
+                    pattern: pattern(&src, "workload.pattern")?,
+                    cpus: cpuset(&src, "workload.cpus", cpus_avail)?,
+                };
+                if !(0.0..=1.0).contains(&w.write_ratio) {
+                    return Err(src.err(
+                        "workload.write_ratio",
+                        format!("must be within 0..=1 (got {})", w.write_ratio),
+                    ));
+                }
+                if w.bytes_per_process < 4096 {
+                    return Err(src.err("workload.bytes", "must be at least one page (4K)"));
+                }
+                Workload::AnonSweep(w)
+            }
             other => {
                 return Err(src.err(
                     "workload.kind",
                     format!(
-                        "unknown workload {other:?}: use stress-vm, file-reclaim or file-mmap-rw"
+                        "unknown workload {other:?}: use stress-vm, file-reclaim, file-mmap-rw or anon-sweep"
                     ),
                 ))
             }
@@ -395,8 +436,22 @@ impl Scenario {
     }
 
     /// The resolved scenario as JSON, for the result's `config`.
+    /// Backend sections (`[sim]`, `[host]`) are recorded as written, under `sim` and `host`.
     pub fn to_json(&self) -> serde_json::Value {
-        serde_json::to_value(self).expect("scenario serializes")
+        let mut v = serde_json::to_value(self).expect("scenario serializes");
+        for sec in ["sim", "host"] {
+            v[sec] =
+                serde_json::to_value(self.source.section_text(sec)).expect("strings serialize");
+        }
+        v
+    }
+}
+
+fn pattern(src: &Source, key: &str) -> Result<Pattern, ScenarioError> {
+    match src.str_or(key, "sequential")?.as_str() {
+        "sequential" => Ok(Pattern::Sequential),
+        "random" => Ok(Pattern::Random),
+        o => Err(src.err(key, format!("{o:?}: use sequential or random"))),
     }
 }
 
@@ -503,6 +558,7 @@ mod tests {
             load(n, &[], Target::Sim).unwrap_or_else(|e| panic!("{n} sim: {e}"));
             let s = load(n, &[], HOST).unwrap_or_else(|e| panic!("{n} host: {e}"));
             assert_eq!(s.to_json()["workload"]["kind"], *n);
+            assert!(s.to_json()["sim"].is_object());
         }
     }
 
@@ -559,6 +615,32 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("kernel.patches: unknown patch \"x\""), "{e}");
+        let s = load("stress-vm", &["host.grace=5s"], HOST).unwrap();
+        assert_eq!(s.to_json()["host"]["host.grace"], "\"5s\"");
+        let e = load("anon-sweep", &["workload.write_ratio=1.5"], HOST)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("workload.write_ratio: must be within 0..=1"),
+            "{e}"
+        );
+        let s = load(
+            "anon-sweep",
+            &[
+                "workload.processes=2",
+                "workload.threads=2",
+                "workload.cpus=[0,1]",
+            ],
+            HOST,
+        )
+        .unwrap();
+        let Workload::AnonSweep(w) = &s.workload else {
+            panic!()
+        };
+        assert_eq!(
+            (w.cpu_of(0, 0), w.cpu_of(0, 1), w.cpu_of(1, 0)),
+            (Some(0), Some(1), Some(0))
+        );
         // 16 pinned CPUs are fine on the simulated 16-CPU machine.
         load("stress-vm", &["workload.cpus=0-15"], Target::Sim).unwrap();
     }

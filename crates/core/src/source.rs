@@ -107,6 +107,16 @@ impl Source {
             .collect()
     }
 
+    /// Every key under `prefix` with its value as written (TOML text), for recording in results.
+    pub fn section_text(&self, prefix: &str) -> BTreeMap<String, String> {
+        let p = format!("{prefix}.");
+        self.entries
+            .iter()
+            .filter(|(k, _)| k.starts_with(&p))
+            .map(|(k, e)| (k.clone(), e.value.to_string().trim().to_string()))
+            .collect()
+    }
+
     pub fn has(&self, key: &str) -> bool {
         self.entries.contains_key(key)
     }

@@ -82,6 +82,7 @@ pub fn simulate(
     let secs = duration as f64 / 1e9;
     let mut notes = Vec::new();
     match &scn.workload {
+        Workload::AnonSweep(_) => anyhow::bail!("anon-sweep is not simulated yet"),
         Workload::StressVm(w) => {
             let pages = w.bytes_per_worker() / PAGE;
             let mut e = Engine::new(k, workload::stress_vm::access_model(&cfg));
