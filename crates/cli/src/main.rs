@@ -158,6 +158,38 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Search every interleaving of user stores, context switches and reclaim's steps on a tiny
+    /// machine for a store through a stale TLB entry (lost write or use-after-free write).
+    /// Exits 0 when none is found within scope, 1 with the shortest counterexample.
+    Check {
+        /// Kernel policy PRESET[+PATCH...], e.g. 6.18+batch-dirty-flush.
+        #[arg(long, default_value = "6.18", value_name = "PRESET[+PATCH...]")]
+        policy: String,
+        /// Architecture semantics: x86 (IPIs, mm_cpumask, lazy TLB) or arm64 (broadcast TLBI + DSB).
+        #[arg(long, default_value = "x86")]
+        arch: String,
+        /// CPUs in all, 2..=4 (CPU 0 runs reclaim, the others user threads).
+        #[arg(long)]
+        cpus: Option<u8>,
+        /// Base pages on the folio list, 1..=8.
+        #[arg(long)]
+        pages: Option<u8>,
+        /// Pages of those in one shared file folio.
+        #[arg(long)]
+        file_pages: Option<u8>,
+        /// Bound on schedule length (steps); default: explore until no new state appears.
+        #[arg(long)]
+        depth: Option<u32>,
+        /// shrink_folio_list passes over the list.
+        #[arg(long)]
+        passes: Option<u8>,
+        /// Also race user mprotect(PROT_READ) calls against reclaim (flush_tlb_batched_pending).
+        #[arg(long)]
+        mprotect: bool,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// List kernel presets and policies (the seed series), one line each.
     Policies,
     /// List the shipped scenarios, or print one.
@@ -332,6 +364,46 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 println!("{}", render::sweep_table(&points));
             }
             Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Check {
+            policy,
+            arch,
+            cpus,
+            pages,
+            file_pages,
+            depth,
+            passes,
+            mprotect,
+            json,
+        } => {
+            use reclaimlab_check::{check, Arch, CheckConfig};
+            let mut cfg = CheckConfig::new(&policy).map_err(anyhow::Error::msg)?;
+            cfg.arch = Arch::parse(&arch).map_err(anyhow::Error::msg)?;
+            if let Some(n) = cpus {
+                cfg.cpus = n;
+            }
+            if let Some(n) = pages {
+                cfg.pages = n;
+            }
+            if file_pages.is_some() {
+                cfg.file_pages = file_pages;
+            }
+            if let Some(n) = passes {
+                cfg.passes = n;
+            }
+            cfg.depth = depth;
+            cfg.mprotect = mprotect;
+            let report = check(&cfg).map_err(anyhow::Error::msg)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print!("{report}");
+            }
+            Ok(if report.passed() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
         }
         Cmd::Policies => {
             use reclaimlab_core::policy::{Patch, PRESETS};

@@ -97,3 +97,27 @@ fn compare_prints_seed_table() {
     assert!(err.contains("cannot read /nonexistent.json"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn check_finds_the_unsafe_race_and_passes_the_baseline() {
+    let (code, out, err) = run(&[
+        "check",
+        "--policy",
+        "6.18+unsafe-defer-dirty-flush",
+        "--cpus",
+        "2",
+        "--pages",
+        "1",
+    ]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("LOST WRITE"), "{out}");
+    let (code, out, err) = run(&[
+        "check", "--policy", "6.18", "--cpus", "2", "--pages", "2", "--json",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(v["states"].as_u64().unwrap_or(0) > 0, "{v}");
+    let (code, _, err) = run(&["check", "--policy", "6.18+nope"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown patch"), "{err}");
+}
