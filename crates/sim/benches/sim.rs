@@ -40,6 +40,7 @@ fn main() {
         Workload::StressVm(w) => w.bytes_total / 4096,
         Workload::FileReclaim(w) => w.file_bytes / 4096,
         Workload::FileMmapRw(w) => w.file_bytes / 4096,
+        Workload::AnonSweep(w) => w.processes as u64 * w.bytes_per_process / 4096,
     };
     let hwm = vm_hwm_kib();
     println!(

@@ -25,6 +25,11 @@ pub struct SimConfig {
     /// Default 0.0015, measured on this machine (see docs/sim-model.md): stress-ng vm workers
     /// showed 2-3 se.nr_migrations per ~6.5 s of runtime (~1600 ticks at HZ 250).
     pub migrate_per_tick: f64,
+    /// The same when other runnable tasks wait on the task's CPU (more tasks than CPUs): the
+    /// periodic load balancer keeps moving them. Default 0.034, measured on this machine
+    /// (docs/validation.md): 4 stress-ng vm workers on 2 CPUs, 333 se.nr_migrations in 39.1 s
+    /// of runtime (9 800 ticks at HZ 250).
+    pub migrate_per_tick_shared: f64,
     /// stress-ng vm bogo counter units per page per pass (one op = 4096 units, VM_BOGO_SHIFT).
     pub bogo_units_per_page: u64,
     /// Longest stretch of resident-page touches done in one engine step.
@@ -100,6 +105,7 @@ impl SimConfig {
             tlb_ways: s.u64_or("sim.tlb_ways", 16)? as usize,
             tick_ns: s.duration_ns_or("sim.tick", 4_000_000)?,
             migrate_per_tick: s.f64_or("sim.migrate_per_tick", 0.0015)?,
+            migrate_per_tick_shared: s.f64_or("sim.migrate_per_tick_shared", 0.034)?,
             bogo_units_per_page: s.u64_or("sim.bogo_units_per_page", 512)?,
             step_pages: s.u64_or("sim.step_pages", 64)?,
             progress_every_ns: s.duration_ns_or("sim.progress_every", 5_000_000)?,
@@ -122,6 +128,11 @@ impl SimConfig {
         }
         if !(0.0..=1.0).contains(&cfg.migrate_per_tick) {
             return Err(s.err("sim.migrate_per_tick", "must be in 0..=1").into());
+        }
+        if !(0.0..=1.0).contains(&cfg.migrate_per_tick_shared) {
+            return Err(s
+                .err("sim.migrate_per_tick_shared", "must be in 0..=1")
+                .into());
         }
         if cfg.tick_ns == 0 || cfg.step_pages == 0 {
             return Err(s

@@ -13,6 +13,7 @@ fn cfg() -> SimConfig {
         tlb_ways: 4,
         tick_ns: 4_000_000,
         migrate_per_tick: 0.0,
+        migrate_per_tick_shared: 0.0,
         bogo_units_per_page: 512,
         step_pages: 16,
         progress_every_ns: 1_000_000_000,
@@ -121,11 +122,11 @@ fn dirty_pte_forces_flush_before_pageout() {
     );
 }
 
-#[test]
-fn clean_ptes_share_one_flush_per_batch() {
-    // Folios swapped in by a read keep their swap copy and a clean PTE: unmapping them sets no
-    // `writable`, so they are freed without flush_dirty, flushed once at the end.
+/// Reclaim 8 written pages of an mm run on CPU 1, read them back on CPU 1, and reclaim them
+/// again from CPU 0. Returns (pswpout of the second reclaim, its TLB shootdowns, the kernel).
+fn reclaim_read_back_reclaim(synchronous_io: bool) -> (u64, u64, Kernel) {
     let mut k = kernel(2, 1024);
+    k.swap.synchronous_io = synchronous_io;
     let mm = dirty_mm_on(&mut k, 1, 8);
     let _ = dirty_mm_on(&mut k, 0, 1);
     for vp in 0..8 {
@@ -135,7 +136,7 @@ fn clean_ptes_share_one_flush_per_batch() {
     k.try_to_free_mem_cgroup_pages(0, 8);
     assert_eq!(k.mms[1].rss, 0);
     let after_out = tlb_total(&k);
-    // Read everything back on CPU 1: clean swap-cache folios.
+    // Read everything back on CPU 1: clean PTEs.
     k.context_switch(1, Some(0));
     for vp in 0..8 {
         assert_eq!(k.user_access(1, mm, vp, false), Access::Fault);
@@ -146,16 +147,36 @@ fn clean_ptes_share_one_flush_per_batch() {
     }
     let w0 = k.vmstat.pswpout;
     k.try_to_free_mem_cgroup_pages(0, 8);
-    assert_eq!(
-        k.vmstat.pswpout, w0,
-        "clean swap-cache folios need no pageout"
-    );
-    assert_eq!(tlb_total(&k) - after_out, 1, "one IPI for the whole batch");
     assert!(
         k.check_invariants().is_empty(),
         "{:?}",
         k.check_invariants()
     );
+    let tlb = tlb_total(&k) - after_out;
+    (k.vmstat.pswpout - w0, tlb, k)
+}
+
+#[test]
+fn clean_ptes_share_one_flush_per_batch() {
+    // Read-faulted pages have clean PTEs: unmapping them sets no `writable`, so there is no
+    // flush_dirty before their pageouts, only the one flush of the batch.
+    let (_, tlb, _) = reclaim_read_back_reclaim(true);
+    assert_eq!(tlb, 1, "one IPI for the whole batch");
+    let (_, tlb, _) = reclaim_read_back_reclaim(false);
+    assert_eq!(tlb, 1, "one IPI for the whole batch");
+}
+
+#[test]
+fn zram_swapin_skips_the_swap_cache_so_rereclaim_writes_again() {
+    // zram is SWP_SYNCHRONOUS_IO: do_swap_page reads a count-1 entry into a new folio outside
+    // the swap cache and frees the slot, so even a page only read since must be written again.
+    let (written, _, k) = reclaim_read_back_reclaim(true);
+    assert_eq!(written, 8, "every read-back page is paged out again");
+    assert_eq!(k.vmstat.pswpin, 8);
+    // A device without SWP_SYNCHRONOUS_IO keeps the swap copy of a read-faulted page: the
+    // clean swap-cache folios are freed without pageout.
+    let (written, _, _) = reclaim_read_back_reclaim(false);
+    assert_eq!(written, 0, "clean swap-cache folios need no pageout");
 }
 
 #[test]
@@ -235,4 +256,47 @@ fn batch_dirty_flush_sends_one_ipi_per_batch_where_618_sends_one_per_folio() {
     );
     // One per shrink_folio_list call (the priority loop makes a few small calls here).
     assert!(batched <= 3, "batch-dirty-flush: {batched} IPIs");
+}
+
+/// Ticks 2 CPUs running `ntasks` unpinned tasks (placed round-robin) with the given migration
+/// rates; returns how many times some task ended a tick on another CPU than before.
+fn cpu_changes(ntasks: usize, alone: f64, shared: f64) -> usize {
+    use reclaimlab_sim::sched::RunQueues;
+    let mut c = cfg();
+    c.migrate_per_tick = alone;
+    c.migrate_per_tick_shared = shared;
+    let mut k = Kernel::new(c, Policy::linux_6_18(), 2, 1024, 1 << 20, 60, 1);
+    let mut rqs = RunQueues::new(2);
+    for i in 0..ntasks {
+        let mm = k.mm_alloc(1, Backing::Anon, true);
+        let t = k.task_new(mm, None, 0, 1);
+        k.enqueue(&mut rqs, i % 2, t, 0);
+    }
+    let where_is = |k: &Kernel, rqs: &RunQueues, t: usize| {
+        k.tasks[t]
+            .cpu
+            .or_else(|| rqs.rq.iter().position(|q| q.contains(&t)))
+            .expect("every task is somewhere")
+    };
+    let mut changes = 0;
+    for _ in 0..100 {
+        for cpu in 0..2 {
+            let before: Vec<usize> = (0..ntasks).map(|t| where_is(&k, &rqs, t)).collect();
+            k.scheduler_tick(&mut rqs, cpu);
+            changes += (0..ntasks)
+                .filter(|&t| where_is(&k, &rqs, t) != before[t])
+                .count();
+        }
+    }
+    changes
+}
+
+#[test]
+fn tasks_sharing_a_cpu_migrate_at_the_shared_rate() {
+    // One task per CPU: only the alone rate applies.
+    assert_eq!(cpu_changes(2, 0.0, 1.0), 0);
+    assert!(cpu_changes(2, 1.0, 0.0) > 0);
+    // Two tasks per CPU: the one running is not alone, so the shared rate applies.
+    assert!(cpu_changes(4, 0.0, 1.0) > 0);
+    assert_eq!(cpu_changes(4, 1.0, 0.0), 0);
 }

@@ -150,10 +150,24 @@ impl Kernel {
             self.vmstat.pgmajfault += 1;
             self.vmstat.pswpin += 1;
             self.charge(cpu, self.cost.zram_decompress);
-            self.folios.get_mut(pfn).set(pg::SWAPCACHE);
             self.workingset_refault(pfn, pte & PTE_LOW_MASK);
             self.lruvec.add(&mut self.folios, pfn);
-            self.map_swapped_in(mm, vp, pfn, write);
+            if self.swap.synchronous_io {
+                // SWP_SYNCHRONOUS_IO (zram) and __swap_count(entry) == 1 (an unshared anon
+                // page): "skip swapcache". The page is read straight into a new folio that is
+                // never added to the swap cache, and the slot is released (swap_free_nr), so
+                // the next reclaim of this page needs a new slot and a new pageout, read
+                // fault or not (add_to_swap marks it dirty).
+                self.swap.free_slot();
+                self.mms[mm].swapents -= 1;
+                if write {
+                    self.folios.get_mut(pfn).set(pg::DIRTY);
+                }
+                self.set_pte(mm, vp, pfn, true, write);
+            } else {
+                self.folios.get_mut(pfn).set(pg::SWAPCACHE);
+                self.map_swapped_in(mm, vp, pfn, write);
+            }
         } else {
             // do_anonymous_page: zeroed folio on the inactive anon list.
             self.charge(cpu, self.cost.zero_page);

@@ -5,11 +5,18 @@
 pub struct SwapDevice {
     pub total: u64,
     pub used: u64,
+    /// SWP_SYNCHRONOUS_IO (zram sets it): do_swap_page reads an entry with swap count 1
+    /// straight into a new folio, bypassing (and freeing) the swap cache slot.
+    pub synchronous_io: bool,
 }
 
 impl SwapDevice {
     pub fn new(total: u64) -> SwapDevice {
-        SwapDevice { total, used: 0 }
+        SwapDevice {
+            total,
+            used: 0,
+            synchronous_io: true,
+        }
     }
     /// folio_alloc_swap: false when the device is full.
     pub fn alloc_slot(&mut self) -> bool {
