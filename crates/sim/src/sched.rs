@@ -122,6 +122,15 @@ impl Kernel {
                     return;
                 }
             }
+            // The balancer keeps the queues even: a task waiting on the destination comes
+            // back in exchange (CFS would correct a 1:3 split at its next balance pass).
+            if let Some(pos) = rqs.rq[dst]
+                .iter()
+                .position(|&t| self.tasks[t].pinned.is_none())
+            {
+                let o = rqs.rq[dst].remove(pos).expect("position is in range");
+                self.enqueue(rqs, cpu, o, now);
+            }
             self.enqueue(rqs, dst, curr, now);
             return;
         }

@@ -286,6 +286,14 @@ fn cpu_changes(ntasks: usize, alone: f64, shared: f64) -> usize {
             changes += (0..ntasks)
                 .filter(|&t| where_is(&k, &rqs, t) != before[t])
                 .count();
+            // Migrations never leave the run queues uneven (the balancer's exchange).
+            let on = |c: usize| (0..ntasks).filter(|&t| where_is(&k, &rqs, t) == c).count();
+            assert!(
+                on(0).abs_diff(on(1)) <= ntasks % 2,
+                "{} vs {}",
+                on(0),
+                on(1)
+            );
         }
     }
     changes
