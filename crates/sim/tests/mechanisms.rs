@@ -308,3 +308,35 @@ fn tasks_sharing_a_cpu_migrate_at_the_shared_rate() {
     assert!(cpu_changes(4, 0.0, 1.0) > 0);
     assert_eq!(cpu_changes(4, 1.0, 0.0), 0);
 }
+
+#[test]
+fn two_calls_queued_to_one_busy_cpu_share_an_interrupt() {
+    use reclaimlab_sim::arch::x86::tlb::ArchTlbBatch;
+    // smp_call_function_many sends an IPI only when the target's call queue was empty: two
+    // flush_tlb_func calls queued to CPU 2 within one delivery latency run in one interrupt.
+    let mut k = kernel(3, 1024);
+    let mm = dirty_mm_on(&mut k, 2, 4);
+    let flush_from = |k: &mut Kernel, cpu: usize| {
+        let mut batch = ArchTlbBatch::new(3);
+        k.arch_tlbbatch_add_pending(&mut batch, mm);
+        k.arch_tlbbatch_flush(cpu, &mut batch);
+    };
+    let t = 1_000_000;
+    for c in 0..3 {
+        k.cpus[c].clock = t;
+    }
+    flush_from(&mut k, 0);
+    flush_from(&mut k, 1);
+    assert_eq!(k.irq.tlb_shootdowns[2], 2, "two callbacks on CPU 2");
+    assert_eq!(k.irq.function_call_interrupts[2], 1, "one interrupt");
+    // A call long after the first interrupt was handled needs its own.
+    k.cpus[1].clock = t + 100 * k.cost.ipi_delivery;
+    flush_from(&mut k, 1);
+    assert_eq!(k.irq.tlb_shootdowns[2], 3);
+    assert_eq!(k.irq.function_call_interrupts[2], 2);
+    assert!(
+        k.check_invariants().is_empty(),
+        "{:?}",
+        k.check_invariants()
+    );
+}
