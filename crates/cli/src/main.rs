@@ -2,6 +2,7 @@
 
 mod plot;
 mod render;
+mod suite;
 mod sweep;
 
 use anyhow::{bail, Context, Result};
@@ -117,8 +118,15 @@ enum Cmd {
     /// Run a scenario on the host and in the simulator (as this machine) and print the
     /// per-stolen-page ratios side by side with the sim's relative error (host part needs root).
     Validate {
-        #[command(flatten)]
-        scn: ScenarioArgs,
+        /// Scenario name or path to a .toml file (or --suite).
+        #[arg(required_unless_present = "suite")]
+        scenario: Option<String>,
+        /// Override a scenario key (repeatable; with --suite, in every configuration, last).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+        /// Run every configuration of a suite file instead, e.g. validation/default.toml.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["scenario", "host_result"])]
+        suite: Option<PathBuf>,
         /// Host repetitions.
         #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=1000))]
         repeat: u64,
@@ -331,13 +339,36 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Validate {
-            scn,
+            scenario,
+            sets,
+            suite,
             repeat,
             swap,
             host_result,
             markdown,
             out,
-        } => validate(scn, repeat, swap, host_result, markdown, out),
+        } => match (suite, scenario) {
+            (Some(f), _) => suite::run_suite(
+                &f,
+                &sets,
+                repeat,
+                swap,
+                markdown,
+                out.json,
+                out.out.as_deref(),
+            ),
+            (None, scenario) => validate(
+                ScenarioArgs {
+                    scenario: scenario.unwrap_or_default(),
+                    sets,
+                },
+                repeat,
+                swap,
+                host_result,
+                markdown,
+                out,
+            ),
+        },
         Cmd::Sweep {
             scenario,
             vary,
@@ -460,43 +491,14 @@ fn validate(
     markdown: bool,
     out: OutputArgs,
 ) -> Result<ExitCode> {
-    let (cpus, memory_bytes) = reclaimlab_host::machine_limits();
-    let host = match host_result {
-        Some(p) => read_doc(&p)?,
-        None => {
-            let s = Scenario::load(
-                &scn.scenario,
-                &scn.sets,
-                Target::Host { cpus, memory_bytes },
-            )?;
-            let bar = progress_bar(out.json, "host repetition");
-            let cb = |i: usize, n: usize, frac: f64| {
-                if let Some(b) = &bar {
-                    b.set_length(n as u64 * 1000);
-                    b.set_position(i as u64 * 1000 + (frac.clamp(0.0, 1.0) * 1000.0) as u64);
-                }
-            };
-            let opts = reclaimlab_host::BenchOptions {
-                repeat: repeat as usize,
-                swap,
-                trace: false,
-                progress: Some(&cb),
-            };
-            let d = finish_scenario(&s, reclaimlab_host::bench(&s, &opts))?;
-            if let Some(b) = bar {
-                b.finish_and_clear();
-            }
-            d
-        }
-    };
-    let mut sets = scn.sets.clone();
-    sets.push(format!("machine.cpus={}", host.machine.cpus.max(1)));
-    sets.push(format!(
-        "machine.memory={}",
-        host.machine.memory_bytes.max(64 << 20)
-    ));
-    let s = Scenario::load(&scn.scenario, &sets, Target::Sim)?;
-    let sim = finish_scenario(&s, reclaimlab_sim::run(&s, &Default::default()))?;
+    let (host, sim) = suite::host_and_sim(
+        &scn.scenario,
+        &scn.sets,
+        repeat,
+        swap,
+        host_result.as_deref(),
+        out.json,
+    )?;
     let rows = reclaimlab_core::validate::ratio_table(&host, &sim);
     if let Some(p) = &out.out {
         let v = serde_json::json!({"host": host, "sim": sim, "rows": rows});

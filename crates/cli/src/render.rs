@@ -107,10 +107,9 @@ fn opt(v: Option<f64>) -> String {
     v.map(fmt_num).unwrap_or_else(|| "-".into())
 }
 
-/// Host median [min–max] beside the sim figure and its relative error.
-pub fn validate_table(rows: &[RatioRow], markdown: bool) -> String {
-    let cells: Vec<[String; 4]> = rows
-        .iter()
+/// The cells of [`validate_table`]: ratio, host median [min–max], sim, sim error.
+pub fn validate_cells(rows: &[RatioRow]) -> Vec<[String; 4]> {
+    rows.iter()
         .map(|r| {
             let err = match r.error_pct {
                 Some(e) => format!(
@@ -135,7 +134,12 @@ pub fn validate_table(rows: &[RatioRow], markdown: bool) -> String {
                 err,
             ]
         })
-        .collect();
+        .collect()
+}
+
+/// Host median [min–max] beside the sim figure and its relative error.
+pub fn validate_table(rows: &[RatioRow], markdown: bool) -> String {
+    let cells = validate_cells(rows);
     let header = ["ratio", "host median [min–max]", "sim", "sim error"];
     if markdown {
         let mut s = format!("| {} |\n| --- | ---: | ---: | ---: |\n", header.join(" | "));

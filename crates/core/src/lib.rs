@@ -6,6 +6,7 @@ pub mod result;
 pub mod scenario;
 pub mod source;
 pub mod stats;
+pub mod suite;
 pub mod units;
 pub mod validate;
 

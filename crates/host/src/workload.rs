@@ -156,6 +156,6 @@ pub fn for_scenario(scn: &Scenario, cfg: &HostConfig) -> Result<Box<dyn HostWork
             Box::new(crate::workers::file_reclaim::FileReclaim::new(w, scn)?)
         }
         Workload::FileMmapRw(w) => Box::new(crate::workers::file_mmap_rw::FileMmapRw::new(w)),
-        Workload::AnonSweep(_) => anyhow::bail!("anon-sweep has no host implementation yet"),
+        Workload::AnonSweep(w) => Box::new(crate::workers::anon_sweep::AnonSweep::new(w)),
     })
 }

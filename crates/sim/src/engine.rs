@@ -93,6 +93,10 @@ impl<'a> Engine<'a> {
             } else {
                 (task.cursor, m.sweeps[task.phase] == Sweep::Write)
             };
+            let write = match m.sweeps[k.tasks[t].phase] {
+                Sweep::Mixed(p) => u64::from(k.rng.gen::<u32>()) < p,
+                _ => write,
+            };
             let a = k.user_access(cpu, mm, vp, write);
             if a == Access::Killed {
                 // Restarted by exit_mmap; the next step starts the new process.

@@ -82,7 +82,32 @@ pub fn simulate(
     let secs = duration as f64 / 1e9;
     let mut notes = Vec::new();
     match &scn.workload {
-        Workload::AnonSweep(_) => anyhow::bail!("anon-sweep is not simulated yet"),
+        Workload::AnonSweep(w) => {
+            let pages = w.bytes_per_process / PAGE;
+            let mut e = Engine::new(k, workload::anon_sweep::access_model(w));
+            e.progress = opts.progress;
+            for p in 0..w.processes {
+                let mm = e.k.mm_alloc(pages, Backing::Anon, true);
+                for t in 0..w.threads {
+                    let (s, end) = workload::anon_sweep::thread_range(w, pages, t);
+                    e.k.task_new(mm, w.cpu_of(p, t), s, end);
+                }
+            }
+            e.place_tasks();
+            e.run_until(duration, duration);
+            let touched: u64 = e.k.tasks.iter().map(|t| t.pages_touched).sum();
+            let doc = result::build(
+                scn,
+                &e.k,
+                secs,
+                Throughput {
+                    value: touched as f64 / secs,
+                    unit: "pages_per_sec".into(),
+                },
+                notes,
+            );
+            Ok((e.k, doc))
+        }
         Workload::StressVm(w) => {
             let pages = w.bytes_per_worker() / PAGE;
             let mut e = Engine::new(k, workload::stress_vm::access_model(&cfg));

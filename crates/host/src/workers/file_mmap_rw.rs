@@ -1,14 +1,15 @@
 //! `file-mmap-rw`: threads pinned per CPU read (with `write`, also write) a shared file mapping
 //! larger than the memcg limit for `run.duration`; throughput is pages touched per second.
 
-use super::{check_dir, create_data_file, finish, maybe_hang, pin, wait_line, Mapping};
+use super::{
+    check_dir, create_data_file, finish, maybe_hang, parse_result, pin, report_sweeps, wait_line,
+    Mapping,
+};
 use crate::proc::fork_in_memcg;
 use crate::workload::{Env, HostWorkload, Meter, Outcome};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use reclaimlab_core::scenario::{FileMmapRw as Spec, Pattern};
 use reclaimlab_core::Throughput;
-use std::io::Write;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub struct FileMmapRw {
@@ -63,27 +64,16 @@ fn worker(
     mut to: std::fs::File,
 ) -> Result<()> {
     maybe_hang();
-    let map = Arc::new(Mapping::map(path, spec.write)?);
-    let threads: Vec<_> = (0..spec.threads)
-        .map(|t| {
-            let (map, spec) = (map.clone(), spec.clone());
-            std::thread::spawn(move || -> Result<u64> {
-                pin(spec.cpus.for_worker(t))?;
-                Ok(sweep(&map, &spec, t, dur, seed))
-            })
-        })
-        .collect();
-    let mut per = Vec::new();
-    for t in threads {
-        per.push(
-            t.join()
-                .map_err(|_| anyhow::anyhow!("a sweeping thread panicked"))?
-                .context("sweeping thread")?
-                .to_string(),
-        );
-    }
-    writeln!(to, "result {}", per.join(" "))?;
-    Ok(())
+    let map = Mapping::map(path, spec.write)?;
+    let spec = spec.clone();
+    report_sweeps(
+        spec.threads,
+        move |t| {
+            pin(spec.cpus.for_worker(t))?;
+            Ok(sweep(&map, &spec, t, dur, seed))
+        },
+        &mut to,
+    )
 }
 
 impl HostWorkload for FileMmapRw {
@@ -122,12 +112,8 @@ impl HostWorkload for FileMmapRw {
             completed: ended.ok() && line.is_some(),
             ..Default::default()
         };
-        match line.as_deref().and_then(|l| l.strip_prefix("result ")) {
-            Some(r) => {
-                let per: Vec<u64> = r
-                    .split_whitespace()
-                    .filter_map(|x| x.parse().ok())
-                    .collect();
+        match parse_result(line.as_deref()) {
+            Some(per) => {
                 let total: u64 = per.iter().sum();
                 out.throughput.value = total as f64 / env.duration.as_secs_f64();
                 out.extra.insert("pages_touched".into(), total.into());

@@ -2,6 +2,7 @@
 //! shared by threads pinned one per CPU, and talks to bench over a pipe (`ready ...`,
 //! `result ...` lines; bench closing its end means "finish").
 
+pub mod anon_sweep;
 pub mod file_mmap_rw;
 pub mod file_reclaim;
 
@@ -99,6 +100,34 @@ impl Mapping {
         })
     }
 
+    /// A private anonymous mapping of `len` bytes, not populated, with transparent huge pages
+    /// refused (MADV_NOHUGEPAGE) so it is reclaimed page by page whatever THP mode is on.
+    pub fn anon(len: usize) -> Result<Mapping> {
+        // SAFETY: a fresh anonymous mapping.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error()).context("mmap anonymous");
+        }
+        let m = Mapping {
+            addr: p as usize,
+            len,
+        };
+        // SAFETY: our own mapping.
+        if unsafe { libc::madvise(p, len, libc::MADV_NOHUGEPAGE) } != 0 {
+            return Err(std::io::Error::last_os_error()).context("madvise(MADV_NOHUGEPAGE)");
+        }
+        Ok(m)
+    }
+
     pub fn pages(&self) -> usize {
         self.len / 4096
     }
@@ -133,6 +162,44 @@ pub fn pin(cpu: Option<usize>) -> Result<()> {
             .with_context(|| format!("pinning to CPU {c}"))?;
     }
     Ok(())
+}
+
+/// In a worker: run `threads` sweeping threads, `body(t)` returning how many pages thread t
+/// touched, and report the counts to bench as one line `result N0 N1 ...`.
+pub fn report_sweeps(
+    threads: usize,
+    body: impl Fn(usize) -> Result<u64> + Send + Sync + 'static,
+    to: &mut std::fs::File,
+) -> Result<()> {
+    use std::io::Write;
+    let body = std::sync::Arc::new(body);
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let body = body.clone();
+            std::thread::spawn(move || body(t))
+        })
+        .collect();
+    let mut per = Vec::new();
+    for h in handles {
+        per.push(
+            h.join()
+                .map_err(|_| anyhow::anyhow!("a sweeping thread panicked"))?
+                .context("sweeping thread")?
+                .to_string(),
+        );
+    }
+    writeln!(to, "result {}", per.join(" "))?;
+    Ok(())
+}
+
+/// The per-thread counts of a worker's `result ...` line.
+pub fn parse_result(line: Option<&str>) -> Option<Vec<u64>> {
+    let r = line?.strip_prefix("result ")?;
+    Some(
+        r.split_whitespace()
+            .filter_map(|x| x.parse().ok())
+            .collect(),
+    )
 }
 
 /// The clean-up tests' "workload hangs" fault: RECLAIMLAB_TEST_FAULT=hang makes the worker

@@ -1,5 +1,6 @@
 //! Workloads: page-level access streams run by tasks.
 
+pub mod anon_sweep;
 pub mod file_mmap;
 pub mod stress_vm;
 
@@ -8,6 +9,21 @@ pub mod stress_vm;
 pub enum Sweep {
     Read,
     Write,
+    /// Each access a store with probability p / 2^32 (anon-sweep's `write_ratio`).
+    Mixed(u64),
+}
+
+impl Sweep {
+    /// Read for 0, Write for 1, Mixed in between.
+    pub fn with_write_ratio(r: f64) -> Sweep {
+        if r <= 0.0 {
+            Sweep::Read
+        } else if r >= 1.0 {
+            Sweep::Write
+        } else {
+            Sweep::Mixed((r * (1u64 << 32) as f64) as u64)
+        }
+    }
 }
 
 /// How a task walks its pages.
