@@ -91,22 +91,31 @@ impl<'a> Engine<'a> {
                 let vp = task.start + k.rng.gen_range(0..len);
                 (vp, m.random_write)
             } else {
-                (task.cursor, m.sweeps[task.phase] == Sweep::Write)
+                (task.cursor, m.sweeps[task.phase].writes())
             };
             let write = match m.sweeps[k.tasks[t].phase] {
                 Sweep::Mixed(p) => u64::from(k.rng.gen::<u32>()) < p,
                 _ => write,
             };
-            let a = k.user_access(cpu, mm, vp, write);
+            let sweep = (!m.random).then(|| m.sweeps[k.tasks[t].phase]);
+            let a = if sweep == Some(Sweep::Populate) {
+                k.populate_read(cpu, mm, vp)
+            } else {
+                k.user_access(cpu, mm, vp, write)
+            };
             if a == Access::Killed {
                 // Restarted by exit_mmap; the next step starts the new process.
                 break;
             }
             let task = &mut k.tasks[t];
-            task.pages_touched += 1;
-            if write {
-                task.bogo_units += m.bogo_units_per_store;
+            if sweep != Some(Sweep::Populate) {
+                task.pages_touched += 1;
             }
+            task.bogo_units += match sweep {
+                Some(Sweep::WriteUnits(u)) => u64::from(u),
+                _ if write => m.bogo_units_per_store,
+                _ => 0,
+            };
             if !m.random {
                 task.cursor += 1;
                 if task.cursor == task.end {

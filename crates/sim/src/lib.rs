@@ -120,10 +120,10 @@ pub fn simulate(
             e.run_until(duration, duration);
             let units: u64 = e.k.tasks.iter().map(|t| t.bogo_units).sum();
             let ops = (units >> workload::stress_vm::VM_BOGO_SHIFT) as f64;
-            notes.push(format!(
-                "bogo ops: {} units per page written, 3 sweeps per method call (see docs/sim-model.md)",
-                cfg.bogo_units_per_page
-            ));
+            notes.push(
+                "bogo ops: stress-ng's first three vm methods (cache-lines, cache-stripe, checkerboard) in a loop, 64 units per page per call (see docs/sim-model.md)"
+                    .to_string(),
+            );
             let doc = result::build(
                 scn,
                 &e.k,

@@ -340,3 +340,37 @@ fn two_calls_queued_to_one_busy_cpu_share_an_interrupt() {
         k.check_invariants()
     );
 }
+
+#[test]
+fn populate_read_faults_in_without_a_tlb_fill_and_marks_accessed() {
+    use reclaimlab_sim::mm::folio::pg;
+    let mut k = kernel(1, 1024);
+    let mm = k.mm_alloc(2, Backing::Anon, true);
+    let t = k.task_new(mm, Some(0), 0, 2);
+    k.context_switch(0, Some(t));
+    // Page 0 never touched: MADV_POPULATE_READ maps the zero page, young, and fills no TLB.
+    assert_eq!(k.populate_read(0, mm, 0), Access::Fault);
+    let pte = k.mms[mm].ptes[0];
+    assert!(pte_present(pte) && pte & PTE_YOUNG != 0);
+    assert!(
+        k.cpus[0].tlb.lookup(mm, 0).is_none(),
+        "no user access, no TLB entry"
+    );
+    // Page 1 written: a resident inactive folio. The first populate sets PG_referenced, the
+    // second activates it (folio_mark_accessed).
+    assert_eq!(k.user_access(0, mm, 1, true), Access::Fault);
+    let pfn = pte_pfn(k.mms[mm].ptes[1]);
+    let act0 = k.vmstat.pgactivate;
+    assert_eq!(k.populate_read(0, mm, 1), Access::Walk);
+    assert!(k.folios.get(pfn).test(pg::REFERENCED));
+    assert!(!k.folios.get(pfn).test(pg::ACTIVE));
+    assert_eq!(k.populate_read(0, mm, 1), Access::Walk);
+    assert!(k.folios.get(pfn).test(pg::ACTIVE));
+    assert!(!k.folios.get(pfn).test(pg::REFERENCED));
+    assert_eq!(k.vmstat.pgactivate, act0 + 1);
+    assert!(
+        k.check_invariants().is_empty(),
+        "{:?}",
+        k.check_invariants()
+    );
+}

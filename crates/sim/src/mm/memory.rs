@@ -66,6 +66,49 @@ impl Kernel {
         result
     }
 
+    /// MADV_POPULATE_READ on one page (madvise_populate → faultin_page_range: GUP with
+    /// FOLL_TOUCH, in the kernel, no user access): a page that is not present is faulted in as
+    /// by a read (the new PTE is young: x86's vm_page_prot carries _PAGE_ACCESSED); a present
+    /// one gets folio_mark_accessed (follow_page_pte). No TLB entry is filled.
+    pub fn populate_read(&mut self, cpu: CpuId, mm: MmId, vp: u64) -> Access {
+        self.charge(cpu, self.cost.gup_page);
+        let pte = self.mms[mm].ptes[vp as usize];
+        if !pte_present(pte) {
+            if !self.handle_mm_fault(cpu, mm, vp, false) {
+                return Access::Killed;
+            }
+            self.mms[mm].ptes[vp as usize] |= PTE_YOUNG;
+            return Access::Fault;
+        }
+        let pfn = pte_pfn(pte);
+        if pfn != ZERO_PFN {
+            self.folio_mark_accessed(pfn);
+        }
+        Access::Walk
+    }
+
+    /// folio_mark_accessed (mm/swap.c, classic LRU): the first call sets PG_referenced; a
+    /// second on an inactive folio activates it (folio_activate), clears PG_referenced and
+    /// counts a workingset activation (nonresident age).
+    pub fn folio_mark_accessed(&mut self, pfn: Pfn) {
+        let f = self.folios.get_mut(pfn);
+        if !f.test(pg::REFERENCED) {
+            f.set(pg::REFERENCED);
+            return;
+        }
+        if f.test(pg::ACTIVE) || !f.test(pg::LRU) {
+            return;
+        }
+        let n = f.nr_pages();
+        self.lruvec.del(&mut self.folios, pfn);
+        let f = self.folios.get_mut(pfn);
+        f.set(pg::ACTIVE);
+        f.clear(pg::REFERENCED);
+        self.lruvec.add(&mut self.folios, pfn);
+        self.vmstat.pgactivate += n;
+        self.workingset_age_nonresident(n);
+    }
+
     /// Allocate and charge a new folio; None if the task (mm) was OOM-killed meanwhile.
     fn alloc_charged_folio(
         &mut self,

@@ -9,6 +9,12 @@ pub mod stress_vm;
 pub enum Sweep {
     Read,
     Write,
+    /// A write pass whose bogo counter counts this many units per page (a stress-ng method's
+    /// own unit) instead of `bogo_units_per_store`.
+    WriteUnits(u32),
+    /// MADV_POPULATE_READ over the range: a kernel pass (fault in what is missing,
+    /// folio_mark_accessed the rest), no user access and no TLB fill.
+    Populate,
     /// Each access a store with probability p / 2^32 (anon-sweep's `write_ratio`).
     Mixed(u64),
 }
@@ -23,6 +29,13 @@ impl Sweep {
         } else {
             Sweep::Mixed((r * (1u64 << 32) as f64) as u64)
         }
+    }
+}
+
+impl Sweep {
+    /// Whether the pass stores to every page.
+    pub fn writes(self) -> bool {
+        matches!(self, Sweep::Write | Sweep::WriteUnits(_))
     }
 }
 
