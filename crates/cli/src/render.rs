@@ -30,12 +30,21 @@ pub fn result_table(d: &ResultDoc, all: bool) -> String {
         .copied()
         .filter(|k| d.median.contains_key(*k))
         .collect();
+    // OOM kills (host runs) beside throughput: they make stress-ng's bogo ops/s noisy and an
+    // anon-sweep run invalid.
+    if d.median.contains_key("oom_kills") {
+        let at = keys
+            .iter()
+            .position(|k| *k == "throughput")
+            .map_or(0, |i| i + 1);
+        keys.insert(at, "oom_kills");
+    }
     if all {
         keys.extend(
             d.median
                 .keys()
                 .map(String::as_str)
-                .filter(|k| !HEADLINE.contains(k) && d.median[*k] != 0.0),
+                .filter(|k| !HEADLINE.contains(k) && *k != "oom_kills" && d.median[*k] != 0.0),
         );
     }
     for k in keys {
