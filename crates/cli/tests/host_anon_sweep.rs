@@ -114,3 +114,30 @@ fn ci_suite_runs_both_backends_and_prints_the_table() {
     std::fs::remove_dir_all(&dir).unwrap();
     assert_clean(&before, &cg_root, &[]);
 }
+
+/// Needs no root: a suite with a typo fails at once, before any configuration runs.
+#[test]
+fn suite_with_an_unknown_key_fails_before_running_anything() {
+    let dir = std::env::temp_dir().join(format!("rlab-suite-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let suite = dir.join("bad.toml");
+    std::fs::write(
+        &suite,
+        "scenario = \"anon-sweep\"\n[[config]]\nname = \"ok\"\n\
+         [[config]]\nname = \"typo\"\nsets = [\"workload.proceses=2\"]\n",
+    )
+    .unwrap();
+    let o = bin()
+        .args(["validate", "--suite"])
+        .arg(&suite)
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("configuration \"typo\"") && err.contains("unknown key workload.proceses"),
+        "{err}"
+    );
+    assert!(!err.contains("[1/2]"), "a configuration ran: {err}");
+}
