@@ -273,13 +273,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 Target::Host { cpus, memory_bytes },
             )?;
             let bar = progress_bar(out.json, "repetition");
-            let cb = |i: usize, n: usize, frac: f64| {
-                if let Some(b) = &bar {
-                    b.set_length(n as u64 * 1000);
-                    b.set_position(i as u64 * 1000 + (frac.clamp(0.0, 1.0) * 1000.0) as u64);
-                    b.set_message(format!("run {}/{}", i + 1, n));
-                }
-            };
+            let cb = |i: usize, n: usize, frac: f64| show_repetition(&bar, i, n, frac);
             let opts = reclaimlab_host::BenchOptions {
                 repeat: repeat as usize,
                 swap,
@@ -517,6 +511,15 @@ fn validate(
 fn finish_scenario(scn: &Scenario, res: Result<ResultDoc>) -> Result<ResultDoc> {
     scn.finish()?;
     res
+}
+
+/// Bench's progress callback: repetition `i` of `n`, `frac` of the way through.
+fn show_repetition(bar: &Option<ProgressBar>, i: usize, n: usize, frac: f64) {
+    if let Some(b) = bar {
+        b.set_length(n as u64 * 1000);
+        b.set_position(i as u64 * 1000 + (frac.clamp(0.0, 1.0) * 1000.0) as u64);
+        b.set_message(format!("run {}/{}", i + 1, n));
+    }
 }
 
 fn progress_bar(json: bool, unit: &str) -> Option<ProgressBar> {

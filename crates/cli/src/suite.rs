@@ -29,12 +29,7 @@ pub fn host_and_sim(
         None => {
             let s = Scenario::load(scenario, sets, Target::Host { cpus, memory_bytes })?;
             let bar = crate::progress_bar(json, "host repetition");
-            let cb = |i: usize, n: usize, frac: f64| {
-                if let Some(b) = &bar {
-                    b.set_length(n as u64 * 1000);
-                    b.set_position(i as u64 * 1000 + (frac.clamp(0.0, 1.0) * 1000.0) as u64);
-                }
-            };
+            let cb = |i: usize, n: usize, frac: f64| crate::show_repetition(&bar, i, n, frac);
             let opts = reclaimlab_host::BenchOptions {
                 repeat: repeat as usize,
                 swap,
