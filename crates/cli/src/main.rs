@@ -306,10 +306,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
                         reclaimlab_core::policy::KernelPolicy::parse(spec)
                             .map_err(anyhow::Error::msg)?;
                     }
-                    (
-                        simulate_policy(scn, &sets, &before)?,
-                        simulate_policy(scn, &sets, &after)?,
-                    )
+                    {
+                        // Both simulations at once: each is deterministic on its own.
+                        let (b, a) = rayon::join(
+                            || simulate_policy(scn, &sets, &before),
+                            || simulate_policy(scn, &sets, &after),
+                        );
+                        (b?, a?)
+                    }
                 }
                 _ => bail!(
                     "compare takes two result files, or one scenario with --before and --after \
