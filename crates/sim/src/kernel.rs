@@ -132,8 +132,9 @@ impl Kernel {
             .map(|_| Cpu {
                 clock: 0,
                 curr: None,
+                // Boot: the idle task runs on init_mm, not lazy (enter_lazy_tlb is a no-op there).
                 loaded_mm: None,
-                is_lazy: true,
+                is_lazy: false,
                 tlb: CpuTlb::new(cfg.tlb_entries, cfg.tlb_ways),
                 next_tick: cfg.tick_ns,
                 ipi_recent: [u64::MAX; 8],

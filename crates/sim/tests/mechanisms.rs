@@ -206,6 +206,51 @@ fn lazy_cpu_gets_no_ipi_and_flushes_when_it_switches_back() {
 }
 
 #[test]
+fn idle_cpu_that_left_the_mm_for_init_mm_gets_batched_flush_ipis() {
+    // Two idle CPUs in the mm's cpumask: CPU 1 stays lazy on the mm; CPU 2 receives an
+    // unconditional (freed_tables) flush while lazy, which switches it to init_mm
+    // (flush_tlb_func -> switch_mm_irqs_off(NULL, &init_mm, NULL): is_lazy = false), and its
+    // bit stays in the mask. A later reclaim batch (mm = NULL) skips CPU 1 and interrupts CPU 2.
+    let mut k = kernel(3, 1024);
+    let mm = dirty_mm_on(&mut k, 1, 4);
+    let t = k.cpus[1].curr.unwrap();
+    k.context_switch(1, None);
+    k.context_switch(2, Some(t));
+    k.context_switch(2, None);
+    let _ = dirty_mm_on(&mut k, 0, 1);
+    assert!(k.cpus[1].is_lazy && k.cpus[2].is_lazy);
+    k.flush_tlb_mm_range(0, mm, 0, 1, true);
+    assert_eq!(
+        k.irq.tlb_shootdowns,
+        vec![0, 1, 1],
+        "freed_tables reaches lazy CPUs"
+    );
+    assert!(k.cpus[1].loaded_mm.is_none() && k.cpus[2].loaded_mm.is_none());
+    assert!(!k.cpus[1].is_lazy && !k.cpus[2].is_lazy);
+    // Make CPU 1 lazy on the mm again; CPU 2 idles on init_mm (enter_lazy_tlb is a no-op).
+    k.context_switch(1, Some(t));
+    k.context_switch(1, None);
+    k.context_switch(2, None);
+    assert!(k.cpus[1].is_lazy && k.cpus[1].loaded_mm == Some(mm));
+    assert!(!k.cpus[2].is_lazy && k.cpus[2].loaded_mm.is_none());
+    assert_eq!(k.mms[mm].cpumask.iter().collect::<Vec<_>>(), vec![1, 2]);
+    let cal_before = k.irq.function_call_interrupts.clone();
+    let mut ubc = TlbUbc::new(3);
+    let pfn = pte_pfn(k.mms[mm].ptes[2]);
+    k.try_to_unmap(0, &mut ubc, pfn, TTU_BATCH_FLUSH);
+    assert!(ubc.flush_required);
+    k.try_to_unmap_flush(0, &mut ubc);
+    assert_eq!(
+        k.irq.tlb_shootdowns,
+        vec![0, 1, 2],
+        "the init_mm CPU is interrupted, the lazy one is not"
+    );
+    assert_eq!(k.irq.function_call_interrupts[1], cal_before[1]);
+    assert_eq!(k.irq.function_call_interrupts[2], cal_before[2] + 1);
+    assert!(k.check_invariants_tlb_only().is_empty());
+}
+
+#[test]
 fn mm_cpumask_is_not_cleared_on_switch_away() {
     let mut k = kernel(3, 1024);
     let mm = dirty_mm_on(&mut k, 0, 1);

@@ -65,7 +65,7 @@ impl Kernel {
             self.cpus[cpu].tlb.local_gen[mm] = gen;
             if self.cpus[cpu].loaded_mm == Some(mm) {
                 if self.cpus[cpu].is_lazy {
-                    self.cpus[cpu].loaded_mm = None;
+                    self.switch_to_init_mm(cpu);
                 } else {
                     self.mms[mm].cpumask.set(cpu);
                 }

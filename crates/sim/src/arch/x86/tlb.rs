@@ -324,7 +324,7 @@ impl Kernel {
         }
         if self.cpus[cpu].is_lazy {
             // Only reached through the unconditional path: leave the borrowed mm.
-            self.cpus[cpu].loaded_mm = None;
+            self.switch_to_init_mm(cpu);
             return 0;
         }
         let local_gen = self.cpus[cpu].tlb.local_gen[loaded];
@@ -360,10 +360,23 @@ impl Kernel {
         ns
     }
 
+    /// switch_mm_irqs_off(NULL, &init_mm, NULL), as leave_mm() and flush_tlb_func's lazy path
+    /// call it: init_mm is loaded and the CPU is no longer lazy (switch_mm_irqs_off clears
+    /// is_lazy). The CPU's bit stays in the old mm's cpumask (6.18 does not clear it on
+    /// switch-away), and enter_lazy_tlb leaves a CPU on init_mm non-lazy, so an idle CPU in
+    /// this state takes every mm = NULL flush (arch_tlbbatch_flush) whose mask holds its bit.
+    pub fn switch_to_init_mm(&mut self, cpu: CpuId) {
+        self.cpus[cpu].loaded_mm = None;
+        self.cpus[cpu].is_lazy = false;
+    }
+
     /// switch_mm_irqs_off (next = Some) or enter_lazy_tlb (next = None, the idle task).
     pub fn switch_mm(&mut self, cpu: CpuId, next: Option<MmId>) {
         let Some(next) = next else {
-            self.cpus[cpu].is_lazy = true;
+            // enter_lazy_tlb: nothing to do on init_mm (the CPU stays non-lazy there).
+            if self.cpus[cpu].loaded_mm.is_some() {
+                self.cpus[cpu].is_lazy = true;
+            }
             return;
         };
         let was_lazy = self.cpus[cpu].is_lazy;
