@@ -37,6 +37,10 @@ pub struct SimConfig {
     /// How often the progress callback runs (simulated ns).
     pub progress_every_ns: u64,
     pub check: CheckLevel,
+    /// Order of the page-cache folios the file workloads create (`sim.file_folio_order`,
+    /// default 0): a page-cache miss allocates a folio of 2^order pages aligned in the file
+    /// (smaller near the end of the file), as readahead on a large-folio filesystem does.
+    pub file_folio_order: u8,
 }
 
 /// Kernel behaviour at the decision points the seed series change (Linux 6.18 on x86 here).
@@ -55,6 +59,9 @@ pub struct Policy {
     /// Seed 000 (batch-dirty-flush): dirty folios are collected into a folio_batch and one
     /// try_to_unmap_flush_dirty covers the batch before their pageouts.
     pub batch_dirty_flush: bool,
+    /// Seed 001 (file-large-folio-unmap): folio_unmap_pte_batch batches file folios, so
+    /// try_to_unmap_one clears a file large folio's PTE run in one step.
+    pub file_large_folio_unmap: bool,
 }
 
 impl Policy {
@@ -66,17 +73,22 @@ impl Policy {
             single_page_flush_ceiling: 33,
             range_flush_freed_tables: true,
             batch_dirty_flush: false,
+            file_large_folio_unmap: false,
         }
     }
 
     /// Resolve `kernel.preset` + `kernel.patches` through the shared registry
-    /// (reclaimlab_core::policy). Patches other than tlb-batch and batch-dirty-flush are not
+    /// (reclaimlab_core::policy). Patches other than tlb-batch, batch-dirty-flush and file-large-folio-unmap are not
     /// modelled yet.
     pub fn from_scenario(scn: &Scenario) -> anyhow::Result<Policy> {
         use reclaimlab_core::policy::{KernelPolicy, Patch};
         let kp = KernelPolicy::new(&scn.kernel.preset, &scn.kernel.patches)
             .map_err(|e| anyhow::anyhow!(e))?;
-        let modelled = [Patch::TlbBatch, Patch::BatchDirtyFlush];
+        let modelled = [
+            Patch::TlbBatch,
+            Patch::BatchDirtyFlush,
+            Patch::FileLargeFolioUnmap,
+        ];
         if let Some(p) = kp.patches.iter().find(|p| !modelled.contains(p)) {
             anyhow::bail!(
                 "policy {} is not modelled by the simulator yet (issue 4)",
@@ -91,6 +103,7 @@ impl Policy {
             free_batch: if kp.preset == "4.2" { 15 } else { 31 },
             range_flush_freed_tables: kp.preset != "4.2",
             batch_dirty_flush: kp.has(Patch::BatchDirtyFlush),
+            file_large_folio_unmap: kp.has(Patch::FileLargeFolioUnmap),
             ..Policy::linux_6_18()
         })
     }
@@ -114,6 +127,7 @@ impl SimConfig {
                 "full" => CheckLevel::Full,
                 o => return Err(s.err("sim.check", format!("{o:?}: use end or full")).into()),
             },
+            file_folio_order: s.u64_or("sim.file_folio_order", 0)? as u8,
         };
         if cfg.tlb_ways == 0
             || cfg.tlb_entries < cfg.tlb_ways
@@ -132,6 +146,14 @@ impl SimConfig {
         if !(0.0..=1.0).contains(&cfg.migrate_per_tick_shared) {
             return Err(s
                 .err("sim.migrate_per_tick_shared", "must be in 0..=1")
+                .into());
+        }
+        if s.u64_or("sim.file_folio_order", 0)? > 9 {
+            return Err(s
+                .err(
+                    "sim.file_folio_order",
+                    "must be in 0..=9 (a PMD is order 9)",
+                )
                 .into());
         }
         if cfg.tick_ns == 0 || cfg.step_pages == 0 {

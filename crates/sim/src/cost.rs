@@ -53,6 +53,15 @@ pub struct CostTable {
     /// MADV_POPULATE_READ per resident page: the GUP walk (follow_page_pte) and
     /// folio_mark_accessed, a few cache misses: ~100 ns (estimate).
     pub gup_page: u64,
+    /// One more iteration of try_to_unmap_one's page_vma_mapped_walk loop beyond the first
+    /// (which `rmap_walk` includes): the walk's next-PTE check, ptep_get_and_clear,
+    /// set_tlb_ubc_flush_pending (cpumask_or + inc_mm_tlb_gen), folio_remove_rmap_pte
+    /// (mapcount atomics + lruvec stat), the mm counter and folio_put: ~6-8 uncontended
+    /// atomic RMWs (~20 cycles each) plus bookkeeping, ~150 ns. Estimate, not measured.
+    pub ttu_step: u64,
+    /// One more PTE cleared inside a batched step (folio_pte_batch's compare and
+    /// get_and_clear_ptes' xchg on a cached PTE line): ~10 ns. Estimate, not measured.
+    pub pte_clear: u64,
 }
 
 impl CostTable {
@@ -77,6 +86,8 @@ impl CostTable {
             local_flush_one: 100,
             context_switch: 2000,
             gup_page: 100,
+            ttu_step: 150,
+            pte_clear: 10,
         }
     }
 }

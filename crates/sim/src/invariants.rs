@@ -39,7 +39,7 @@ impl Kernel {
                 errs.push(format!("allocated folio {pfn} is on no LRU list"));
             }
         }
-        // Charge: never above the limit; folios charged = folios allocated.
+        // Charge: never above the limit; pages charged = pages allocated.
         if self.memcg.usage > self.memcg.limit {
             errs.push(format!(
                 "memcg usage {} above limit {}",
@@ -48,7 +48,7 @@ impl Kernel {
         }
         if self.memcg.charged_pages() != self.folios.nr_allocated {
             errs.push(format!(
-                "memcg charges {} pages to folios but {} folios are allocated",
+                "memcg charges {} pages to folios but {} pages are allocated",
                 self.memcg.charged_pages(),
                 self.folios.nr_allocated
             ));
@@ -75,7 +75,8 @@ impl Kernel {
                     if !f.test(pg::ALLOCATED)
                         || !f.test(pg::MAPPED)
                         || !owner_ok
-                        || f.index as usize != vp
+                        || vp < f.index as usize
+                        || vp >= f.index as usize + f.nr_pages() as usize
                     {
                         errs.push(format!(
                             "mm {mm} page {vp} maps pfn {} that is not its folio",

@@ -109,6 +109,10 @@ pub struct Kernel {
     pub swappiness: u64,
     /// Model extras reported under `extra`.
     pub stale_tlb_writes: u64,
+    /// try_to_unmap_one steps (each: one get_and_clear_ptes, one set_tlb_ubc_flush_pending
+    /// or flush, one rmap removal) and the PTEs they cleared.
+    pub ttu_steps: u64,
+    pub ttu_ptes: u64,
     pub steps: u64,
     pub direct_reclaims: u64,
     pub reclaim_ns: u64,
@@ -156,6 +160,8 @@ impl Kernel {
             rng: ChaCha8Rng::seed_from_u64(seed),
             swappiness,
             stale_tlb_writes: 0,
+            ttu_steps: 0,
+            ttu_ptes: 0,
             steps: 0,
             direct_reclaims: 0,
             reclaim_ns: 0,

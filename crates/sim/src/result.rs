@@ -54,6 +54,8 @@ pub fn build(
     );
     extra.insert("stale_tlb_writes".into(), j(k.stale_tlb_writes));
     extra.insert("swap_used_pages".into(), j(k.swap.used));
+    extra.insert("ttu_steps".into(), j(k.ttu_steps));
+    extra.insert("ttu_ptes".into(), j(k.ttu_ptes));
     extra.insert(
         "mm_cpumask_weight".into(),
         serde_json::Value::from(

@@ -18,6 +18,7 @@ fn cfg() -> SimConfig {
         step_pages: 16,
         progress_every_ns: 1_000_000_000,
         check: CheckLevel::Full,
+        file_folio_order: 0,
     }
 }
 

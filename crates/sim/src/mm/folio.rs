@@ -1,6 +1,7 @@
-//! Folios (include/linux/mm_types.h, page-flags.h): one per allocated frame, order-0 for now
-//! but with an order field so large folios can come later. The frame number (pfn) is the
-//! folio's index in [`FolioTable`].
+//! Folios (include/linux/mm_types.h, page-flags.h): one entry per allocated folio. Anon folios
+//! are order-0; page-cache folios have `sim.file_folio_order`. The folio's number (pfn) is its
+//! index in [`FolioTable`]; every PTE of a large folio holds that number (the head page), and
+//! the page within the folio is the PTE's offset from the folio's `index`.
 
 pub type Pfn = u32;
 pub const NO_PFN: Pfn = u32::MAX;
@@ -17,7 +18,8 @@ pub mod pg {
     pub const SWAPCACHE: u16 = 1 << 7;
     pub const ANON: u16 = 1 << 8;
     pub const RECLAIM: u16 = 1 << 9;
-    /// The folio is mapped by a PTE (mapcount 1; every folio here has at most one mapping).
+    /// The folio is mapped by at least one PTE (every folio here has at most one VMA mapping
+    /// it; a large folio's PTEs are all cleared together by try_to_unmap).
     pub const MAPPED: u16 = 1 << 10;
     /// The frame is allocated (not on the free list).
     pub const ALLOCATED: u16 = 1 << 11;
@@ -77,6 +79,7 @@ impl Folio {
 pub struct FolioTable {
     pub folios: Vec<Folio>,
     free: Vec<Pfn>,
+    /// Pages (not folios) allocated.
     pub nr_allocated: u64,
 }
 
@@ -90,16 +93,21 @@ impl FolioTable {
     }
 
     pub fn alloc(&mut self, flags: u16, owner: u32, index: u32) -> Pfn {
+        self.alloc_order(flags, owner, index, 0)
+    }
+
+    /// Allocate a folio of 2^order pages (one table entry).
+    pub fn alloc_order(&mut self, flags: u16, owner: u32, index: u32, order: u8) -> Pfn {
         let f = Folio {
             flags: flags | pg::ALLOCATED,
-            order: 0,
+            order,
             lru: LRU_NONE,
             owner,
             index,
             prev: NO_PFN,
             next: NO_PFN,
         };
-        self.nr_allocated += 1;
+        self.nr_allocated += f.nr_pages();
         match self.free.pop() {
             Some(pfn) => {
                 self.folios[pfn as usize] = f;
@@ -120,7 +128,7 @@ impl FolioTable {
             "freeing a folio in use"
         );
         f.flags = 0;
-        self.nr_allocated -= 1;
+        self.nr_allocated -= f.nr_pages();
         self.free.push(pfn);
     }
 

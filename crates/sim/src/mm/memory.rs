@@ -109,7 +109,8 @@ impl Kernel {
         self.workingset_age_nonresident(n);
     }
 
-    /// Allocate and charge a new folio; None if the task (mm) was OOM-killed meanwhile.
+    /// Allocate and charge a new folio of 2^order pages; None if the task (mm) was OOM-killed
+    /// meanwhile.
     fn alloc_charged_folio(
         &mut self,
         cpu: CpuId,
@@ -117,16 +118,18 @@ impl Kernel {
         flags: u16,
         owner: u32,
         index: u32,
+        order: u8,
     ) -> Option<Pfn> {
+        let nr = 1u64 << order;
         loop {
             let gen = self.mm_generation(mm);
-            match self.try_charge(cpu, 1) {
+            match self.try_charge(cpu, nr) {
                 Charge::Ok => {
                     if self.mm_generation(mm) != gen {
-                        self.memcg.uncharge(1);
+                        self.memcg.uncharge(nr);
                         return None;
                     }
-                    return Some(self.folios.alloc(flags, owner, index));
+                    return Some(self.folios.alloc_order(flags, owner, index, order));
                 }
                 Charge::Oom => {
                     if self.mm_generation(mm) != gen {
@@ -185,7 +188,7 @@ impl Kernel {
             self.mms[mm].ptes[vp as usize] = PTE_PRESENT | PTE_YOUNG | ZERO_PFN;
             return true;
         }
-        let Some(pfn) = self.alloc_charged_folio(cpu, mm, flags, mm as u32, vp as u32) else {
+        let Some(pfn) = self.alloc_charged_folio(cpu, mm, flags, mm as u32, vp as u32, 0) else {
             return false;
         };
         if is_swap_pte(pte) {
@@ -238,7 +241,10 @@ impl Kernel {
         self.folios.get_mut(pfn).set(pg::MAPPED);
     }
 
-    /// filemap_fault + finish_fault for a shared file mapping.
+    /// filemap_fault + finish_fault for a shared file mapping. A page-cache miss allocates a
+    /// folio of `sim.file_folio_order` aligned in the file (the largest aligned order that
+    /// fits below the end of the file and in empty cache slots), reads all its pages and maps
+    /// the faulting page; the folio's other pages are mapped by their own (minor) faults.
     fn filemap_fault(&mut self, cpu: CpuId, mm: MmId, file: usize, vp: u64, write: bool) -> bool {
         let slot = self.files[file].cache[vp as usize];
         let writable = self.mms[mm].writable;
@@ -250,20 +256,43 @@ impl Kernel {
             self.set_pte(mm, vp, pfn, writable, write);
             return true;
         }
-        let Some(pfn) = self.alloc_charged_folio(cpu, mm, 0, file as u32, vp as u32) else {
+        let (start, order) = self.file_folio_extent(file, vp);
+        let nr = 1u64 << order;
+        let Some(pfn) = self.alloc_charged_folio(cpu, mm, 0, file as u32, start as u32, order)
+        else {
             return false;
         };
         self.vmstat.pgmajfault += 1;
-        self.charge(cpu, self.cost.file_read_page);
+        self.charge(cpu, nr * self.cost.file_read_page);
         if slot & PTE_SWP != 0 {
             self.workingset_refault(pfn, slot & PTE_LOW_MASK);
         }
         self.lruvec.add(&mut self.folios, pfn);
-        self.files[file].cache[vp as usize] = PTE_SWPCACHE | pfn;
+        for p in start..start + nr {
+            self.files[file].cache[p as usize] = PTE_SWPCACHE | pfn;
+        }
         if write {
             self.folios.get_mut(pfn).set(pg::DIRTY);
         }
         self.set_pte(mm, vp, pfn, writable, write);
         true
+    }
+
+    /// The aligned extent (first page, order) of the page-cache folio a miss at `vp` creates:
+    /// `sim.file_folio_order`, reduced until it fits inside the file and covers only pages
+    /// that are not cached (a neighbour may still be cached from a smaller folio).
+    fn file_folio_extent(&self, file: usize, vp: u64) -> (u64, u8) {
+        let cache = &self.files[file].cache;
+        let mut order = self.cfg.file_folio_order;
+        loop {
+            let nr = 1u64 << order;
+            let start = vp & !(nr - 1);
+            let fits = start + nr <= cache.len() as u64
+                && (start..start + nr).all(|p| cache[p as usize] & PTE_SWPCACHE == 0);
+            if order == 0 || fits {
+                return (start, order);
+            }
+            order -= 1;
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! Reverse mapping (mm/rmap.c): reference checks and unmapping, with the deferred TLB flush
 //! (CONFIG_ARCH_WANT_BATCHED_UNMAP_TLB_FLUSH). Every folio here has at most one mapping, found
-//! from its (owner, index) — the anon_vma / i_mmap walk of a single VMA.
+//! from its (owner, index) — the anon_vma / i_mmap walk of a single VMA; a large folio's PTEs
+//! are those of pages index..index + nr that hold its pfn.
 
 use crate::arch::x86::tlb::ArchTlbBatch;
 use crate::kernel::{Backing, CpuId, Kernel, MmId};
@@ -49,21 +50,25 @@ impl Kernel {
         }
     }
 
-    /// folio_referenced: the number of VMAs with a young mapping; clears the young bits.
-    /// x86 ptep_clear_flush_young only clears the accessed bit: it never flushes the TLB.
+    /// folio_referenced: the number of young PTEs mapping the folio; clears the young bits.
+    /// x86 ptep_clear_flush_young only clears the accessed bit: it never flushes the TLB. A
+    /// large folio's PTE run is checked in one folio_referenced_one pass (folio_pte_batch,
+    /// already in 6.18): one `rmap_walk` plus `pte_clear` per further PTE.
     pub fn folio_referenced(&mut self, cpu: CpuId, pfn: Pfn) -> u32 {
         let Some((mm, vp)) = self.folio_mapping_of(pfn) else {
             return 0;
         };
-        self.charge(cpu, self.cost.rmap_walk);
-        let pte = &mut self.mms[mm].ptes[vp as usize];
-        debug_assert!(pte_present(*pte) && pte_pfn(*pte) == pfn);
-        if *pte & PTE_YOUNG != 0 {
-            *pte &= !PTE_YOUNG;
-            1
-        } else {
-            0
+        let nr = self.folios.get(pfn).nr_pages();
+        self.charge(cpu, self.cost.rmap_walk + (nr - 1) * self.cost.pte_clear);
+        let mut referenced = 0;
+        for p in vp..vp + nr {
+            let pte = &mut self.mms[mm].ptes[p as usize];
+            if pte_present(*pte) && pte_pfn(*pte) == pfn && *pte & PTE_YOUNG != 0 {
+                *pte &= !PTE_YOUNG;
+                referenced += 1;
+            }
         }
+        referenced
     }
 
     /// should_defer_flush.
@@ -80,38 +85,82 @@ impl Kernel {
         }
     }
 
-    /// try_to_unmap (one VMA, order-0: folio_unmap_pte_batch gives nr = 1). Returns whether
-    /// the folio is now unmapped. Anon PTEs become swap entries pointing at the swap cache.
+    /// try_to_unmap (one VMA). Returns whether the folio is now unmapped. Anon PTEs become
+    /// swap entries pointing at the swap cache.
+    ///
+    /// try_to_unmap_one walks the folio's present PTEs (page_vma_mapped_walk); each iteration
+    /// is one step: folio_unmap_pte_batch gives its `nr`, get_and_clear_ptes clears them, one
+    /// set_tlb_ubc_flush_pending (or flush_tlb_range) and one rmap removal cover them. In 6.18
+    /// `nr` is 1 for file folios; with `file-large-folio-unmap` (seed 001) a file large folio's
+    /// run of consecutive present PTEs is one step (bounded by pmd_addr_end and the VMA end; an
+    /// aligned folio of order <= 9 never crosses either here). Cost: `rmap_walk` covers the
+    /// lock, the first step and its PTE; each further step `ttu_step`, each further PTE
+    /// within a step `pte_clear`.
     pub fn try_to_unmap(&mut self, cpu: CpuId, ubc: &mut TlbUbc, pfn: Pfn, flags: u32) -> bool {
-        let Some((mm, vp)) = self.folio_mapping_of(pfn) else {
+        let Some((mm, first)) = self.folio_mapping_of(pfn) else {
             return true;
         };
+        let f = *self.folios.get(pfn);
+        let anon = f.is_anon();
+        let nr_pages = f.nr_pages();
+        let batch = self.policy.file_large_folio_unmap && !f.test(pg::SWAPBACKED) && nr_pages > 1;
         self.charge(cpu, self.cost.rmap_walk);
-        // get_and_clear_ptes
-        let pteval = self.mms[mm].ptes[vp as usize];
-        let anon = self.folios.get(pfn).is_anon();
-        self.mms[mm].ptes[vp as usize] = if anon {
-            swp_entry_swapcache(pfn)
-        } else {
-            PTE_NONE
-        };
-        if self.should_defer_flush(cpu, mm, flags) {
-            self.set_tlb_ubc_flush_pending(ubc, mm, pteval);
-        } else {
-            // flush_tlb_range (tlb-batch off: flush_tlb_page, as before 4.3).
-            let freed = self.policy.range_flush_freed_tables && self.policy.tlb_batch;
-            self.flush_tlb_mm_range(cpu, mm, vp, vp + 1, freed);
+        let mut steps = 0u64;
+        let mut dirty = false;
+        let mut vp = first;
+        let end = first + nr_pages;
+        while vp < end {
+            let pte = self.mms[mm].ptes[vp as usize];
+            if !(pte_present(pte) && pte_pfn(pte) == pfn) {
+                vp += 1;
+                continue;
+            }
+            // folio_unmap_pte_batch
+            let mut nr = 1;
+            if batch {
+                while vp + nr < end {
+                    let next = self.mms[mm].ptes[(vp + nr) as usize];
+                    if !(pte_present(next) && pte_pfn(next) == pfn) {
+                        break;
+                    }
+                    nr += 1;
+                }
+            }
+            let extra = if steps > 0 { self.cost.ttu_step } else { 0 };
+            self.charge(cpu, extra + (nr - 1) * self.cost.pte_clear);
+            steps += 1;
+            // get_and_clear_ptes: the returned pteval carries the run's dirty/young bits.
+            let mut pteval = 0;
+            for p in vp..vp + nr {
+                pteval |= self.mms[mm].ptes[p as usize];
+                self.mms[mm].ptes[p as usize] = if anon {
+                    swp_entry_swapcache(pfn)
+                } else {
+                    PTE_NONE
+                };
+            }
+            if self.should_defer_flush(cpu, mm, flags) {
+                self.set_tlb_ubc_flush_pending(ubc, mm, pteval);
+            } else {
+                // flush_tlb_range (tlb-batch off: flush_tlb_page, as before 4.3).
+                let freed = self.policy.range_flush_freed_tables && self.policy.tlb_batch;
+                self.flush_tlb_mm_range(cpu, mm, vp, vp + nr, freed);
+            }
+            dirty |= pteval & PTE_DIRTY != 0;
+            let m = &mut self.mms[mm];
+            m.rss -= nr;
+            if anon {
+                m.swapents += nr;
+            }
+            self.ttu_steps += 1;
+            self.ttu_ptes += nr;
+            vp += nr;
         }
         let f = self.folios.get_mut(pfn);
-        if pteval & PTE_DIRTY != 0 {
+        if dirty {
             f.set(pg::DIRTY);
         }
         f.clear(pg::MAPPED);
-        let m = &mut self.mms[mm];
-        m.rss -= 1;
-        if anon {
-            m.swapents += 1;
-        }
         true
     }
 

@@ -378,8 +378,12 @@ impl Kernel {
             *pte = swp_entry_shadow(shadow);
             self.folios.get_mut(pfn).clear(pg::SWAPCACHE);
         } else {
-            let slot = &mut self.files[f.owner as usize].cache[f.index as usize];
-            *slot = swp_entry_shadow(shadow);
+            let start = f.index as usize;
+            for slot in
+                &mut self.files[f.owner as usize].cache[start..start + f.nr_pages() as usize]
+            {
+                *slot = swp_entry_shadow(shadow);
+            }
         }
     }
 
@@ -402,7 +406,9 @@ impl Kernel {
                         .position(|m| m.backing == crate::kernel::Backing::File(f.owner as usize))
                 };
                 if let Some(mm) = mm {
-                    self.check_no_tlb_maps(mm, f.index as u64, pfn);
+                    for vp in f.index as u64..f.index as u64 + f.nr_pages() {
+                        self.check_no_tlb_maps(mm, vp, pfn);
+                    }
                 }
             }
             self.folios.free(pfn);
@@ -542,9 +548,14 @@ impl Kernel {
             if !f.test(pg::ALLOCATED) || !f.is_file_lru() || !f.test(pg::DIRTY) {
                 continue;
             }
-            if let Some((mm, vp)) = self.folio_mapping_of(pfn) {
-                self.mms[mm].ptes[vp as usize] &= !(PTE_DIRTY | PTE_WRITE);
-                self.flush_tlb_mm_range(cpu, mm, vp, vp + 1, false);
+            if let Some((mm, first)) = self.folio_mapping_of(pfn) {
+                for vp in first..first + f.nr_pages() {
+                    let pte = &mut self.mms[mm].ptes[vp as usize];
+                    if pte_present(*pte) && pte_pfn(*pte) == pfn {
+                        *pte &= !(PTE_DIRTY | PTE_WRITE);
+                        self.flush_tlb_mm_range(cpu, mm, vp, vp + 1, false);
+                    }
+                }
             }
             let f = self.folios.get_mut(pfn);
             f.clear(pg::DIRTY);

@@ -1,8 +1,7 @@
 //! File-mapping workloads: `file-mmap-rw` (threads of one process sweep, or randomly access,
 //! a shared file mapping larger than the memcg) and `file-reclaim` (threads populate a
 //! read-only shared mapping, then memory.reclaim reclaims part of it and is timed).
-//! The page cache is clean order-0 folios for now (the folio order field is there for large
-//! folios later).
+//! Page-cache folios have `sim.file_folio_order` (default 0), created by filemap_fault.
 
 use super::{AccessModel, Sweep};
 
