@@ -96,17 +96,14 @@ pub fn simulate(
             e.place_tasks();
             e.run_until(duration, duration);
             let touched: u64 = e.k.tasks.iter().map(|t| t.pages_touched).sum();
-            let doc = result::build(
+            Ok(finish(
                 scn,
-                &e.k,
+                e.k,
                 secs,
-                Throughput {
-                    value: touched as f64 / secs,
-                    unit: "pages_per_sec".into(),
-                },
+                touched as f64 / secs,
+                "pages_per_sec",
                 notes,
-            );
-            Ok((e.k, doc))
+            ))
         }
         Workload::StressVm(w) => {
             let pages = w.bytes_per_worker() / PAGE;
@@ -124,17 +121,14 @@ pub fn simulate(
                 "bogo ops: stress-ng's first three vm methods (cache-lines, cache-stripe, checkerboard) in a loop, 64 units per page per call (see docs/sim-model.md)"
                     .to_string(),
             );
-            let doc = result::build(
+            Ok(finish(
                 scn,
-                &e.k,
+                e.k,
                 secs,
-                Throughput {
-                    value: ops / secs,
-                    unit: "bogo_ops_per_sec".into(),
-                },
+                ops / secs,
+                "bogo_ops_per_sec",
                 notes,
-            );
-            Ok((e.k, doc))
+            ))
         }
         Workload::FileMmapRw(w) => {
             let pages = w.file_bytes / PAGE;
@@ -158,17 +152,14 @@ pub fn simulate(
             e.place_tasks();
             e.run_until(duration, duration);
             let touched: u64 = e.k.tasks.iter().map(|t| t.pages_touched).sum();
-            let doc = result::build(
+            Ok(finish(
                 scn,
-                &e.k,
+                e.k,
                 secs,
-                Throughput {
-                    value: touched as f64 / secs,
-                    unit: "pages_per_sec".into(),
-                },
+                touched as f64 / secs,
+                "pages_per_sec",
                 notes,
-            );
-            Ok((e.k, doc))
+            ))
         }
         Workload::FileReclaim(w) => {
             let pages = w.file_bytes / PAGE;
@@ -201,19 +192,27 @@ pub fn simulate(
                 reclaimed,
                 w.reclaim_bytes / PAGE
             ));
-            let doc = result::build(
-                scn,
-                &e.k,
-                (e.k.cpus[0].clock) as f64 / 1e9,
-                Throughput {
-                    value: reclaim_s,
-                    unit: "reclaim_seconds".into(),
-                },
-                notes,
-            );
-            Ok((e.k, doc))
+            let secs = e.k.cpus[0].clock as f64 / 1e9;
+            Ok(finish(scn, e.k, secs, reclaim_s, "reclaim_seconds", notes))
         }
     }
+}
+
+/// The result document for a finished run, handing back the kernel for checks.
+fn finish(
+    scn: &Scenario,
+    k: Kernel,
+    secs: f64,
+    value: f64,
+    unit: &str,
+    notes: Vec<String>,
+) -> (Kernel, ResultDoc) {
+    let thr = Throughput {
+        value,
+        unit: unit.into(),
+    };
+    let doc = result::build(scn, &k, secs, thr, notes);
+    (k, doc)
 }
 
 /// Thread i's share [s, t) of `pages`.

@@ -1,23 +1,18 @@
 //! anon-sweep in the model (issue 6): placement decides who gets shootdowns, dirty PTEs decide
 //! how many, and the write ratio's random draws stay deterministic.
 
-use reclaimlab_core::{ResultDoc, Scenario, Target};
+mod common;
+
+use reclaimlab_core::ResultDoc;
 
 fn sim(sets: &[&str]) -> ResultDoc {
-    let mut all: Vec<String> = [
+    let base = [
         "workload.bytes=8M",
         "memcg.limit=4M",
         "run.duration=300ms",
         "sim.check=full",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    all.extend(sets.iter().map(|s| s.to_string()));
-    let scn = Scenario::load("anon-sweep", &all, Target::Sim).expect("scenario");
-    let doc = reclaimlab_sim::run(&scn, &Default::default()).expect("simulation");
-    scn.finish().expect("every sim key read");
-    doc
+    ];
+    common::sim_with("anon-sweep", &base, sets)
 }
 
 fn per_steal(d: &ResultDoc, key: &str) -> f64 {

@@ -1,28 +1,16 @@
 //! Seed 001 (`file-large-folio-unmap`): page-cache large folios (`sim.file_folio_order`) and
 //! try_to_unmap clearing a file large folio's PTE run in one try_to_unmap_one step.
 
-use reclaimlab_core::{ResultDoc, Scenario, Target};
-use reclaimlab_sim::config::{CheckLevel, Policy, SimConfig};
+mod common;
+
+use common::cfg;
+use reclaimlab_core::ResultDoc;
+use reclaimlab_sim::config::Policy;
 use reclaimlab_sim::kernel::{Backing, File, Kernel};
 use reclaimlab_sim::mm::folio::pg;
 use reclaimlab_sim::mm::memory::Access;
 use reclaimlab_sim::mm::pgtable::*;
 use reclaimlab_sim::mm::rmap::{TlbUbc, TTU_BATCH_FLUSH};
-
-fn cfg(order: u8) -> SimConfig {
-    SimConfig {
-        tlb_entries: 64,
-        tlb_ways: 4,
-        tick_ns: 4_000_000,
-        migrate_per_tick: 0.0,
-        migrate_per_tick_shared: 0.0,
-        bogo_units_per_page: 512,
-        step_pages: 16,
-        progress_every_ns: 1_000_000_000,
-        check: CheckLevel::Full,
-        file_folio_order: order,
-    }
-}
 
 /// A 2-CPU kernel with a 64-page file mapped read-only, its first 16 pages read by a task on
 /// CPU 0. Returns the kernel and the folio of page 0.
@@ -96,21 +84,14 @@ fn order0_patch_changes_nothing_on_one_folio() {
 }
 
 fn sim(sets: &[&str]) -> ResultDoc {
-    let mut all: Vec<String> = [
+    let base = [
         "machine.cpus=4",
         "workload.file_bytes=16M",
         "workload.reclaim_bytes=8M",
         "memcg.limit=32M",
         "sim.check=full",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    all.extend(sets.iter().map(|s| s.to_string()));
-    let scn = Scenario::load("file-reclaim", &all, Target::Sim).expect("scenario");
-    let doc = reclaimlab_sim::run(&scn, &Default::default()).expect("simulation");
-    scn.finish().expect("every sim key read");
-    doc
+    ];
+    common::sim_with("file-reclaim", &base, sets)
 }
 
 const PATCH: &str = "kernel.patches=[\"file-large-folio-unmap\"]";

@@ -1,25 +1,16 @@
 //! Mechanism tests (issue 3): each sets up a tiny machine by hand and checks one kernel
 //! behaviour through the model's own counters.
 
-use reclaimlab_sim::config::{CheckLevel, Policy, SimConfig};
+mod common;
+
+use reclaimlab_sim::config::{Policy, SimConfig};
 use reclaimlab_sim::kernel::{Backing, Kernel};
 use reclaimlab_sim::mm::memory::Access;
 use reclaimlab_sim::mm::pgtable::*;
 use reclaimlab_sim::mm::rmap::{TlbUbc, TTU_BATCH_FLUSH};
 
 fn cfg() -> SimConfig {
-    SimConfig {
-        tlb_entries: 64,
-        tlb_ways: 4,
-        tick_ns: 4_000_000,
-        migrate_per_tick: 0.0,
-        migrate_per_tick_shared: 0.0,
-        bogo_units_per_page: 512,
-        step_pages: 16,
-        progress_every_ns: 1_000_000_000,
-        check: CheckLevel::Full,
-        file_folio_order: 0,
-    }
+    common::cfg(0)
 }
 
 fn kernel(cpus: usize, limit_pages: u64) -> Kernel {

@@ -1,15 +1,12 @@
 //! Whole-scenario tests: determinism, end-of-run invariants (with the per-flush and per-free
 //! checks on), and that each workload produces the counters it should.
 
-use reclaimlab_core::{ResultDoc, Scenario, Target};
+mod common;
+
+use reclaimlab_core::ResultDoc;
 
 fn sim(name: &str, sets: &[&str]) -> ResultDoc {
-    let mut all: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    all.push("sim.check=full".into());
-    let scn = Scenario::load(name, &all, Target::Sim).expect("scenario");
-    let doc = reclaimlab_sim::run(&scn, &Default::default()).expect("simulation");
-    scn.finish().expect("every sim key read");
-    doc
+    common::sim_with(name, sets, &["sim.check=full"])
 }
 
 const SMALL_VM: &[&str] = &[

@@ -1,0 +1,30 @@
+//! Helpers shared by the sim's integration tests.
+#![allow(dead_code)] // each test binary uses its own subset
+
+use reclaimlab_core::{ResultDoc, Scenario, Target};
+use reclaimlab_sim::config::{CheckLevel, SimConfig};
+
+/// A tiny, fully checked machine: small TLBs, no migration, invariants after every step.
+pub fn cfg(file_folio_order: u8) -> SimConfig {
+    SimConfig {
+        tlb_entries: 64,
+        tlb_ways: 4,
+        tick_ns: 4_000_000,
+        migrate_per_tick: 0.0,
+        migrate_per_tick_shared: 0.0,
+        bogo_units_per_page: 512,
+        step_pages: 16,
+        progress_every_ns: 1_000_000_000,
+        check: CheckLevel::Full,
+        file_folio_order,
+    }
+}
+
+/// Simulate a shipped scenario with `base` then `sets` applied; every `sim.*` key must be read.
+pub fn sim_with(name: &str, base: &[&str], sets: &[&str]) -> ResultDoc {
+    let all: Vec<String> = base.iter().chain(sets).map(|s| s.to_string()).collect();
+    let scn = Scenario::load(name, &all, Target::Sim).expect("scenario");
+    let doc = reclaimlab_sim::run(&scn, &Default::default()).expect("simulation");
+    scn.finish().expect("every sim key read");
+    doc
+}
