@@ -24,6 +24,7 @@
 
 pub mod model;
 mod search;
+pub mod sim_replay;
 
 pub use model::{
     Arch, Behaviour, Choice, Event, Folio, FolioKind, KernelStep, Model, Mutation, StoreVia,
@@ -303,6 +304,9 @@ pub struct CheckReport {
     pub exhausted: bool,
     pub seconds: f64,
     pub counterexample: Option<Counterexample>,
+    /// The counterexample replayed through the simulator's own reclaim functions (issue 5),
+    /// or why it could not be.
+    pub sim_replay: Option<sim_replay::SimReplay>,
     pub notes: Vec<String>,
 }
 
@@ -361,6 +365,9 @@ pub fn check(cfg: &CheckConfig) -> Result<CheckReport, String> {
         depth_reached: out.depth_reached,
         exhausted: out.exhausted,
         seconds,
+        sim_replay: counterexample
+            .as_ref()
+            .map(|cx| sim_replay::replay_in_sim(cfg, cx)),
         counterexample,
         notes: cfg.notes(),
     })
@@ -505,7 +512,26 @@ impl fmt::Display for CheckReport {
                         writeln!(f, "     ==> {v}")?;
                     }
                 }
-                Ok(())
+                match &self.sim_replay {
+                    Some(r) if r.not_replayed.is_some() => writeln!(
+                        f,
+                        "not replayed in the simulator: {}",
+                        r.not_replayed.as_deref().unwrap_or_default()
+                    ),
+                    Some(r) if r.confirmed => {
+                        writeln!(f, "replayed in the simulator: confirmed")?;
+                        for x in &r.findings {
+                            writeln!(f, "     ==> {x}")?;
+                        }
+                        Ok(())
+                    }
+                    Some(r) => writeln!(
+                        f,
+                        "replayed in the simulator: NOT confirmed (the simulator's oracle found nothing; steps: {})",
+                        r.log.join("; ")
+                    ),
+                    None => Ok(()),
+                }
             }
             (Verdict::Counterexample, None) => writeln!(f, "verdict: counterexample (missing)"),
         }

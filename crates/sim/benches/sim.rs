@@ -1,6 +1,11 @@
 //! `cargo bench -p reclaimlab-sim [-- SCENARIO [KEY=VALUE...]]`: simulate the 16-CPU seed-000
 //! stress-vm scenario (60 simulated seconds) and print simulated events per second, wall time,
 //! peak RSS and bytes per simulated 4 KiB page.
+//!
+//! `cargo bench -p reclaimlab-sim -- --oracle-cost [SCENARIO [KEY=VALUE...]]` instead runs the
+//! scenario alternately with the lost-write oracle off and on (3 times each) and prints the
+//! median CPU time of each and their ratio (CPU time, not wall time, so that other load on the
+//! machine matters less).
 
 use reclaimlab_core::{Scenario, Target, Workload};
 use std::time::Instant;
@@ -16,13 +21,52 @@ fn vm_hwm_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// This process's user + system CPU time in seconds (/proc/self/stat utime + stime).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may contain spaces) start at state (field 3).
+    let rest = stat.rsplit_once(')').map(|x| x.1).unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = f.get(11).and_then(|x| x.parse().ok()).unwrap_or(0.0)
+        + f.get(12).and_then(|x| x.parse().ok()).unwrap_or(0.0);
+    ticks / 100.0 // USER_HZ
+}
+
+fn oracle_cost(name: &str, sets: &[String]) {
+    let mut times = [Vec::new(), Vec::new()];
+    for rep in 0..3 {
+        for (i, on) in [false, true].into_iter().enumerate() {
+            let mut s = sets.to_vec();
+            s.push(format!("sim.oracle={on}"));
+            let scn = Scenario::load(name, &s, Target::Sim).expect("scenario");
+            let t = cpu_seconds();
+            reclaimlab_sim::run(&scn, &Default::default()).expect("simulation");
+            let dt = cpu_seconds() - t;
+            eprintln!("rep {rep} oracle {on}: {dt:.2} s CPU");
+            times[i].push(dt);
+        }
+    }
+    for t in &mut times {
+        t.sort_by(f64::total_cmp);
+    }
+    let (off, on) = (times[0][1], times[1][1]);
+    println!(
+        "scenario {name}: median CPU time oracle off {off:.2} s, on {on:.2} s: oracle costs {:+.1}%",
+        (on / off - 1.0) * 100.0
+    );
+}
+
 fn main() {
+    let cost = std::env::args().any(|a| a == "--oracle-cost");
     let args: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with("--"))
         .collect();
     let name = args.first().cloned().unwrap_or_else(|| "stress-vm".into());
     let sets: Vec<String> = args.iter().skip(1).cloned().collect();
+    if cost {
+        return oracle_cost(&name, &sets);
+    }
     let scn = Scenario::load(&name, &sets, Target::Sim).expect("scenario");
     let base_kib = vm_hwm_kib();
     let t = Instant::now();

@@ -41,6 +41,8 @@ pub struct SimConfig {
     /// default 0): a page-cache miss allocates a folio of 2^order pages aligned in the file
     /// (smaller near the end of the file), as readahead on a large-folio filesystem does.
     pub file_folio_order: u8,
+    /// The lost-write oracle (`sim.oracle`, default true; off only to measure its cost).
+    pub oracle: bool,
 }
 
 /// Kernel behaviour at the decision points the seed series change (Linux 6.18 on x86 here).
@@ -62,6 +64,9 @@ pub struct Policy {
     /// Seed 001 (file-large-folio-unmap): folio_unmap_pte_batch batches file folios, so
     /// try_to_unmap_one clears a file large folio's PTE run in one step.
     pub file_large_folio_unmap: bool,
+    /// `unsafe-defer-dirty-flush`: try_to_unmap_flush_dirty does nothing, so pageout can
+    /// start while a CPU still holds a writable translation (for the oracle and `check`).
+    pub unsafe_defer_dirty_flush: bool,
 }
 
 impl Policy {
@@ -74,6 +79,7 @@ impl Policy {
             range_flush_freed_tables: true,
             batch_dirty_flush: false,
             file_large_folio_unmap: false,
+            unsafe_defer_dirty_flush: false,
         }
     }
 
@@ -81,13 +87,22 @@ impl Policy {
     /// (reclaimlab_core::policy). Patches other than tlb-batch, batch-dirty-flush and file-large-folio-unmap are not
     /// modelled yet.
     pub fn from_scenario(scn: &Scenario) -> anyhow::Result<Policy> {
-        use reclaimlab_core::policy::{KernelPolicy, Patch};
+        use reclaimlab_core::policy::KernelPolicy;
         let kp = KernelPolicy::new(&scn.kernel.preset, &scn.kernel.patches)
             .map_err(|e| anyhow::anyhow!(e))?;
+        Policy::from_kernel_policy(&kp)
+    }
+
+    /// The simulator's decision points for a resolved `PRESET[+PATCH...]`.
+    pub fn from_kernel_policy(
+        kp: &reclaimlab_core::policy::KernelPolicy,
+    ) -> anyhow::Result<Policy> {
+        use reclaimlab_core::policy::Patch;
         let modelled = [
             Patch::TlbBatch,
             Patch::BatchDirtyFlush,
             Patch::FileLargeFolioUnmap,
+            Patch::UnsafeDeferDirtyFlush,
         ];
         if let Some(p) = kp.patches.iter().find(|p| !modelled.contains(p)) {
             anyhow::bail!(
@@ -104,8 +119,28 @@ impl Policy {
             range_flush_freed_tables: kp.preset != "4.2",
             batch_dirty_flush: kp.has(Patch::BatchDirtyFlush),
             file_large_folio_unmap: kp.has(Patch::FileLargeFolioUnmap),
+            unsafe_defer_dirty_flush: kp.has(Patch::UnsafeDeferDirtyFlush),
             ..Policy::linux_6_18()
         })
+    }
+}
+
+impl Default for SimConfig {
+    /// The `[sim]` defaults (each documented at its field).
+    fn default() -> SimConfig {
+        SimConfig {
+            tlb_entries: 2048,
+            tlb_ways: 16,
+            tick_ns: 4_000_000,
+            migrate_per_tick: 0.0015,
+            migrate_per_tick_shared: 0.034,
+            bogo_units_per_page: 512,
+            step_pages: 64,
+            progress_every_ns: 5_000_000,
+            check: CheckLevel::End,
+            file_folio_order: 0,
+            oracle: true,
+        }
     }
 }
 
@@ -113,21 +148,24 @@ impl SimConfig {
     /// Read every `sim.*` key this backend supports (the CLI rejects the rest afterwards).
     pub fn from_scenario(scn: &Scenario) -> anyhow::Result<SimConfig> {
         let s = &scn.source;
+        let d = SimConfig::default();
         let cfg = SimConfig {
-            tlb_entries: s.u64_or("sim.tlb_entries", 2048)? as usize,
-            tlb_ways: s.u64_or("sim.tlb_ways", 16)? as usize,
-            tick_ns: s.duration_ns_or("sim.tick", 4_000_000)?,
-            migrate_per_tick: s.f64_or("sim.migrate_per_tick", 0.0015)?,
-            migrate_per_tick_shared: s.f64_or("sim.migrate_per_tick_shared", 0.034)?,
-            bogo_units_per_page: s.u64_or("sim.bogo_units_per_page", 512)?,
-            step_pages: s.u64_or("sim.step_pages", 64)?,
-            progress_every_ns: s.duration_ns_or("sim.progress_every", 5_000_000)?,
+            tlb_entries: s.u64_or("sim.tlb_entries", d.tlb_entries as u64)? as usize,
+            tlb_ways: s.u64_or("sim.tlb_ways", d.tlb_ways as u64)? as usize,
+            tick_ns: s.duration_ns_or("sim.tick", d.tick_ns)?,
+            migrate_per_tick: s.f64_or("sim.migrate_per_tick", d.migrate_per_tick)?,
+            migrate_per_tick_shared: s
+                .f64_or("sim.migrate_per_tick_shared", d.migrate_per_tick_shared)?,
+            bogo_units_per_page: s.u64_or("sim.bogo_units_per_page", d.bogo_units_per_page)?,
+            step_pages: s.u64_or("sim.step_pages", d.step_pages)?,
+            progress_every_ns: s.duration_ns_or("sim.progress_every", d.progress_every_ns)?,
             check: match s.str_or("sim.check", "end")?.as_str() {
                 "end" => CheckLevel::End,
                 "full" => CheckLevel::Full,
                 o => return Err(s.err("sim.check", format!("{o:?}: use end or full")).into()),
             },
             file_folio_order: s.u64_or("sim.file_folio_order", 0)? as u8,
+            oracle: s.bool_or("sim.oracle", d.oracle)?,
         };
         if cfg.tlb_ways == 0
             || cfg.tlb_entries < cfg.tlb_ways

@@ -119,6 +119,8 @@ pub struct Kernel {
     pub invariant_errors: Vec<String>,
     /// Dirty file folios reclaim tagged PG_reclaim, for the flusher (wakeup_flusher_threads).
     pub writeback_queue: Vec<crate::mm::folio::Pfn>,
+    /// The lost-write oracle (issue 5).
+    pub oracle: crate::oracle::Oracle,
 }
 
 impl Kernel {
@@ -167,6 +169,7 @@ impl Kernel {
             reclaim_ns: 0,
             invariant_errors: Vec::new(),
             writeback_queue: Vec::new(),
+            oracle: crate::oracle::Oracle::new(cfg.oracle),
             cfg,
             policy,
         }

@@ -12,6 +12,8 @@ pub mod engine;
 pub mod invariants;
 pub mod kernel;
 pub mod mm;
+pub mod oracle;
+pub mod replay;
 pub mod result;
 pub mod sched;
 pub mod workload;
@@ -42,7 +44,20 @@ pub fn run(scn: &Scenario, opts: &SimOptions) -> anyhow::Result<ResultDoc> {
     if scn.machine.arch != reclaimlab_core::scenario::Arch::X86 {
         anyhow::bail!("machine.arch = arm64 is not modelled yet (issue 4): use x86");
     }
-    let (k, doc) = simulate(scn, cfg, policy, opts)?;
+    let (k, doc) = simulate(scn, cfg.clone(), policy.clone(), opts)?;
+    if let Some(first) = k.oracle.findings.first().cloned() {
+        // Run again (deterministic) watching the first finding's page for the trace.
+        let (owner, page) = first.page();
+        let nr = match first {
+            oracle::Finding::LostWrite { pages, .. } => pages,
+            _ => 1,
+        };
+        let trace = trace_page(scn, cfg, policy, (owner, page, nr))?;
+        anyhow::bail!(
+            "{}",
+            oracle::report(&k.oracle, &first, &trace)
+        );
+    }
     let errs = {
         let mut k = k;
         k.check_invariants()
@@ -57,6 +72,20 @@ pub fn run(scn: &Scenario, opts: &SimOptions) -> anyhow::Result<ResultDoc> {
     Ok(doc)
 }
 
+/// Re-run the scenario with the oracle watching one page; returns that page's events.
+pub fn trace_page(
+    scn: &Scenario,
+    cfg: SimConfig,
+    policy: Policy,
+    watch: (oracle::Owner, u64, u64),
+) -> anyhow::Result<Vec<String>> {
+    let watch = std::cell::Cell::new(Some(watch));
+    let (k, _) = simulate_with(scn, cfg, policy, &SimOptions::default(), &|k: &mut Kernel| {
+        k.oracle.watch = watch.take();
+    })?;
+    Ok(k.oracle.trace)
+}
+
 fn pinned(cpus: &CpuSet, i: usize) -> Option<usize> {
     cpus.for_worker(i)
 }
@@ -68,8 +97,19 @@ pub fn simulate(
     policy: Policy,
     opts: &SimOptions,
 ) -> anyhow::Result<(Kernel, ResultDoc)> {
+    simulate_with(scn, cfg, policy, opts, &|_| {})
+}
+
+/// [`simulate`], with a hook that sees the kernel before the workload starts.
+fn simulate_with(
+    scn: &Scenario,
+    cfg: SimConfig,
+    policy: Policy,
+    opts: &SimOptions,
+    setup: &dyn Fn(&mut Kernel),
+) -> anyhow::Result<(Kernel, ResultDoc)> {
     let limit_pages = scn.memcg.limit_bytes / PAGE;
-    let k = Kernel::new(
+    let mut k = Kernel::new(
         cfg.clone(),
         policy,
         scn.machine.cpus,
@@ -78,6 +118,7 @@ pub fn simulate(
         scn.memcg.swappiness as u64,
         scn.run.seed,
     );
+    setup(&mut k);
     let duration = scn.run.duration_ns;
     let secs = duration as f64 / 1e9;
     let mut notes = Vec::new();

@@ -53,6 +53,13 @@ pub fn build(
         serde_json::Value::from(k.reclaim_ns as f64 / 1e9),
     );
     extra.insert("stale_tlb_writes".into(), j(k.stale_tlb_writes));
+    if k.oracle.enabled {
+        extra.insert("oracle_lost_writes".into(), j(k.oracle.lost_writes));
+        extra.insert(
+            "oracle_use_after_free_writes".into(),
+            j(k.oracle.use_after_free_writes),
+        );
+    }
     extra.insert("swap_used_pages".into(), j(k.swap.used));
     extra.insert("ttu_steps".into(), j(k.ttu_steps));
     extra.insert("ttu_ptes".into(), j(k.ttu_ptes));

@@ -26,8 +26,8 @@ impl Kernel {
         let need = if write { TLB_WRITABLE | TLB_DIRTY } else { 0 };
         if let Some((pfn, flags)) = self.cpus[cpu].tlb.lookup(mm, vp) {
             if flags & need == need {
-                let pte = self.mms[mm].ptes[vp as usize];
-                if !(pte_present(pte) && pte_pfn(pte) == pfn) && pfn != ZERO_PFN {
+                let stale = pfn != ZERO_PFN && !self.pte_maps(mm, vp, pfn);
+                if stale {
                     // A store (or load) through a stale translation: the race the dirty flush
                     // rule exists for. Counted; a store into a freed frame is a bug.
                     self.stale_tlb_writes += write as u64;
@@ -36,6 +36,9 @@ impl Kernel {
                             "CPU {cpu} accessed freed pfn {pfn} through a stale TLB entry (mm {mm} page {vp})"
                         ));
                     }
+                }
+                if write {
+                    self.oracle_store(cpu, mm, vp, pfn, stale);
                 }
                 self.charge(cpu, self.cost.touch_page);
                 return Access::TlbHit;
@@ -62,6 +65,9 @@ impl Kernel {
             0
         } | if pte & PTE_DIRTY != 0 { TLB_DIRTY } else { 0 };
         self.cpus[cpu].tlb.fill(mm, vp, pte_pfn(pte), flags);
+        if write {
+            self.oracle_store(cpu, mm, vp, pte_pfn(pte), false);
+        }
         self.charge(cpu, self.cost.tlb_walk + self.cost.touch_page);
         result
     }

@@ -49,6 +49,7 @@ impl Kernel {
                 }
                 self.folios.get_mut(pfn).clear(pg::MAPPED);
                 self.memcg.uncharge(1);
+                self.oracle_discard(pfn);
                 self.folios.free(pfn);
             }
             self.mms[mm].ptes[vp] = PTE_NONE;

@@ -139,7 +139,13 @@ impl Kernel {
                     PTE_NONE
                 };
             }
-            if self.should_defer_flush(cpu, mm, flags) {
+            let deferred = self.should_defer_flush(cpu, mm, flags);
+            if self.oracle.watch.is_some() {
+                for p in vp..vp + nr {
+                    self.oracle_unmapped(cpu, mm, p, deferred);
+                }
+            }
+            if deferred {
                 self.set_tlb_ubc_flush_pending(ubc, mm, pteval);
             } else {
                 // flush_tlb_range (tlb-batch off: flush_tlb_page, as before 4.3).
@@ -169,6 +175,7 @@ impl Kernel {
         if !ubc.flush_required {
             return;
         }
+        self.oracle_flush(cpu, "try_to_unmap_flush: arch_tlbbatch_flush");
         self.arch_tlbbatch_flush(cpu, &mut ubc.arch);
         ubc.flush_required = false;
         ubc.writable = false;
@@ -176,6 +183,14 @@ impl Kernel {
 
     /// try_to_unmap_flush_dirty: flush only if a dirty PTE was deferred.
     pub fn try_to_unmap_flush_dirty(&mut self, cpu: CpuId, ubc: &mut TlbUbc) {
+        if self.policy.unsafe_defer_dirty_flush {
+            // The 2015 RFC's first form: the dirty flush is left to the batch flush after
+            // pageout (deliberately unsafe; `check` must catch it).
+            if ubc.writable {
+                self.oracle_flush(cpu, "try_to_unmap_flush_dirty: SKIPPED (unsafe policy)");
+            }
+            return;
+        }
         if ubc.writable {
             self.try_to_unmap_flush(cpu, ubc);
         }

@@ -358,7 +358,8 @@ impl Kernel {
     }
 
     /// pageout → swap_writeout to zram: synchronous compress; the folio is clean after.
-    fn pageout(&mut self, cpu: CpuId, pfn: Pfn) {
+    pub(crate) fn pageout(&mut self, cpu: CpuId, pfn: Pfn) {
+        self.oracle_writeout(cpu, pfn, "pageout (swap_writeout)");
         let f = self.folios.get_mut(pfn);
         f.clear(pg::DIRTY);
         let n = f.nr_pages();
@@ -368,7 +369,7 @@ impl Kernel {
     }
 
     /// __remove_mapping: leave a workingset shadow where the folio was.
-    fn remove_mapping(&mut self, cpu: CpuId, pfn: Pfn) {
+    pub(crate) fn remove_mapping(&mut self, cpu: CpuId, pfn: Pfn) {
         self.charge(cpu, self.cost.remove_mapping);
         let shadow = self.workingset_eviction(pfn);
         let f = *self.folios.get(pfn);
@@ -388,7 +389,7 @@ impl Kernel {
     }
 
     /// Free a batch: memcg uncharge, then try_to_unmap_flush, then free_unref_folios.
-    fn free_folio_batch(&mut self, cpu: CpuId, ubc: &mut TlbUbc, batch: &mut Vec<Pfn>) {
+    pub(crate) fn free_folio_batch(&mut self, cpu: CpuId, ubc: &mut TlbUbc, batch: &mut Vec<Pfn>) {
         if batch.is_empty() {
             return;
         }
@@ -411,6 +412,7 @@ impl Kernel {
                     }
                 }
             }
+            self.oracle_free(cpu, pfn);
             self.folios.free(pfn);
         }
     }
@@ -443,16 +445,12 @@ impl Kernel {
             let mut activate = activate;
             if !activate {
                 let f = *self.folios.get(pfn);
-                if f.is_anon() && f.test(pg::SWAPBACKED) && !f.test(pg::SWAPCACHE) {
-                    self.charge(cpu, self.cost.add_to_swap);
-                    if self.swap.alloc_slot() {
-                        let f = self.folios.get_mut(pfn);
-                        f.set(pg::SWAPCACHE);
-                        // V26 marks the folio dirty unconditionally after adding it.
-                        f.set(pg::DIRTY);
-                    } else {
-                        activate = true;
-                    }
+                if f.is_anon()
+                    && f.test(pg::SWAPBACKED)
+                    && !f.test(pg::SWAPCACHE)
+                    && !self.folio_alloc_swap(cpu, pfn)
+                {
+                    activate = true;
                 }
             }
             if !activate && self.folios.get(pfn).test(pg::MAPPED) {
@@ -507,6 +505,19 @@ impl Kernel {
         (nr_reclaimed, stat, ret)
     }
 
+    /// folio_alloc_swap (add_to_swap): a slot and the swap cache; false when swap is full.
+    pub(crate) fn folio_alloc_swap(&mut self, cpu: CpuId, pfn: Pfn) -> bool {
+        self.charge(cpu, self.cost.add_to_swap);
+        if !self.swap.alloc_slot() {
+            return false;
+        }
+        let f = self.folios.get_mut(pfn);
+        f.set(pg::SWAPCACHE);
+        // V26 marks the folio dirty unconditionally after adding it.
+        f.set(pg::DIRTY);
+        true
+    }
+
     /// __remove_mapping, then free_it: onto the free batch, which is flushed and freed when full.
     fn free_it(&mut self, cpu: CpuId, ubc: &mut TlbUbc, pfn: Pfn, free: &mut Vec<Pfn>) -> u64 {
         self.remove_mapping(cpu, pfn);
@@ -557,6 +568,7 @@ impl Kernel {
                     }
                 }
             }
+            self.oracle_writeout(cpu, pfn, "the flusher's writeback");
             let f = self.folios.get_mut(pfn);
             f.clear(pg::DIRTY);
             f.clear(pg::RECLAIM);

@@ -17,6 +17,7 @@ pub fn cfg(file_folio_order: u8) -> SimConfig {
         progress_every_ns: 1_000_000_000,
         check: CheckLevel::Full,
         file_folio_order,
+        oracle: true,
     }
 }
 
