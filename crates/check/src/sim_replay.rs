@@ -48,7 +48,10 @@ pub fn to_sim_steps(model: &Model, cx: &Counterexample) -> Result<Vec<Step>, Str
                 folio: *folio as usize,
             },
             KernelStep::TryToUnmapFlushDirty { .. } => Step::TryToUnmapFlushDirty,
-            KernelStep::Pageout { folio, written: true } => Step::Pageout {
+            KernelStep::Pageout {
+                folio,
+                written: true,
+            } => Step::Pageout {
                 folio: *folio as usize,
             },
             KernelStep::RemoveMapping {
@@ -70,7 +73,12 @@ pub fn to_sim_steps(model: &Model, cx: &Counterexample) -> Result<Vec<Step>, Str
             },
             KernelStep::EnterLazyTlb { cpu } => Step::EnterLazyTlb { cpu: *cpu as usize },
             KernelStep::SwitchMm { cpu, .. } => Step::SwitchMm { cpu: *cpu as usize },
-            other => return Err(format!("step {}: {other:?} has no simulator counterpart", t.step)),
+            other => {
+                return Err(format!(
+                    "step {}: {other:?} has no simulator counterpart",
+                    t.step
+                ))
+            }
         };
         out.push(s);
     }

@@ -21,11 +21,19 @@ fn unsafe_counterexample_is_a_lost_write_in_the_simulator() {
     for (cpus, pages) in [(2, 1), (3, 2)] {
         let c = cfg("6.18+unsafe-defer-dirty-flush", cpus, pages);
         let r = check(&c).unwrap();
-        assert_eq!(r.verdict, Verdict::Counterexample, "{cpus} CPUs {pages} pages");
+        assert_eq!(
+            r.verdict,
+            Verdict::Counterexample,
+            "{cpus} CPUs {pages} pages"
+        );
         let cx = r.counterexample.as_ref().unwrap();
         let sim = replay_in_sim(&c, cx);
         assert_eq!(sim.not_replayed, None);
-        assert!(sim.confirmed, "simulator did not lose the write: {:#?}", sim.log);
+        assert!(
+            sim.confirmed,
+            "simulator did not lose the write: {:#?}",
+            sim.log
+        );
         assert!(
             sim.findings[0].starts_with("LOST WRITE"),
             "{:?}",
@@ -54,14 +62,19 @@ fn same_interleaving_under_6_18_loses_nothing_in_the_simulator() {
             s => s,
         })
         .collect();
-    let safe = Machine::anon(Policy::linux_6_18(), 2, 1).run(&steps).unwrap();
+    let safe = Machine::anon(Policy::linux_6_18(), 2, 1)
+        .run(&steps)
+        .unwrap();
     assert!(safe.findings.is_empty(), "{:?}", safe.findings);
     let unsafe_policy = Policy {
         unsafe_defer_dirty_flush: true,
         ..Policy::linux_6_18()
     };
     let lost = Machine::anon(unsafe_policy, 2, 1).run(&steps).unwrap();
-    assert!(matches!(lost.findings[..], [Finding::LostWrite { page: 0, .. }]));
+    assert!(matches!(
+        lost.findings[..],
+        [Finding::LostWrite { page: 0, .. }]
+    ));
 }
 
 #[test]

@@ -13,6 +13,15 @@ pub enum CheckLevel {
     Full,
 }
 
+/// How finely reclaim interleaves with the other CPUs (`sim.interleave`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Interleave {
+    /// A direct-reclaim call is one engine step (fast; the default).
+    Step,
+    /// Other CPUs run at a preemption point after each folio of shrink_folio_list.
+    Folio,
+}
+
 #[derive(Clone, Debug)]
 pub struct SimConfig {
     /// Per-CPU TLB capacity in entries (a Zen-class L2 DTLB holds 2048 4K entries).
@@ -43,6 +52,8 @@ pub struct SimConfig {
     pub file_folio_order: u8,
     /// The lost-write oracle (`sim.oracle`, default true; off only to measure its cost).
     pub oracle: bool,
+    /// `sim.interleave`: `step` (default) or `folio` (engine.rs).
+    pub interleave: Interleave,
 }
 
 /// Kernel behaviour at the decision points the seed series change (Linux 6.18 on x86 here).
@@ -140,6 +151,7 @@ impl Default for SimConfig {
             check: CheckLevel::End,
             file_folio_order: 0,
             oracle: true,
+            interleave: Interleave::Step,
         }
     }
 }
@@ -166,6 +178,15 @@ impl SimConfig {
             },
             file_folio_order: s.u64_or("sim.file_folio_order", 0)? as u8,
             oracle: s.bool_or("sim.oracle", d.oracle)?,
+            interleave: match s.str_or("sim.interleave", "step")?.as_str() {
+                "step" => Interleave::Step,
+                "folio" => Interleave::Folio,
+                o => {
+                    return Err(s
+                        .err("sim.interleave", format!("{o:?}: use step or folio"))
+                        .into())
+                }
+            },
         };
         if cfg.tlb_ways == 0
             || cfg.tlb_entries < cfg.tlb_ways

@@ -62,6 +62,10 @@ pub struct CostTable {
     /// One more PTE cleared inside a batched step (folio_pte_batch's compare and
     /// get_and_clear_ptes' xchg on a cached PTE line): ~10 ns. Estimate, not measured.
     pub pte_clear: u64,
+    /// A fault that finds its folio locked by reclaim (`sim.interleave = "folio"` only): the
+    /// task sleeps in folio_wait_bit until reclaim unlocks it; modelled as a 1 us wait and a
+    /// retry. Estimate, not measured.
+    pub folio_lock_wait: u64,
 }
 
 impl CostTable {
@@ -88,6 +92,7 @@ impl CostTable {
             gup_page: 100,
             ttu_step: 150,
             pte_clear: 10,
+            folio_lock_wait: 1000,
         }
     }
 }

@@ -7,31 +7,42 @@
 //! Approximation: a step's state changes apply at once. Because the stepped CPU has the
 //! minimum clock, every other CPU is at or after the step's start when an IPI reaches it; the
 //! target is charged its handling time and the sender waits for the slowest ack
-//! (arch/x86/tlb.rs). A direct-reclaim call is one step, so no other CPU observes its
-//! intermediate states (e.g. a cleared PTE whose flush is still pending).
+//! (arch/x86/tlb.rs). With `sim.interleave = "step"` (the default) a direct-reclaim call is one
+//! step, so no other CPU observes its intermediate states (e.g. a cleared PTE whose flush is
+//! still pending). With `"folio"`, shrink_folio_list stops after each folio (and after each
+//! pageout) at a preemption point where every other busy CPU runs until it catches up with the
+//! reclaimer's clock ([`Kernel::reclaim_preempt`]): their stores can then meet the reclaimer's
+//! pending flushes, which is what the lost-write oracle watches.
 
+use crate::config::Interleave;
 use crate::kernel::{CpuId, Kernel, TaskId};
 use crate::mm::memory::Access;
 use crate::sched::RunQueues;
 use crate::workload::{AccessModel, Sweep};
 use rand::Rng;
+use std::rc::Rc;
+
+/// What the engine needs while the kernel runs: run queues and the workload's access model.
+/// It lives in the Kernel so that a reclaim preemption point can step other CPUs.
+#[derive(Default)]
+pub struct Runner {
+    pub rqs: RunQueues,
+    pub model: Rc<AccessModel>,
+}
 
 pub struct Engine<'a> {
     pub k: Kernel,
-    pub rqs: RunQueues,
-    pub model: AccessModel,
     pub progress: Option<&'a dyn Fn(u64, u64)>,
 }
 
 impl<'a> Engine<'a> {
-    pub fn new(k: Kernel, model: AccessModel) -> Engine<'a> {
+    pub fn new(mut k: Kernel, model: AccessModel) -> Engine<'a> {
         let n = k.nr_cpus();
-        Engine {
-            k,
+        k.runner = Runner {
             rqs: RunQueues::new(n),
-            model,
-            progress: None,
-        }
+            model: Rc::new(model),
+        };
+        Engine { k, progress: None }
     }
 
     /// Place the tasks: pinned ones on their CPU, unpinned ones round-robin.
@@ -39,25 +50,14 @@ impl<'a> Engine<'a> {
         let n = self.k.nr_cpus();
         for t in 0..self.k.tasks.len() {
             let cpu = self.k.tasks[t].pinned.unwrap_or(t % n);
-            self.k.enqueue(&mut self.rqs, cpu, t, 0);
+            self.k.with_rqs(|k, rqs| k.enqueue(rqs, cpu, t, 0));
         }
-    }
-
-    /// The busy CPU with the smallest clock.
-    fn next_cpu(&self) -> Option<CpuId> {
-        let mut best: Option<CpuId> = None;
-        for (i, c) in self.k.cpus.iter().enumerate() {
-            if c.curr.is_some() && best.is_none_or(|b| c.clock < self.k.cpus[b].clock) {
-                best = Some(i);
-            }
-        }
-        best
     }
 
     /// Run until every busy CPU's clock reaches `until` (or no task is left).
     pub fn run_until(&mut self, until: u64, total: u64) {
         let mut next_progress = 0;
-        while let Some(cpu) = self.next_cpu() {
+        while let Some(cpu) = self.k.next_cpu(None) {
             let now = self.k.cpus[cpu].clock;
             if now >= until {
                 break;
@@ -69,19 +69,76 @@ impl<'a> Engine<'a> {
                 next_progress = now + self.k.cfg.progress_every_ns;
             }
             if now >= self.k.cpus[cpu].next_tick {
-                self.k.scheduler_tick(&mut self.rqs, cpu);
+                self.k.with_rqs(|k, rqs| k.scheduler_tick(rqs, cpu));
                 continue;
             }
             let t = self.k.cpus[cpu].curr.expect("busy CPU");
-            self.step(cpu, t);
+            self.k.engine_step(cpu, t);
         }
+    }
+}
+
+impl Kernel {
+    /// Run `f` with the run queues (taken out of the kernel for the call).
+    pub fn with_rqs<R>(&mut self, f: impl FnOnce(&mut Kernel, &mut RunQueues) -> R) -> R {
+        let mut rqs = std::mem::take(&mut self.runner.rqs);
+        let r = f(self, &mut rqs);
+        self.runner.rqs = rqs;
+        r
+    }
+
+    /// The busy CPU with the smallest clock (ties by CPU id), other than `except`.
+    fn next_cpu(&self, except: Option<CpuId>) -> Option<CpuId> {
+        let mut best: Option<CpuId> = None;
+        for (i, c) in self.cpus.iter().enumerate() {
+            if c.curr.is_some()
+                && Some(i) != except
+                && best.is_none_or(|b| c.clock < self.cpus[b].clock)
+            {
+                best = Some(i);
+            }
+        }
+        best
+    }
+
+    /// A preemption point inside reclaim on `cpu` (`sim.interleave = "folio"`): every other
+    /// busy CPU runs its task until its clock reaches the reclaimer's, as it would have
+    /// concurrently on real hardware. Reclaim entered by those CPUs meanwhile runs whole (no
+    /// nested preemption), and their ticks wait until the window closes (a tick may migrate
+    /// tasks, which must not move the reclaimer).
+    pub fn reclaim_preempt(&mut self, cpu: CpuId) {
+        if self.cfg.interleave != Interleave::Folio || self.in_reclaim_preempt {
+            return;
+        }
+        self.in_reclaim_preempt = true;
+        let until = self.cpus[cpu].clock;
+        let mut parked: Vec<CpuId> = Vec::new();
+        loop {
+            let next = (0..self.nr_cpus())
+                .filter(|&i| {
+                    i != cpu
+                        && self.cpus[i].curr.is_some()
+                        && self.cpus[i].clock < until
+                        && !parked.contains(&i)
+                })
+                .min_by_key(|&i| (self.cpus[i].clock, i));
+            let Some(c) = next else { break };
+            if self.cpus[c].clock >= self.cpus[c].next_tick {
+                parked.push(c);
+                continue;
+            }
+            let t = self.cpus[c].curr.expect("busy CPU");
+            self.engine_step(c, t);
+            self.preempt_steps += 1;
+        }
+        self.in_reclaim_preempt = false;
     }
 
     /// One step of task `t` on `cpu`.
-    fn step(&mut self, cpu: CpuId, t: TaskId) {
-        self.k.steps += 1;
-        let k = &mut self.k;
-        let m = &self.model;
+    pub fn engine_step(&mut self, cpu: CpuId, t: TaskId) {
+        self.steps += 1;
+        let m = Rc::clone(&self.runner.model);
+        let k = self;
         let mm = k.tasks[t].mm;
         let tick = k.cpus[cpu].next_tick;
         for _ in 0..k.cfg.step_pages {
@@ -107,6 +164,12 @@ impl<'a> Engine<'a> {
                 // Restarted by exit_mmap; the next step starts the new process.
                 break;
             }
+            if a == Access::Blocked {
+                // folio_lock in the fault path: the folio is under reclaim on another CPU.
+                // The task waits (a short spin stands in for the sleep) and retries.
+                k.charge(cpu, k.cost.folio_lock_wait);
+                break;
+            }
             let task = &mut k.tasks[t];
             if sweep != Some(Sweep::Populate) {
                 task.pages_touched += 1;
@@ -126,7 +189,7 @@ impl<'a> Engine<'a> {
                         task.passes += 1;
                         if m.one_cycle {
                             task.done = true;
-                            k.schedule(&mut self.rqs, cpu);
+                            k.with_rqs(|k, rqs| k.schedule(rqs, cpu));
                             return;
                         }
                     }

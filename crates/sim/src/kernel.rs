@@ -121,6 +121,12 @@ pub struct Kernel {
     pub writeback_queue: Vec<crate::mm::folio::Pfn>,
     /// The lost-write oracle (issue 5).
     pub oracle: crate::oracle::Oracle,
+    /// Run queues and access model, for the engine and reclaim preemption points.
+    pub runner: crate::engine::Runner,
+    /// Inside a reclaim preemption window (no nested windows).
+    pub in_reclaim_preempt: bool,
+    /// Engine steps other CPUs ran inside reclaim preemption windows.
+    pub preempt_steps: u64,
 }
 
 impl Kernel {
@@ -170,6 +176,9 @@ impl Kernel {
             invariant_errors: Vec::new(),
             writeback_queue: Vec::new(),
             oracle: crate::oracle::Oracle::new(cfg.oracle),
+            runner: Default::default(),
+            in_reclaim_preempt: false,
+            preempt_steps: 0,
             cfg,
             policy,
         }

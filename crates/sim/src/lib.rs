@@ -53,10 +53,7 @@ pub fn run(scn: &Scenario, opts: &SimOptions) -> anyhow::Result<ResultDoc> {
             _ => 1,
         };
         let trace = trace_page(scn, cfg, policy, (owner, page, nr))?;
-        anyhow::bail!(
-            "{}",
-            oracle::report(&k.oracle, &first, &trace)
-        );
+        anyhow::bail!("{}", oracle::report(&k.oracle, &first, &trace));
     }
     let errs = {
         let mut k = k;
@@ -80,9 +77,15 @@ pub fn trace_page(
     watch: (oracle::Owner, u64, u64),
 ) -> anyhow::Result<Vec<String>> {
     let watch = std::cell::Cell::new(Some(watch));
-    let (k, _) = simulate_with(scn, cfg, policy, &SimOptions::default(), &|k: &mut Kernel| {
-        k.oracle.watch = watch.take();
-    })?;
+    let (k, _) = simulate_with(
+        scn,
+        cfg,
+        policy,
+        &SimOptions::default(),
+        &|k: &mut Kernel| {
+            k.oracle.watch = watch.take();
+        },
+    )?;
     Ok(k.oracle.trace)
 }
 

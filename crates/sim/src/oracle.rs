@@ -12,7 +12,7 @@
 
 use crate::kernel::{Backing, CpuId, Kernel, MmId};
 use crate::mm::folio::{pg, Pfn};
-use crate::mm::pgtable::{pte_present, pte_pfn};
+use crate::mm::pgtable::{pte_pfn, pte_present};
 use serde::Serialize;
 
 /// Whose page: an anonymous mm's virtual page or a file's page.
@@ -59,9 +59,8 @@ pub enum Finding {
 impl Finding {
     pub fn page(&self) -> (Owner, u64) {
         match *self {
-            Finding::LostWrite { owner, page, .. } | Finding::UseAfterFreeWrite { owner, page, .. } => {
-                (owner, page)
-            }
+            Finding::LostWrite { owner, page, .. }
+            | Finding::UseAfterFreeWrite { owner, page, .. } => (owner, page),
         }
     }
 }
@@ -114,7 +113,7 @@ pub struct Oracle {
 }
 
 const MAX_FINDINGS: usize = 16;
-const MAX_TRACE: usize = 200;
+const MAX_TRACE: usize = 40;
 
 impl Oracle {
     pub fn new(enabled: bool) -> Oracle {
@@ -169,10 +168,12 @@ impl Oracle {
     }
 
     /// Add a line to the watched page's trace.
+    /// Keeps the last `MAX_TRACE` lines: the events right before the finding matter.
     pub fn note(&mut self, time_ns: u64, what: String) {
-        if self.trace.len() < MAX_TRACE {
-            self.trace.push(format!("{time_ns:>14} ns  {what}"));
+        if self.trace.len() == MAX_TRACE {
+            self.trace.remove(0);
         }
+        self.trace.push(format!("{time_ns:>14} ns  {what}"));
     }
 }
 
@@ -206,12 +207,20 @@ impl Kernel {
         if !self.oracle.enabled {
             return;
         }
+        if !stale && self.oracle.watch.is_none() {
+            // The hot path: one counter bump.
+            if let Some(v) = self.oracle.version.get_mut(pfn as usize) {
+                *v = v.wrapping_add(1);
+                return;
+            }
+        }
         let owner = self.oracle_owner_of_mm(mm);
         let now = self.cpus[cpu].clock;
         if stale {
             let f = *self.folios.get(pfn);
             let (fo, first) = self.oracle_owner_of_folio(pfn);
-            let same = f.test(pg::ALLOCATED) && fo == owner && (first..first + f.nr_pages()).contains(&vp);
+            let same =
+                f.test(pg::ALLOCATED) && fo == owner && (first..first + f.nr_pages()).contains(&vp);
             if !same {
                 // The frame went back to the allocator: the store is lost, and if the frame
                 // was reused it corrupts another page.
@@ -223,8 +232,10 @@ impl Kernel {
                     time_ns: now,
                 });
                 if self.oracle.watching(owner, vp) {
-                    self.oracle
-                        .note(now, format!("cpu{cpu}: store through a stale TLB entry to freed pfn {pfn}"));
+                    self.oracle.note(
+                        now,
+                        format!("cpu{cpu}: store through a stale TLB entry to freed pfn {pfn}"),
+                    );
                 }
                 return;
             }
@@ -256,8 +267,10 @@ impl Kernel {
         let i = self.oracle.frame(pfn);
         self.oracle.snapshot[i] = self.oracle.version[i];
         if self.oracle.watching(owner, first) {
-            self.oracle
-                .note(now, format!("cpu{cpu}: {what} writes pfn {pfn} ({nr} page(s)) to its copy (snapshot)"));
+            self.oracle.note(
+                now,
+                format!("cpu{cpu}: {what} writes pfn {pfn} ({nr} page(s)) to its copy (snapshot)"),
+            );
         }
     }
 

@@ -19,14 +19,23 @@ use crate::oracle::Finding;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Step {
     /// folio_trylock, with folio_alloc_swap (+ folio_mark_dirty) when `alloc_swap`.
-    FolioTrylock { folio: usize, alloc_swap: bool },
+    FolioTrylock {
+        folio: usize,
+        alloc_swap: bool,
+    },
     /// try_to_unmap (TTU_BATCH_FLUSH when the policy batches).
-    TryToUnmap { folio: usize },
+    TryToUnmap {
+        folio: usize,
+    },
     TryToUnmapFlushDirty,
     /// pageout (swap_writeout: the copy is written synchronously, zram-like).
-    Pageout { folio: usize },
+    Pageout {
+        folio: usize,
+    },
     /// __remove_mapping, onto the free batch.
-    RemoveMapping { folio: usize },
+    RemoveMapping {
+        folio: usize,
+    },
     TryToUnmapFlush,
     /// free_unref_folios of the free batch.
     FreeUnrefFolios,
@@ -38,9 +47,13 @@ pub enum Step {
         expect: Option<Access>,
     },
     /// enter_lazy_tlb: the CPU switches to a kernel thread.
-    EnterLazyTlb { cpu: CpuId },
+    EnterLazyTlb {
+        cpu: CpuId,
+    },
     /// switch_mm_irqs_off to a thread of the mm.
-    SwitchMm { cpu: CpuId },
+    SwitchMm {
+        cpu: CpuId,
+    },
 }
 
 /// The tiny machine a schedule runs on.
@@ -115,15 +128,30 @@ impl Machine {
                 if alloc_swap && !self.k.folio_alloc_swap(c, pfn) {
                     return Err("folio_alloc_swap failed (swap full)".into());
                 }
-                format!("folio {folio} locked{}", if alloc_swap { ", in swap cache, dirty" } else { "" })
+                format!(
+                    "folio {folio} locked{}",
+                    if alloc_swap {
+                        ", in swap cache, dirty"
+                    } else {
+                        ""
+                    }
+                )
             }
             Step::TryToUnmap { folio } => {
                 let pfn = self.pfn(folio)?;
-                let flags = if self.k.policy.tlb_batch { TTU_BATCH_FLUSH } else { 0 };
+                let flags = if self.k.policy.tlb_batch {
+                    TTU_BATCH_FLUSH
+                } else {
+                    0
+                };
                 self.k.try_to_unmap(c, &mut self.ubc, pfn, flags);
                 format!(
                     "try_to_unmap folio {folio}: flush {}",
-                    if self.ubc.flush_required { "pending" } else { "done" }
+                    if self.ubc.flush_required {
+                        "pending"
+                    } else {
+                        "done"
+                    }
                 )
             }
             Step::TryToUnmapFlushDirty => {
@@ -131,13 +159,19 @@ impl Machine {
                 k.try_to_unmap_flush_dirty(c, &mut self.ubc);
                 format!(
                     "try_to_unmap_flush_dirty: {}",
-                    if pending && !self.ubc.flush_required { "flushed" } else { "no flush" }
+                    if pending && !self.ubc.flush_required {
+                        "flushed"
+                    } else {
+                        "no flush"
+                    }
                 )
             }
             Step::Pageout { folio } => {
                 let pfn = self.pfn(folio)?;
                 if self.k.folios.get(pfn).test(pg::MAPPED) {
-                    return Err(format!("pageout of folio {folio}, which is mapped in the simulator"));
+                    return Err(format!(
+                        "pageout of folio {folio}, which is mapped in the simulator"
+                    ));
                 }
                 self.k.pageout(c, pfn);
                 format!("pageout folio {folio}")
@@ -150,7 +184,11 @@ impl Machine {
                     // that left the swap cache has no mapping to remove.
                     return Err(format!(
                         "__remove_mapping of folio {folio}, which the simulator has {}",
-                        if f.test(pg::MAPPED) { "mapped again" } else { "out of the swap cache" }
+                        if f.test(pg::MAPPED) {
+                            "mapped again"
+                        } else {
+                            "out of the swap cache"
+                        }
                     ));
                 }
                 self.k.remove_mapping(c, pfn);

@@ -53,6 +53,9 @@ pub fn build(
         serde_json::Value::from(k.reclaim_ns as f64 / 1e9),
     );
     extra.insert("stale_tlb_writes".into(), j(k.stale_tlb_writes));
+    if k.cfg.interleave == crate::config::Interleave::Folio {
+        extra.insert("reclaim_preempt_steps".into(), j(k.preempt_steps));
+    }
     if k.oracle.enabled {
         extra.insert("oracle_lost_writes".into(), j(k.oracle.lost_writes));
         extra.insert(

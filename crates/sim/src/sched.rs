@@ -12,6 +12,7 @@ use crate::kernel::{CpuId, Kernel, TaskId};
 use rand::Rng;
 use std::collections::VecDeque;
 
+#[derive(Default)]
 pub struct RunQueues {
     pub rq: Vec<VecDeque<TaskId>>,
 }

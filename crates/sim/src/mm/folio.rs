@@ -23,6 +23,9 @@ pub mod pg {
     pub const MAPPED: u16 = 1 << 10;
     /// The frame is allocated (not on the free list).
     pub const ALLOCATED: u16 = 1 << 11;
+    /// PG_locked: reclaim holds the folio lock (seen by faults only with
+    /// `sim.interleave = "folio"`; otherwise no fault can run while it is held).
+    pub const LOCKED: u16 = 1 << 12;
 }
 
 /// Which LRU list a folio is on (enum lru_list), or none (isolated / free).

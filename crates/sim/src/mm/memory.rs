@@ -18,6 +18,8 @@ pub enum Access {
     Fault,
     /// The task was OOM-killed while faulting.
     Killed,
+    /// The fault found its folio locked by reclaim running on another CPU: retry later.
+    Blocked,
 }
 
 impl Kernel {
@@ -47,11 +49,19 @@ impl Kernel {
         let mut result = Access::Walk;
         let mut pte = self.mms[mm].ptes[vp as usize];
         if !pte_present(pte) || (write && pte & PTE_WRITE == 0) {
+            if self.fault_folio_locked(mm, vp) {
+                return Access::Blocked;
+            }
             if !self.handle_mm_fault(cpu, mm, vp, write) {
                 return Access::Killed;
             }
             result = Access::Fault;
             pte = self.mms[mm].ptes[vp as usize];
+            if !pte_present(pte) || (write && pte & PTE_WRITE == 0) {
+                // The fault lost a race with another thread (see release_raced_folio): the
+                // access is retried.
+                return Access::Blocked;
+            }
         }
         // The page walk sets the accessed (and for a store, dirty) bit.
         pte |= PTE_YOUNG;
@@ -80,8 +90,14 @@ impl Kernel {
         self.charge(cpu, self.cost.gup_page);
         let pte = self.mms[mm].ptes[vp as usize];
         if !pte_present(pte) {
+            if self.fault_folio_locked(mm, vp) {
+                return Access::Blocked;
+            }
             if !self.handle_mm_fault(cpu, mm, vp, false) {
                 return Access::Killed;
+            }
+            if !pte_present(self.mms[mm].ptes[vp as usize]) {
+                return Access::Blocked;
             }
             self.mms[mm].ptes[vp as usize] |= PTE_YOUNG;
             return Access::Fault;
@@ -146,6 +162,26 @@ impl Kernel {
         }
     }
 
+    /// Would a fault on (mm, vp) wait for a folio lock reclaim holds? do_swap_page's
+    /// folio_lock_or_retry on a swap-cache folio, filemap_fault's lock_folio_maybe_drop_mmap
+    /// on a cached one (and do_wp_page's lock on a mapped one). Only reclaim preemption
+    /// points (`sim.interleave = "folio"`) let a fault run while reclaim holds a lock.
+    fn fault_folio_locked(&self, mm: MmId, vp: u64) -> bool {
+        let pte = self.mms[mm].ptes[vp as usize];
+        let pfn = if pte_present(pte) || (is_swap_pte(pte) && pte & PTE_SWPCACHE != 0) {
+            pte_pfn(pte)
+        } else if let Backing::File(file) = self.mms[mm].backing {
+            let slot = self.files[file].cache[vp as usize];
+            if slot & PTE_SWPCACHE == 0 {
+                return false;
+            }
+            slot & PTE_LOW_MASK
+        } else {
+            return false;
+        };
+        pfn != ZERO_PFN && self.folios.get(pfn).test(pg::LOCKED)
+    }
+
     /// handle_mm_fault. Returns false if the faulting task was OOM-killed.
     pub fn handle_mm_fault(&mut self, cpu: CpuId, mm: MmId, vp: u64, write: bool) -> bool {
         self.vmstat.pgfault += 1;
@@ -197,6 +233,12 @@ impl Kernel {
         let Some(pfn) = self.alloc_charged_folio(cpu, mm, flags, mm as u32, vp as u32, 0) else {
             return false;
         };
+        if self.mms[mm].ptes[vp as usize] != pte {
+            // Reclaim during the charge let another thread fault the page in first: the PTE
+            // lock's pte_same / pte_none recheck fails and the new folio is dropped.
+            self.release_raced_folio(pfn);
+            return true;
+        }
         if is_swap_pte(pte) {
             // do_swap_page: synchronous zram read, workingset refault check.
             self.vmstat.pgmajfault += 1;
@@ -240,6 +282,15 @@ impl Kernel {
         self.set_pte(mm, vp, pfn, true, write);
     }
 
+    /// Drop a folio allocated for a fault another thread resolved first (never mapped, never
+    /// on an LRU). Only reclaim preemption points (`sim.interleave = "folio"`) open the window.
+    fn release_raced_folio(&mut self, pfn: Pfn) {
+        let nr = self.folios.get(pfn).nr_pages();
+        self.memcg.uncharge(nr);
+        self.oracle_discard(pfn);
+        self.folios.free(pfn);
+    }
+
     /// Install a present PTE and account the mapping (rss, MAPPED).
     pub fn set_pte(&mut self, mm: MmId, vp: u64, pfn: Pfn, writable: bool, dirty: bool) {
         self.mms[mm].ptes[vp as usize] = mk_pte(pfn, writable, dirty);
@@ -268,6 +319,15 @@ impl Kernel {
         else {
             return false;
         };
+        if self.files[file].cache[start as usize..(start + nr) as usize]
+            .iter()
+            .any(|&c| c & PTE_SWPCACHE != 0)
+        {
+            // Another thread added (part of) the range to the page cache while this one
+            // reclaimed for its charge: filemap_add_folio fails with -EEXIST; retry.
+            self.release_raced_folio(pfn);
+            return true;
+        }
         self.vmstat.pgmajfault += 1;
         self.charge(cpu, nr * self.cost.file_read_page);
         if slot & PTE_SWP != 0 {

@@ -432,11 +432,17 @@ impl Kernel {
             0
         };
         for pfn in list {
+            // A preemption point between folios (sim.interleave = "folio"; no-op otherwise).
+            self.reclaim_preempt(cpu);
             let nr = self.folios.get(pfn).nr_pages();
+            // folio_trylock: reclaim holds the lock until the folio is kept, activated, freed,
+            // or (seed 000) put in the dirty batch, and pageout drops it for the write.
+            self.folios.get_mut(pfn).set(pg::LOCKED);
             let references = self.folio_check_references(cpu, pfn);
             let activate = match references {
                 FolioRef::Activate => true,
                 FolioRef::Keep => {
+                    self.folios.get_mut(pfn).clear(pg::LOCKED);
                     ret.push(pfn);
                     continue;
                 }
@@ -464,20 +470,27 @@ impl Kernel {
                     self.writeback_queue.push(pfn);
                     activate = true;
                 } else if references == FolioRef::ReclaimClean {
+                    self.folios.get_mut(pfn).clear(pg::LOCKED);
                     ret.push(pfn);
                     continue;
                 } else if self.policy.batch_dirty_flush {
-                    // Seed 000: collect dirty folios, one flush for the batch before pageouts.
+                    // Seed 000: collect dirty folios (unlocked while they wait), one flush for
+                    // the batch before their pageouts.
+                    self.folios.get_mut(pfn).clear(pg::LOCKED);
                     dirty.push(pfn);
                     if dirty.len() == self.policy.free_batch {
-                        nr_reclaimed +=
-                            self.pageout_batch(cpu, &mut ubc, &mut dirty, &mut free, &mut stat);
+                        nr_reclaimed += self.pageout_batch(
+                            cpu, &mut ubc, &mut dirty, &mut free, &mut stat, &mut ret,
+                        );
                     }
                     continue;
                 } else {
                     // A CPU may still hold a writable, dirty translation: flush before I/O.
                     self.try_to_unmap_flush_dirty(cpu, &mut ubc);
-                    self.pageout(cpu, pfn);
+                    if !self.pageout_and_relock(cpu, pfn) {
+                        ret.push(pfn);
+                        continue;
+                    }
                     stat.nr_pageout += nr;
                 }
             }
@@ -487,7 +500,9 @@ impl Kernel {
                 if f.test(pg::SWAPCACHE) && f.test(pg::MAPPED) && self.swap.vm_swap_full() {
                     self.folio_free_swap(pfn);
                 }
-                self.folios.get_mut(pfn).set(pg::ACTIVE);
+                let f = self.folios.get_mut(pfn);
+                f.set(pg::ACTIVE);
+                f.clear(pg::LOCKED);
                 stat.nr_activate += nr;
                 pgactivate += nr;
                 ret.push(pfn);
@@ -496,7 +511,8 @@ impl Kernel {
             nr_reclaimed += self.free_it(cpu, &mut ubc, pfn, &mut free);
         }
         if !dirty.is_empty() {
-            nr_reclaimed += self.pageout_batch(cpu, &mut ubc, &mut dirty, &mut free, &mut stat);
+            nr_reclaimed +=
+                self.pageout_batch(cpu, &mut ubc, &mut dirty, &mut free, &mut stat, &mut ret);
         }
         self.vmstat.pgactivate += pgactivate;
         self.free_folio_batch(cpu, &mut ubc, &mut free);
@@ -537,16 +553,40 @@ impl Kernel {
         dirty: &mut Vec<Pfn>,
         free: &mut Vec<Pfn>,
         stat: &mut ReclaimStat,
+        ret: &mut Vec<Pfn>,
     ) -> u64 {
         self.try_to_unmap_flush_dirty(cpu, ubc);
         let mut reclaimed = 0;
         for pfn in std::mem::take(dirty) {
             let nr = self.folios.get(pfn).nr_pages();
-            self.pageout(cpu, pfn);
+            // Relock. While unlocked in the batch a fault may have mapped the folio back:
+            // pageout's refcount check (is_page_cache_freeable) keeps it then.
+            self.folios.get_mut(pfn).set(pg::LOCKED);
+            if self.folios.get(pfn).test(pg::MAPPED) || !self.pageout_and_relock(cpu, pfn) {
+                self.folios.get_mut(pfn).clear(pg::LOCKED);
+                ret.push(pfn);
+                continue;
+            }
             stat.nr_pageout += nr;
             reclaimed += self.free_it(cpu, ubc, pfn, free);
         }
         reclaimed
+    }
+
+    /// pageout, then shrink_folio_list's relock after a synchronous write: swap_writeout
+    /// unlocks the folio for the I/O, so a fault on another CPU may map it back before reclaim
+    /// takes the lock again; then __remove_mapping's refcount freeze would fail and the folio
+    /// is kept. Returns false (folio unlocked, to keep) in that case. The window exists only
+    /// with `sim.interleave = "folio"`.
+    fn pageout_and_relock(&mut self, cpu: CpuId, pfn: Pfn) -> bool {
+        self.pageout(cpu, pfn);
+        self.folios.get_mut(pfn).clear(pg::LOCKED);
+        self.reclaim_preempt(cpu);
+        if self.folios.get(pfn).test(pg::MAPPED) {
+            return false;
+        }
+        self.folios.get_mut(pfn).set(pg::LOCKED);
+        true
     }
 
     /// wakeup_flusher_threads, with the writeback done at once: each queued dirty file folio

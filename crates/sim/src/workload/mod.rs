@@ -40,7 +40,7 @@ impl Sweep {
 }
 
 /// How a task walks its pages.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct AccessModel {
     /// Sequential sweeps, cycled (ignored when `random`).
     pub sweeps: Vec<Sweep>,

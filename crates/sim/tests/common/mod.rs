@@ -18,6 +18,7 @@ pub fn cfg(file_folio_order: u8) -> SimConfig {
         check: CheckLevel::Full,
         file_folio_order,
         oracle: true,
+        interleave: reclaimlab_sim::config::Interleave::Step,
     }
 }
 
