@@ -1,5 +1,5 @@
 //! The simulator backend (`reclaimlab sim`): a mechanistic, deterministic model of Linux page
-//! reclaim and TLB shootdowns on x86 (Linux 6.18 semantics). See docs/sim-model.md.
+//! reclaim and TLB shootdowns on x86 and arm64 (Linux 6.18 semantics). See docs/sim-model.md.
 //!
 //! Modules are named after the kernel code they mirror: `mm::vmscan`, `mm::rmap`,
 //! `mm::memcontrol`, `mm::workingset`, `arch::x86::tlb`, ...
@@ -39,9 +39,6 @@ pub fn run(scn: &Scenario, opts: &SimOptions) -> anyhow::Result<ResultDoc> {
     let policy = Policy::from_scenario(scn)?;
     // Every key is read by now: reject unknown ones before a long simulation, not after.
     scn.finish()?;
-    if scn.machine.arch != reclaimlab_core::scenario::Arch::X86 {
-        anyhow::bail!("machine.arch = arm64 is not modelled yet (issue 4): use x86");
-    }
     let (k, doc) = simulate(scn, cfg, policy, opts)?;
     let errs = {
         let mut k = k;
@@ -69,7 +66,7 @@ pub fn simulate(
     opts: &SimOptions,
 ) -> anyhow::Result<(Kernel, ResultDoc)> {
     let limit_pages = scn.memcg.limit_bytes / PAGE;
-    let k = Kernel::new(
+    let mut k = Kernel::new(
         cfg.clone(),
         policy,
         scn.machine.cpus,
@@ -78,6 +75,7 @@ pub fn simulate(
         scn.memcg.swappiness as u64,
         scn.run.seed,
     );
+    k.set_arch((&scn.machine.arch).into());
     let duration = scn.run.duration_ns;
     let secs = duration as f64 / 1e9;
     let mut notes = Vec::new();
