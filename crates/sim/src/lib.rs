@@ -37,6 +37,7 @@ pub fn run(scn: &Scenario, opts: &SimOptions) -> anyhow::Result<ResultDoc> {
     scn.skip_section("host");
     let cfg = SimConfig::from_scenario(scn)?;
     let policy = Policy::from_scenario(scn)?;
+    arch::arm64_tlbi_range(scn)?;
     // Every key is read by now: reject unknown ones before a long simulation, not after.
     scn.finish()?;
     let (k, doc) = simulate(scn, cfg, policy, opts)?;
@@ -76,6 +77,7 @@ pub fn simulate(
         scn.run.seed,
     );
     k.set_arch((&scn.machine.arch).into());
+    k.arm64_tlbi_range = arch::arm64_tlbi_range(scn)?;
     let duration = scn.run.duration_ns;
     let secs = duration as f64 / 1e9;
     let mut notes = Vec::new();

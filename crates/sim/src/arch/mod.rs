@@ -28,6 +28,13 @@ impl From<&reclaimlab_core::scenario::Arch> for Arch {
     }
 }
 
+/// `sim.arm64_tlbi_range` (default true): whether the simulated arm64 CPUs have
+/// FEAT_TLBIRANGE (ARMv8.4; Neoverse N2/V1 and later do, N1-era servers do not). Without it a
+/// range is invalidated one TLBI per page.
+pub fn arm64_tlbi_range(scn: &reclaimlab_core::Scenario) -> anyhow::Result<bool> {
+    Ok(scn.source.bool_or("sim.arm64_tlbi_range", true)?)
+}
+
 impl Kernel {
     /// Select the architecture (and its cost table). `Kernel::new` starts as x86.
     pub fn set_arch(&mut self, arch: Arch) {
