@@ -276,3 +276,21 @@ fn order0_clear_flush_young_ptes_is_byte_identical_but_the_label() {
         assert_eq!(a, b, "{arch}");
     }
 }
+
+#[test]
+fn arm64_runs_are_deterministic() {
+    let sets = [
+        "machine.arch=arm64",
+        "machine.cpus=4",
+        "workload.file_bytes=8M",
+        "workload.write=true",
+        "memcg.limit=4M",
+        "sim.file_folio_order=4",
+        "run.duration=200ms",
+    ];
+    let first = sim("file-mmap-rw", &sets);
+    assert!(counter(&first, "pgsteal_file") > 0, "reclaim ran");
+    let a = serde_json::to_string(&first).unwrap();
+    let b = serde_json::to_string(&sim("file-mmap-rw", &sets)).unwrap();
+    assert_eq!(a, b);
+}
