@@ -228,7 +228,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             out,
         } => {
             if let Some(k) = kernel {
-                scn.sets.push(format!("kernel.preset={k}"));
+                scn.sets.push(format!("kernel.preset={k:?}"));
             }
             if !patches.is_empty() {
                 let list: Vec<String> = patches.iter().map(|p| format!("{p:?}")).collect();
@@ -473,7 +473,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
 fn simulate_policy(scenario: &str, sets: &[String], spec: &str) -> Result<ResultDoc> {
     let k = reclaimlab_core::policy::KernelPolicy::parse(spec).map_err(anyhow::Error::msg)?;
     let mut sets = sets.to_vec();
-    sets.push(format!("kernel.preset={}", k.preset));
+    sets.push(format!("kernel.preset={:?}", k.preset));
     let names: Vec<String> = k.added.iter().map(|p| format!("{:?}", p.name())).collect();
     sets.push(format!("kernel.patches=[{}]", names.join(",")));
     let s = Scenario::load(scenario, &sets, Target::Sim)?;

@@ -121,3 +121,28 @@ fn check_finds_the_unsafe_race_and_passes_the_baseline() {
     assert_eq!(code, 2);
     assert!(err.contains("unknown patch"), "{err}");
 }
+
+#[test]
+fn compare_runs_the_7_0_preset_on_arm64() {
+    // "7.0" must reach the scenario as a string, not the TOML number 7.
+    let (code, out, err) = run(&[
+        "compare",
+        "file-reclaim",
+        "--before",
+        "6.18",
+        "--after",
+        "7.0",
+        "--set",
+        "machine.arch=arm64",
+        "--set",
+        "machine.cpus=4",
+        "--set",
+        "workload.file_bytes=8M",
+        "--set",
+        "workload.reclaim_bytes=4M",
+        "--set",
+        "sim.file_folio_order=4",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("sim 7.0"), "{out}");
+}

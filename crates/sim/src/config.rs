@@ -78,6 +78,10 @@ pub struct Policy {
     /// `unsafe-defer-dirty-flush`: try_to_unmap_flush_dirty does nothing, so pageout can
     /// start while a CPU still holds a writable translation (for the oracle and `check`).
     pub unsafe_defer_dirty_flush: bool,
+    /// Seed 004 (clear-flush-young-ptes): folio_referenced_one checks a large folio's PTE run
+    /// in one step (folio_pte_batch) and clears its young bits with one
+    /// clear_flush_young_ptes (arm64: one TLBI over the run); 6.18 steps per PTE.
+    pub clear_flush_young_ptes: bool,
 }
 
 impl Policy {
@@ -91,6 +95,7 @@ impl Policy {
             batch_dirty_flush: false,
             file_large_folio_unmap: false,
             unsafe_defer_dirty_flush: false,
+            clear_flush_young_ptes: false,
         }
     }
 
@@ -114,6 +119,7 @@ impl Policy {
             Patch::BatchDirtyFlush,
             Patch::FileLargeFolioUnmap,
             Patch::UnsafeDeferDirtyFlush,
+            Patch::ClearFlushYoungPtes,
         ];
         if let Some(p) = kp.patches.iter().find(|p| !modelled.contains(p)) {
             anyhow::bail!(
@@ -131,6 +137,7 @@ impl Policy {
             batch_dirty_flush: kp.has(Patch::BatchDirtyFlush),
             file_large_folio_unmap: kp.has(Patch::FileLargeFolioUnmap),
             unsafe_defer_dirty_flush: kp.has(Patch::UnsafeDeferDirtyFlush),
+            clear_flush_young_ptes: kp.has(Patch::ClearFlushYoungPtes),
             ..Policy::linux_6_18()
         })
     }

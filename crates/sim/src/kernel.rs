@@ -127,6 +127,20 @@ pub struct Kernel {
     pub in_reclaim_preempt: bool,
     /// Engine steps other CPUs ran inside reclaim preemption windows.
     pub preempt_steps: u64,
+    /// machine.arch (`set_arch`; x86 unless set).
+    pub arch: crate::arch::Arch,
+    /// arm64 FEAT_TLBIRANGE (range TLBIs; ARMv8.4+, e.g. Neoverse N2/V1).
+    pub arm64_tlbi_range: bool,
+    /// arm64: TLBI instructions issued, DSB ISH waits, contpte blocks unfolded, and the
+    /// (mm, first page) of blocks unfolded since they were last complete.
+    pub tlbi_ops: u64,
+    pub dsb_ish: u64,
+    pub contpte_unfolds: u64,
+    pub contpte_unfolded: std::collections::BTreeSet<(MmId, u64)>,
+    /// folio_referenced_one iterations (page_vma_mapped_walk steps) and the PTE
+    /// test-and-clears of the accessed bit they did.
+    pub referenced_steps: u64,
+    pub young_tests: u64,
 }
 
 impl Kernel {
@@ -179,6 +193,14 @@ impl Kernel {
             runner: Default::default(),
             in_reclaim_preempt: false,
             preempt_steps: 0,
+            arch: crate::arch::Arch::X86,
+            arm64_tlbi_range: true,
+            tlbi_ops: 0,
+            dsb_ish: 0,
+            contpte_unfolds: 0,
+            contpte_unfolded: Default::default(),
+            referenced_steps: 0,
+            young_tests: 0,
             cfg,
             policy,
         }

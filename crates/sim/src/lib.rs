@@ -1,5 +1,5 @@
 //! The simulator backend (`reclaimlab sim`): a mechanistic, deterministic model of Linux page
-//! reclaim and TLB shootdowns on x86 (Linux 6.18 semantics). See docs/sim-model.md.
+//! reclaim and TLB shootdowns on x86 and arm64 (Linux 6.18 semantics). See docs/sim-model.md.
 //!
 //! Modules are named after the kernel code they mirror: `mm::vmscan`, `mm::rmap`,
 //! `mm::memcontrol`, `mm::workingset`, `arch::x86::tlb`, ...
@@ -39,11 +39,9 @@ pub fn run(scn: &Scenario, opts: &SimOptions) -> anyhow::Result<ResultDoc> {
     scn.skip_section("host");
     let cfg = SimConfig::from_scenario(scn)?;
     let policy = Policy::from_scenario(scn)?;
+    arch::arm64_tlbi_range(scn)?;
     // Every key is read by now: reject unknown ones before a long simulation, not after.
     scn.finish()?;
-    if scn.machine.arch != reclaimlab_core::scenario::Arch::X86 {
-        anyhow::bail!("machine.arch = arm64 is not modelled yet (issue 4): use x86");
-    }
     let (k, doc) = simulate(scn, cfg.clone(), policy.clone(), opts)?;
     if let Some(first) = k.oracle.findings.first().cloned() {
         // Run again (deterministic) watching the first finding's page for the trace.
@@ -121,6 +119,8 @@ fn simulate_with(
         scn.memcg.swappiness as u64,
         scn.run.seed,
     );
+    k.set_arch((&scn.machine.arch).into());
+    k.arm64_tlbi_range = arch::arm64_tlbi_range(scn)?;
     setup(&mut k);
     let duration = scn.run.duration_ns;
     let secs = duration as f64 / 1e9;

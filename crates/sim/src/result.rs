@@ -75,6 +75,14 @@ pub fn build(
                 .collect::<Vec<_>>(),
         ),
     );
+    if k.arch == crate::arch::Arch::Arm64 {
+        // arm64 only, so that x86 documents stay as they were.
+        extra.insert("tlbi_ops".into(), j(k.tlbi_ops));
+        extra.insert("dsb_ish".into(), j(k.dsb_ish));
+        extra.insert("contpte_unfolds".into(), j(k.contpte_unfolds));
+        extra.insert("referenced_steps".into(), j(k.referenced_steps));
+        extra.insert("young_tests".into(), j(k.young_tests));
+    }
     extra.insert(
         "pages_touched".into(),
         j(k.tasks.iter().map(|t| t.pages_touched).sum()),

@@ -355,7 +355,7 @@ fn two_calls_queued_to_one_busy_cpu_share_an_interrupt() {
     let mm = dirty_mm_on(&mut k, 2, 4);
     let flush_from = |k: &mut Kernel, cpu: usize| {
         let mut batch = ArchTlbBatch::new(3);
-        k.arch_tlbbatch_add_pending(&mut batch, mm);
+        k.arch_tlbbatch_add_pending(cpu, &mut batch, mm, 0, 1);
         k.arch_tlbbatch_flush(cpu, &mut batch);
     };
     let t = 1_000_000;

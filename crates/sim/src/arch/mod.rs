@@ -1,2 +1,128 @@
-//! Architecture code (arch/*). Only x86 so far; arm64 comes with issue 4.
+//! Architecture code (arch/*): x86 (IPI shootdowns, arch/x86/mm/tlb.c) and arm64 (broadcast
+//! TLBI, arch/arm64/include/asm/tlbflush.h, arch/arm64/mm/contpte.c).
+//!
+//! The generic mm code (rmap.rs, vmscan.rs, memory.rs, sched.rs) calls the kernel's arch hook
+//! names below; each is a thin dispatch on `Kernel::arch` (`machine.arch`) to the arch's own
+//! implementation, as the kernel selects them at build time.
+
+pub mod arm64;
 pub mod x86;
+
+use crate::cost::CostTable;
+use crate::kernel::{CpuId, Kernel, MmId};
+use x86::tlb::ArchTlbBatch;
+
+/// The simulated machine's architecture (`machine.arch`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arch {
+    X86,
+    Arm64,
+}
+
+impl From<&reclaimlab_core::scenario::Arch> for Arch {
+    fn from(a: &reclaimlab_core::scenario::Arch) -> Arch {
+        match a {
+            reclaimlab_core::scenario::Arch::X86 => Arch::X86,
+            reclaimlab_core::scenario::Arch::Arm64 => Arch::Arm64,
+        }
+    }
+}
+
+/// `sim.arm64_tlbi_range` (default true): whether the simulated arm64 CPUs have
+/// FEAT_TLBIRANGE (ARMv8.4; Neoverse N2/V1 and later do, N1-era servers do not). Without it a
+/// range is invalidated one TLBI per page.
+pub fn arm64_tlbi_range(scn: &reclaimlab_core::Scenario) -> anyhow::Result<bool> {
+    Ok(scn.source.bool_or("sim.arm64_tlbi_range", true)?)
+}
+
+impl Kernel {
+    /// Select the architecture (and its cost table). `Kernel::new` starts as x86.
+    pub fn set_arch(&mut self, arch: Arch) {
+        self.arch = arch;
+        self.cost = match arch {
+            Arch::X86 => CostTable::x86(),
+            Arch::Arm64 => CostTable::arm64(),
+        };
+    }
+
+    /// arch_tlbbatch_should_defer.
+    pub fn arch_tlbbatch_should_defer(&self, cpu: CpuId, mm: MmId) -> bool {
+        match self.arch {
+            Arch::X86 => self.x86_arch_tlbbatch_should_defer(cpu, mm),
+            Arch::Arm64 => self.arm64_arch_tlbbatch_should_defer(),
+        }
+    }
+
+    /// arch_tlbbatch_add_pending(batch, mm, start, end): pages [start, end) of `mm` were
+    /// cleared and their flush is deferred. x86 ignores the range; arm64 issues the TLBIs now.
+    pub fn arch_tlbbatch_add_pending(
+        &mut self,
+        cpu: CpuId,
+        batch: &mut ArchTlbBatch,
+        mm: MmId,
+        start: u64,
+        end: u64,
+    ) {
+        match self.arch {
+            Arch::X86 => self.x86_arch_tlbbatch_add_pending(batch, mm),
+            Arch::Arm64 => self.arm64_arch_tlbbatch_add_pending(cpu, batch, mm, start, end),
+        }
+    }
+
+    /// arch_tlbbatch_flush.
+    pub fn arch_tlbbatch_flush(&mut self, cpu: CpuId, batch: &mut ArchTlbBatch) {
+        match self.arch {
+            Arch::X86 => self.x86_arch_tlbbatch_flush(cpu, batch),
+            Arch::Arm64 => self.arm64_arch_tlbbatch_flush(cpu, batch),
+        }
+    }
+
+    /// flush_tlb_range / flush_tlb_page of pages [start, end) of `mm` (x86:
+    /// flush_tlb_mm_range; arm64: __flush_tlb_range, TLBI + DSB).
+    pub fn flush_tlb_mm_range(
+        &mut self,
+        cpu: CpuId,
+        mm: MmId,
+        start: u64,
+        end: u64,
+        freed_tables: bool,
+    ) {
+        match self.arch {
+            Arch::X86 => self.x86_flush_tlb_mm_range(cpu, mm, start, end, freed_tables),
+            Arch::Arm64 => self.arm64_flush_tlb_range(cpu, mm, start, end),
+        }
+    }
+
+    /// switch_mm (next = Some) or enter_lazy_tlb (next = None, the idle task).
+    pub fn switch_mm(&mut self, cpu: CpuId, next: Option<MmId>) {
+        match self.arch {
+            Arch::X86 => self.x86_switch_mm(cpu, next),
+            Arch::Arm64 => self.arm64_switch_mm(cpu, next),
+        }
+    }
+
+    /// clear_flush_young_ptes(vma, addr, ptep, nr) over pages [vp, vp + nr) of `mm`, all
+    /// present and mapping one folio (nr = 1 is ptep_clear_flush_young). Returns (young, the
+    /// number of PTE test-and-clears done): x86 clears the accessed bits and never flushes;
+    /// arm64 widens to contpte blocks and issues a TLBI (no DSB) when something was young.
+    pub fn clear_flush_young_ptes(
+        &mut self,
+        cpu: CpuId,
+        mm: MmId,
+        vp: u64,
+        nr: u64,
+    ) -> (bool, u64) {
+        match self.arch {
+            Arch::X86 => (self.x86_ptep_clear_young_range(mm, vp, nr), nr),
+            Arch::Arm64 => self.arm64_clear_flush_young_ptes(cpu, mm, vp, nr),
+        }
+    }
+
+    /// Called before clearing PTEs [vp, vp + nr) for unmap (get_and_clear_full_ptes): arm64
+    /// unfolds a contpte block the range covers only in part (contpte_try_unfold_partial).
+    pub fn arch_prepare_clear_ptes(&mut self, cpu: CpuId, mm: MmId, vp: u64, nr: u64) {
+        if self.arch == Arch::Arm64 {
+            self.contpte_try_unfold_partial(cpu, mm, vp, nr);
+        }
+    }
+}

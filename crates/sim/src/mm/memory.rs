@@ -296,6 +296,7 @@ impl Kernel {
         self.mms[mm].ptes[vp as usize] = mk_pte(pfn, writable, dirty);
         self.mms[mm].rss += 1;
         self.folios.get_mut(pfn).set(pg::MAPPED);
+        self.contpte_try_fold(mm, vp);
     }
 
     /// filemap_fault + finish_fault for a shared file mapping. A page-cache miss allocates a

@@ -50,25 +50,53 @@ impl Kernel {
         }
     }
 
-    /// folio_referenced: the number of young PTEs mapping the folio; clears the young bits.
-    /// x86 ptep_clear_flush_young only clears the accessed bit: it never flushes the TLB. A
-    /// large folio's PTE run is checked in one folio_referenced_one pass (folio_pte_batch,
-    /// already in 6.18): one `rmap_walk` plus `pte_clear` per further PTE.
+    /// folio_referenced for the folio's single mapping: 1 if a PTE mapping it was young (the
+    /// kernel counts VMAs with a young mapping, not PTEs), else 0; the young bits are cleared.
+    ///
+    /// folio_referenced_one walks the folio's present PTEs (page_vma_mapped_walk). In 6.18
+    /// each PTE is one iteration calling ptep_clear_flush_young_notify; with
+    /// `clear-flush-young-ptes` (seed 004) a run of consecutive PTEs of a large folio
+    /// (folio_pte_batch) is one iteration calling clear_flush_young_ptes once. The arch
+    /// decides the flush: none on x86, a TLBI without DSB on arm64 (per young PTE, or per
+    /// contpte block, whose 16 young bits every call clears). Costs: `rmap_walk` covers the
+    /// lock, the first iteration and its PTE; each further iteration `pvmw_step`, each
+    /// further PTE inside a batched iteration `pte_clear`, each test-and-clear beyond one per
+    /// PTE (contpte widening) `young_clear`, and the arch's TLBIs.
     pub fn folio_referenced(&mut self, cpu: CpuId, pfn: Pfn) -> u32 {
-        let Some((mm, vp)) = self.folio_mapping_of(pfn) else {
+        let Some((mm, first)) = self.folio_mapping_of(pfn) else {
             return 0;
         };
-        let nr = self.folios.get(pfn).nr_pages();
-        self.charge(cpu, self.cost.rmap_walk + (nr - 1) * self.cost.pte_clear);
-        let mut referenced = 0;
-        for p in vp..vp + nr {
-            let pte = &mut self.mms[mm].ptes[p as usize];
-            if pte_present(*pte) && pte_pfn(*pte) == pfn && *pte & PTE_YOUNG != 0 {
-                *pte &= !PTE_YOUNG;
-                referenced += 1;
+        let nr_pages = self.folios.get(pfn).nr_pages();
+        self.charge(cpu, self.cost.rmap_walk);
+        let batch = self.policy.clear_flush_young_ptes && nr_pages > 1;
+        let mapped = |k: &Kernel, vp: u64| {
+            let pte = k.mms[mm].ptes[vp as usize];
+            pte_present(pte) && pte_pfn(pte) == pfn
+        };
+        let end = first + nr_pages;
+        let (mut vp, mut steps, mut young) = (first, 0u64, false);
+        while vp < end {
+            if !mapped(self, vp) {
+                vp += 1;
+                continue;
             }
+            let mut nr = 1;
+            if batch {
+                while vp + nr < end && mapped(self, vp + nr) {
+                    nr += 1;
+                }
+            }
+            let extra = if steps > 0 { self.cost.pvmw_step } else { 0 };
+            self.charge(cpu, extra + (nr - 1) * self.cost.pte_clear);
+            steps += 1;
+            let (y, tests) = self.clear_flush_young_ptes(cpu, mm, vp, nr);
+            self.charge(cpu, (tests - nr) * self.cost.young_clear);
+            self.young_tests += tests;
+            young |= y;
+            vp += nr;
         }
-        referenced
+        self.referenced_steps += steps;
+        young as u32
     }
 
     /// should_defer_flush.
@@ -77,8 +105,16 @@ impl Kernel {
     }
 
     /// set_tlb_ubc_flush_pending.
-    fn set_tlb_ubc_flush_pending(&mut self, ubc: &mut TlbUbc, mm: MmId, pteval: Pte) {
-        self.arch_tlbbatch_add_pending(&mut ubc.arch, mm);
+    fn set_tlb_ubc_flush_pending(
+        &mut self,
+        cpu: CpuId,
+        ubc: &mut TlbUbc,
+        mm: MmId,
+        pteval: Pte,
+        start: u64,
+        end: u64,
+    ) {
+        self.arch_tlbbatch_add_pending(cpu, &mut ubc.arch, mm, start, end);
         ubc.flush_required = true;
         if pteval & PTE_DIRTY != 0 {
             ubc.writable = true;
@@ -129,7 +165,9 @@ impl Kernel {
             let extra = if steps > 0 { self.cost.ttu_step } else { 0 };
             self.charge(cpu, extra + (nr - 1) * self.cost.pte_clear);
             steps += 1;
-            // get_and_clear_ptes: the returned pteval carries the run's dirty/young bits.
+            // get_and_clear_ptes (arm64 first unfolds a contpte block it covers in part): the
+            // returned pteval carries the run's dirty/young bits.
+            self.arch_prepare_clear_ptes(cpu, mm, vp, nr);
             let mut pteval = 0;
             for p in vp..vp + nr {
                 pteval |= self.mms[mm].ptes[p as usize];
@@ -146,7 +184,7 @@ impl Kernel {
                 }
             }
             if deferred {
-                self.set_tlb_ubc_flush_pending(ubc, mm, pteval);
+                self.set_tlb_ubc_flush_pending(cpu, ubc, mm, pteval, vp, vp + nr);
             } else {
                 // flush_tlb_range (tlb-batch off: flush_tlb_page, as before 4.3).
                 let freed = self.policy.range_flush_freed_tables && self.policy.tlb_batch;

@@ -1,1 +1,2 @@
+pub mod pgtable;
 pub mod tlb;

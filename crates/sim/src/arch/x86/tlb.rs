@@ -169,19 +169,19 @@ impl ArchTlbBatch {
 
 impl Kernel {
     /// arch_tlbbatch_should_defer: some CPU other than this one may cache the mm.
-    pub fn arch_tlbbatch_should_defer(&self, cpu: CpuId, mm: MmId) -> bool {
+    pub fn x86_arch_tlbbatch_should_defer(&self, cpu: CpuId, mm: MmId) -> bool {
         self.mms[mm].cpumask.any_but(cpu)
     }
 
     /// arch_tlbbatch_add_pending: bump the mm's generation and snapshot its cpumask.
-    pub fn arch_tlbbatch_add_pending(&mut self, batch: &mut ArchTlbBatch, mm: MmId) {
+    pub fn x86_arch_tlbbatch_add_pending(&mut self, batch: &mut ArchTlbBatch, mm: MmId) {
         self.mms[mm].tlb_gen += 1;
         batch.cpumask.or(&self.mms[mm].cpumask);
         batch.unmapped_pages = true;
     }
 
     /// arch_tlbbatch_flush: one flush with mm = NULL over the whole batch mask.
-    pub fn arch_tlbbatch_flush(&mut self, cpu: CpuId, batch: &mut ArchTlbBatch) {
+    pub fn x86_arch_tlbbatch_flush(&mut self, cpu: CpuId, batch: &mut ArchTlbBatch) {
         let info = FlushTlbInfo {
             mm: None,
             start: 0,
@@ -205,7 +205,7 @@ impl Kernel {
     }
 
     /// flush_tlb_mm_range: pages [start, end) of `mm`.
-    pub fn flush_tlb_mm_range(
+    pub fn x86_flush_tlb_mm_range(
         &mut self,
         cpu: CpuId,
         mm: MmId,
@@ -371,7 +371,7 @@ impl Kernel {
     }
 
     /// switch_mm_irqs_off (next = Some) or enter_lazy_tlb (next = None, the idle task).
-    pub fn switch_mm(&mut self, cpu: CpuId, next: Option<MmId>) {
+    pub fn x86_switch_mm(&mut self, cpu: CpuId, next: Option<MmId>) {
         let Some(next) = next else {
             // enter_lazy_tlb: nothing to do on init_mm (the CPU stays non-lazy there).
             if self.cpus[cpu].loaded_mm.is_some() {

@@ -1,0 +1,2 @@
+pub mod contpte;
+pub mod tlb;
