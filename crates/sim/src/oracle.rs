@@ -256,15 +256,25 @@ impl Kernel {
         }
     }
 
+    /// A folio's owner, first page, pages, the CPU's clock and the folio's frame slot.
+    fn oracle_folio(&mut self, cpu: CpuId, pfn: Pfn) -> (Owner, u64, u64, u64, usize) {
+        let (owner, first) = self.oracle_owner_of_folio(pfn);
+        let nr = self.folios.get(pfn).nr_pages();
+        (
+            owner,
+            first,
+            nr,
+            self.cpus[cpu].clock,
+            self.oracle.frame(pfn),
+        )
+    }
+
     /// pageout / writeback: the copy now holds what the folio's pages hold.
     pub fn oracle_writeout(&mut self, cpu: CpuId, pfn: Pfn, what: &str) {
         if !self.oracle.enabled {
             return;
         }
-        let (owner, first) = self.oracle_owner_of_folio(pfn);
-        let nr = self.folios.get(pfn).nr_pages();
-        let now = self.cpus[cpu].clock;
-        let i = self.oracle.frame(pfn);
+        let (owner, first, nr, now, i) = self.oracle_folio(cpu, pfn);
         self.oracle.snapshot[i] = self.oracle.version[i];
         if self.oracle.watching(owner, first) {
             self.oracle.note(
@@ -279,10 +289,7 @@ impl Kernel {
         if !self.oracle.enabled {
             return;
         }
-        let (owner, first) = self.oracle_owner_of_folio(pfn);
-        let nr = self.folios.get(pfn).nr_pages();
-        let now = self.cpus[cpu].clock;
-        let i = self.oracle.frame(pfn);
+        let (owner, first, nr, now, i) = self.oracle_folio(cpu, pfn);
         if self.oracle.version[i] != self.oracle.snapshot[i] {
             self.oracle.record(Finding::LostWrite {
                 owner,
