@@ -157,5 +157,9 @@ pub fn for_scenario(scn: &Scenario, cfg: &HostConfig) -> Result<Box<dyn HostWork
         }
         Workload::FileMmapRw(w) => Box::new(crate::workers::file_mmap_rw::FileMmapRw::new(w)),
         Workload::AnonSweep(w) => Box::new(crate::workers::anon_sweep::AnonSweep::new(w)),
+        Workload::YcsbB(_) => anyhow::bail!(
+            "workload.kind = ycsb-b has no host backend: it needs a YCSB client and a file-backed \
+             store (e.g. MongoDB) on the machine; use `reclaimlab sim` for it"
+        ),
     })
 }

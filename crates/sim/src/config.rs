@@ -62,6 +62,13 @@ pub struct Policy {
     /// Seed 001 (file-large-folio-unmap): folio_unmap_pte_batch batches file folios, so
     /// try_to_unmap_one clears a file large folio's PTE run in one step.
     pub file_large_folio_unmap: bool,
+    /// The multi-gen LRU (CONFIG_LRU_GEN, enabled): memcg reclaim goes to
+    /// lru_gen_shrink_lruvec (mm/lru_gen.rs).
+    pub mglru: bool,
+    /// Seed 002 (mglru-dirty-reactivate): sort_folio no longer bumps dirty/writeback file
+    /// folios to min_seq + 1; shrink_folio_list reactivates them and evict_folios wakes the
+    /// flusher after a batch that was all unqueued dirty.
+    pub mglru_dirty_reactivate: bool,
 }
 
 impl Policy {
@@ -74,11 +81,14 @@ impl Policy {
             range_flush_freed_tables: true,
             batch_dirty_flush: false,
             file_large_folio_unmap: false,
+            mglru: false,
+            mglru_dirty_reactivate: false,
         }
     }
 
     /// Resolve `kernel.preset` + `kernel.patches` through the shared registry
-    /// (reclaimlab_core::policy). Patches other than tlb-batch, batch-dirty-flush and file-large-folio-unmap are not
+    /// (reclaimlab_core::policy). Patches other than tlb-batch, batch-dirty-flush, file-large-folio-unmap, mglru and
+    /// mglru-dirty-reactivate are not
     /// modelled yet.
     pub fn from_scenario(scn: &Scenario) -> anyhow::Result<Policy> {
         use reclaimlab_core::policy::{KernelPolicy, Patch};
@@ -88,6 +98,8 @@ impl Policy {
             Patch::TlbBatch,
             Patch::BatchDirtyFlush,
             Patch::FileLargeFolioUnmap,
+            Patch::Mglru,
+            Patch::MglruDirtyReactivate,
         ];
         if let Some(p) = kp.patches.iter().find(|p| !modelled.contains(p)) {
             anyhow::bail!(
@@ -104,6 +116,9 @@ impl Policy {
             range_flush_freed_tables: kp.preset != "4.2",
             batch_dirty_flush: kp.has(Patch::BatchDirtyFlush),
             file_large_folio_unmap: kp.has(Patch::FileLargeFolioUnmap),
+            // The series changes MGLRU's code: it implies MGLRU.
+            mglru: kp.has(Patch::Mglru) || kp.has(Patch::MglruDirtyReactivate),
+            mglru_dirty_reactivate: kp.has(Patch::MglruDirtyReactivate),
             ..Policy::linux_6_18()
         })
     }

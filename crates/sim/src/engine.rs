@@ -72,6 +72,8 @@ impl<'a> Engine<'a> {
                 self.k.scheduler_tick(&mut self.rqs, cpu);
                 continue;
             }
+            // Writeback completions and the flusher's timers (mm/page_writeback.rs).
+            self.k.writeback_poll(cpu);
             let t = self.k.cpus[cpu].curr.expect("busy CPU");
             self.step(cpu, t);
         }
@@ -86,7 +88,10 @@ impl<'a> Engine<'a> {
         let tick = k.cpus[cpu].next_tick;
         for _ in 0..k.cfg.step_pages {
             let task = &k.tasks[t];
-            let (vp, write) = if m.random {
+            let (vp, write) = if let Some(y) = &m.ycsb {
+                k.charge(cpu, y.op_ns);
+                y.next_op(&mut k.rng)
+            } else if m.random {
                 let len = task.end - task.start;
                 let vp = task.start + k.rng.gen_range(0..len);
                 (vp, m.random_write)

@@ -2,7 +2,7 @@
 //! and the accounting that ties PTEs, folios, swap slots and the memcg together.
 
 use crate::kernel::{Backing, Kernel};
-use crate::mm::folio::{pg, LRU_NONE, NR_LRU_LISTS};
+use crate::mm::folio::{pg, LRU_NONE, NR_ALL_LISTS};
 use crate::mm::pgtable::*;
 
 impl Kernel {
@@ -12,7 +12,7 @@ impl Kernel {
         // Every allocated folio is on exactly one LRU list (nothing is isolated between steps),
         // and the list sizes add up.
         let mut on_list = vec![false; self.folios.folios.len()];
-        for lru in 0..NR_LRU_LISTS as u8 {
+        for lru in 0..NR_ALL_LISTS as u8 {
             let mut n = 0;
             for pfn in self.lruvec.iter(&self.folios, lru) {
                 if on_list[pfn as usize] {

@@ -119,6 +119,8 @@ pub struct Kernel {
     pub invariant_errors: Vec<String>,
     /// Dirty file folios reclaim tagged PG_reclaim, for the flusher (wakeup_flusher_threads).
     pub writeback_queue: Vec<crate::mm::folio::Pfn>,
+    /// Dirty page-cache accounting and the writeback device (mm/page_writeback.rs).
+    pub wb: crate::mm::page_writeback::Writeback,
 }
 
 impl Kernel {
@@ -152,7 +154,13 @@ impl Kernel {
             tasks: Vec::new(),
             files: Vec::new(),
             folios: FolioTable::new(),
-            lruvec: Lruvec::new(),
+            lruvec: {
+                let mut l = Lruvec::new();
+                if policy.mglru {
+                    l.lrugen = crate::mm::lru_gen::LruGen::init();
+                }
+                l
+            },
             memcg: MemCgroup::new(memcg_limit_pages, nr_cpus),
             swap: SwapDevice::new(swap_pages),
             vmstat: VmStat::default(),
@@ -167,6 +175,7 @@ impl Kernel {
             reclaim_ns: 0,
             invariant_errors: Vec::new(),
             writeback_queue: Vec::new(),
+            wb: Default::default(),
             cfg,
             policy,
         }
