@@ -188,6 +188,9 @@ pub struct YcsbB {
     pub cpus: CpuSet,
     pub read_ratio: f64,
     pub zipf_theta: f64,
+    /// How the store reaches its file: `mmap` (a shared writable mapping, the default) or
+    /// `pread` (pread/pwrite through the page cache, as WiredTiger does).
+    pub pread: bool,
 }
 
 impl YcsbB {
@@ -426,6 +429,16 @@ impl Scenario {
                     cpus: cpuset(&src, "workload.cpus", cpus_avail)?,
                     read_ratio: src.f64_or("workload.read_ratio", 0.95)?,
                     zipf_theta: src.f64_or("workload.zipf_theta", 0.99)?,
+                    pread: match src.str_or("workload.access", "mmap")?.as_str() {
+                        "mmap" => false,
+                        "pread" => true,
+                        o => {
+                            return Err(src.err(
+                                "workload.access",
+                                format!("{o:?}: use mmap or pread"),
+                            ))
+                        }
+                    },
                 };
                 if w.records == 0 {
                     return Err(src.err("workload.records", "must be at least 1"));

@@ -105,6 +105,8 @@ impl<'a> Engine<'a> {
             let sweep = (!m.random).then(|| m.sweeps[k.tasks[t].phase]);
             let a = if sweep == Some(Sweep::Populate) {
                 k.populate_read(cpu, mm, vp)
+            } else if m.ycsb.as_ref().is_some_and(|y| y.fd) {
+                k.filemap_rw(cpu, mm, vp, write)
             } else {
                 k.user_access(cpu, mm, vp, write)
             };

@@ -115,7 +115,7 @@ impl Kernel {
 
     /// Allocate and charge a new folio of 2^order pages; None if the task (mm) was OOM-killed
     /// meanwhile.
-    fn alloc_charged_folio(
+    pub(crate) fn alloc_charged_folio(
         &mut self,
         cpu: CpuId,
         mm: MmId,
@@ -288,7 +288,7 @@ impl Kernel {
     /// The aligned extent (first page, order) of the page-cache folio a miss at `vp` creates:
     /// `sim.file_folio_order`, reduced until it fits inside the file and covers only pages
     /// that are not cached (a neighbour may still be cached from a smaller folio).
-    fn file_folio_extent(&self, file: usize, vp: u64) -> (u64, u8) {
+    pub(crate) fn file_folio_extent(&self, file: usize, vp: u64) -> (u64, u8) {
         let cache = &self.files[file].cache;
         let mut order = self.cfg.file_folio_order;
         loop {

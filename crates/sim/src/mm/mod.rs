@@ -1,4 +1,5 @@
 //! Memory management (mm/).
+pub mod filemap;
 pub mod folio;
 pub mod lru;
 pub mod lru_gen;

@@ -39,6 +39,8 @@ pub struct YcsbGen {
     eta: f64,
     half_pow_theta: f64,
     pub op_ns: u64,
+    /// pread/pwrite instead of loads and stores through the mapping.
+    pub fd: bool,
 }
 
 fn zeta(n: u64, theta: f64) -> f64 {
@@ -79,6 +81,7 @@ impl YcsbGen {
             eta: (1.0 - (2.0 / items as f64).powf(1.0 - theta)) / (1.0 - zeta2 / zetan),
             half_pow_theta: 0.5f64.powf(theta),
             op_ns: OP_CPU_NS,
+            fd: w.pread,
         }
     }
 
@@ -149,6 +152,7 @@ mod tests {
             cpus: reclaimlab_core::scenario::CpuSet::List(vec![0]),
             read_ratio: 0.95,
             zipf_theta: 0.99,
+            pread: false,
         };
         let g = YcsbGen::new(&w);
         let mut rng = ChaCha8Rng::seed_from_u64(7);
