@@ -180,7 +180,14 @@ pub fn simulate(
                 "ycsb-b: {ops} operations, {} us of CPU per operation besides its page access (estimate)",
                 workload::ycsb::OP_CPU_NS / 1000
             ));
-            Ok(finish(scn, e.k, secs, ops as f64 / secs, "ops_per_sec", notes))
+            Ok(finish(
+                scn,
+                e.k,
+                secs,
+                ops as f64 / secs,
+                "ops_per_sec",
+                notes,
+            ))
         }
         Workload::FileReclaim(w) => {
             let pages = w.file_bytes / PAGE;

@@ -62,7 +62,11 @@ fn seq_gen(seq: u64) -> Option<u64> {
 fn faults_enter_a_young_generation_and_eviction_takes_the_oldest_first() {
     let mut k = kernel(false);
     let g = &k.lruvec.lrugen;
-    assert_eq!((g.min_seq, g.max_seq), ([0, 0], 3), "four generations at init");
+    assert_eq!(
+        (g.min_seq, g.max_seq),
+        ([0, 0], 3),
+        "four generations at init"
+    );
     // Group A: in fault context folio_add_lru sets PG_active: max_seq - 1.
     read_in(&mut k, 0..128);
     assert_eq!(folio_lru_gen(k.folios.get(pfn_of(&k, 0))), seq_gen(2));
@@ -79,8 +83,14 @@ fn faults_enter_a_young_generation_and_eviction_takes_the_oldest_first() {
     let reclaimed = k.try_to_free_mem_cgroup_pages(0, 32);
     assert!(reclaimed >= 32, "reclaimed {reclaimed}");
     let evicted_a = (0..128).filter(|&vp| !cached(&k, vp)).count() as u64;
-    assert_eq!(evicted_a, reclaimed, "every evicted page came from the oldest generation");
-    assert!((128..256).all(|vp| cached(&k, vp)), "the young generation is untouched");
+    assert_eq!(
+        evicted_a, reclaimed,
+        "every evicted page came from the oldest generation"
+    );
+    assert!(
+        (128..256).all(|vp| cached(&k, vp)),
+        "the young generation is untouched"
+    );
     assert_eq!(k.vmstat.pgsteal_file, reclaimed);
     // Page 0 sat at the tail of the oldest generation: it went first.
     assert!(!cached(&k, 0));
@@ -101,7 +111,11 @@ fn aging_promotes_young_mapped_folios_after_a_second_chance() {
     let f = k.folios.get(hot);
     assert!(f.test(pg::REFERENCED) && !f.test(pg::WORKINGSET));
     assert_eq!(folio_lru_gen(f), seq_gen(2));
-    assert_eq!(k.mms[0].ptes[3] & PTE_YOUNG, 0, "the walk cleared the young bit");
+    assert_eq!(
+        k.mms[0].ptes[3] & PTE_YOUNG,
+        0,
+        "the walk cleared the young bit"
+    );
     k.mms[0].ptes[3] |= PTE_YOUNG;
     let max_seq = k.lruvec.lrugen.max_seq;
     k.try_to_inc_max_seq(0, 0);
@@ -113,7 +127,10 @@ fn aging_promotes_young_mapped_folios_after_a_second_chance() {
         "promoted to the generation the walk ran for"
     );
     assert_eq!(folio_lru_gen(k.folios.get(cold)), seq_gen(2));
-    assert_eq!(k.lruvec.lrugen.min_seq[1], 2, "the cold folios are now the oldest");
+    assert_eq!(
+        k.lruvec.lrugen.min_seq[1], 2,
+        "the cold folios are now the oldest"
+    );
     let errs = k.check_invariants();
     assert!(errs.is_empty(), "{errs:?}");
 }
@@ -123,7 +140,11 @@ fn aging_promotes_young_mapped_folios_after_a_second_chance() {
 fn dirty_in_oldest(reactivate: bool) -> (Kernel, Pfn) {
     let mut k = kernel(reactivate);
     read_in(&mut k, 0..64);
-    assert_eq!(k.user_access(0, 0, 5, true), Access::Fault, "write-notify fault");
+    assert_eq!(
+        k.user_access(0, 0, 5, true),
+        Access::Fault,
+        "write-notify fault"
+    );
     let pfn = pfn_of(&k, 5);
     assert!(k.folios.get(pfn).test(pg::DIRTY));
     assert_eq!(k.wb.nr_dirty, 1);
@@ -140,11 +161,21 @@ fn mglru_bumps_a_dirty_file_folio_to_min_seq_plus_one_with_pg_reclaim() {
     let (mut k, pfn) = dirty_in_oldest(false);
     let f = *k.folios.get(pfn);
     let min_seq = k.lruvec.lrugen.min_seq[1];
-    assert_eq!(folio_lru_gen(&f), seq_gen(min_seq + 1), "sort_folio: folio_inc_gen");
+    assert_eq!(
+        folio_lru_gen(&f),
+        seq_gen(min_seq + 1),
+        "sort_folio: folio_inc_gen"
+    );
     assert!(f.test(pg::RECLAIM) && f.test(pg::DIRTY));
     assert!(f.test(pg::MAPPED), "never isolated, so never unmapped");
-    assert!(!f.test(pg::WRITEBACK), "the batch was not all dirty: no flusher");
-    assert_eq!(k.vmstat.nr_vmscan_write, 0, "reclaim does not write file folios");
+    assert!(
+        !f.test(pg::WRITEBACK),
+        "the batch was not all dirty: no flusher"
+    );
+    assert_eq!(
+        k.vmstat.nr_vmscan_write, 0,
+        "reclaim does not write file folios"
+    );
     assert_eq!(k.vmstat.nr_vmscan_immediate_reclaim, 0);
     assert_eq!(k.lruvec.lrugen.nr_dirty_bumped, 1);
     assert!(k.vmstat.pgsteal_file >= 32);
@@ -163,9 +194,15 @@ fn dirty_reactivate_sends_a_dirty_folio_through_shrink_folio_list_and_reactivate
         "activate_locked: back into a young generation"
     );
     assert!(f.test(pg::RECLAIM) && f.test(pg::DIRTY));
-    assert!(!f.test(pg::MAPPED), "shrink_folio_list unmapped it before the dirty check");
+    assert!(
+        !f.test(pg::MAPPED),
+        "shrink_folio_list unmapped it before the dirty check"
+    );
     assert!(!f.test(pg::WRITEBACK));
-    assert_eq!(k.vmstat.nr_vmscan_write, 0, "reclaim does not write file folios");
+    assert_eq!(
+        k.vmstat.nr_vmscan_write, 0,
+        "reclaim does not write file folios"
+    );
     assert_eq!(k.vmstat.nr_vmscan_immediate_reclaim, 1);
     assert_eq!(k.lruvec.lrugen.nr_dirty_bumped, 0);
     let errs = k.check_invariants();
@@ -244,7 +281,11 @@ fn classic_lru_results_are_unchanged() {
 
 #[test]
 fn ycsb_b_is_deterministic_and_differs_between_the_policies() {
-    let base = ["run.duration=300ms", "workload.records=65536", "memcg.limit=32M"];
+    let base = [
+        "run.duration=300ms",
+        "workload.records=65536",
+        "memcg.limit=32M",
+    ];
     let run = |patch: &str| {
         let p = format!("kernel.patches=[\"{patch}\"]");
         serde_json::to_string(&sim_with("ycsb-b", &base, &[p.as_str()])).unwrap()

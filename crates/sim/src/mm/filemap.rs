@@ -35,7 +35,14 @@ impl Kernel {
     }
 
     /// page_cache_ra_order → filemap_add_folio (refault check) → folio_add_lru, then the read.
-    fn filemap_add(&mut self, cpu: CpuId, mm: MmId, file: usize, idx: u64, slot: u32) -> Option<Pfn> {
+    fn filemap_add(
+        &mut self,
+        cpu: CpuId,
+        mm: MmId,
+        file: usize,
+        idx: u64,
+        slot: u32,
+    ) -> Option<Pfn> {
         let (start, order) = self.file_folio_extent(file, idx);
         let nr = 1u64 << order;
         let pfn = self.alloc_charged_folio(cpu, mm, 0, file as u32, start as u32, order)?;

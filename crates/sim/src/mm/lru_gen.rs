@@ -259,7 +259,8 @@ impl Kernel {
         let ty = ty_of(f);
         if folio_lru_gen(f) != Some(gen) {
             self.lruvec.del(&mut self.folios, pfn);
-            self.lruvec.list_add(&mut self.folios, pfn, gen_list(gen, ty));
+            self.lruvec
+                .list_add(&mut self.folios, pfn, gen_list(gen, ty));
         }
     }
 
@@ -405,8 +406,7 @@ impl Kernel {
         let g = self.lrugen();
         for t in 0..MAX_NR_TIERS {
             g.avg_refaulted[ty][t] = (g.avg_refaulted[ty][t] + g.refaulted[ty][t]) / 2;
-            g.avg_total[ty][t] =
-                (g.avg_total[ty][t] + g.protected[ty][t] + g.evicted[ty][t]) / 2;
+            g.avg_total[ty][t] = (g.avg_total[ty][t] + g.protected[ty][t] + g.evicted[ty][t]) / 2;
             g.refaulted[ty][t] = 0;
             g.evicted[ty][t] = 0;
             g.protected[ty][t] = 0;
@@ -558,7 +558,8 @@ impl Kernel {
         // promoted (folio_update_gen moves at once here, so this does not happen)
         if gen != lru_gen_from_seq(min_seq) {
             self.lruvec.del(&mut self.folios, pfn);
-            self.lruvec.list_add(&mut self.folios, pfn, gen_list(gen, ty));
+            self.lruvec
+                .list_add(&mut self.folios, pfn, gen_list(gen, ty));
             return true;
         }
         // protected
@@ -829,7 +830,8 @@ impl Kernel {
                 self.vmstat.workingset_restore_anon += n;
             }
         } else {
-            fm.flags = (fm.flags & !pg::LRU_REFS_MASK) | (((refs - 1) as u16) << pg::LRU_REFS_SHIFT);
+            fm.flags =
+                (fm.flags & !pg::LRU_REFS_MASK) | (((refs - 1) as u16) << pg::LRU_REFS_SHIFT);
         }
     }
 

@@ -87,8 +87,7 @@ impl Kernel {
         if let Some((mm, first)) = self.folio_mapping_of(pfn) {
             for vp in first..first + f.nr_pages() {
                 let pte = self.mms[mm].ptes[vp as usize];
-                if pte_present(pte) && pte_pfn(pte) == pfn && pte & (PTE_DIRTY | PTE_WRITE) != 0
-                {
+                if pte_present(pte) && pte_pfn(pte) == pfn && pte & (PTE_DIRTY | PTE_WRITE) != 0 {
                     self.mms[mm].ptes[vp as usize] = pte & !(PTE_DIRTY | PTE_WRITE);
                     self.flush_tlb_mm_range(cpu, mm, vp, vp + 1, false);
                 }
@@ -176,7 +175,8 @@ impl Kernel {
         if now >= self.wb.next_kupdate {
             self.wb.next_kupdate = now + WRITEBACK_INTERVAL_NS;
             for file in 0..self.files.len() {
-                let expired = matches!(self.wb.dirtied_when.get(file), Some(Some(t)) if now >= t + EXPIRE_NS);
+                let expired =
+                    matches!(self.wb.dirtied_when.get(file), Some(Some(t)) if now >= t + EXPIRE_NS);
                 if expired {
                     self.wb.runs_periodic += 1;
                     self.writeback_file(cpu, file, u64::MAX, false);
