@@ -301,3 +301,35 @@ fn ycsb_b_is_deterministic_and_differs_between_the_policies() {
     assert!(r["counters"]["workingset_refault_file"].as_u64().unwrap() > 0);
     assert!(r["extra"]["mglru_aging"].as_u64().unwrap() > 0);
 }
+
+#[test]
+fn ycsb_b_keeps_every_invariant_under_each_lru_and_access_mode() {
+    let base = [
+        "run.duration=200ms",
+        "workload.records=65536",
+        "memcg.limit=16M",
+        "workload.read_ratio=0.5",
+        "sim.check=full",
+    ];
+    for patches in ["[]", "[\"mglru\"]", "[\"mglru-dirty-reactivate\"]"] {
+        for access in ["mmap", "pread"] {
+            let p = format!("kernel.patches={patches}");
+            let a = format!("workload.access={access}");
+            // run() fails on any invariant violation (TLB coherence after every flush here).
+            let d = sim_with("ycsb-b", &base, &[p.as_str(), a.as_str()]);
+            let r = &d.runs[0];
+            assert!(
+                r.counters["workingset_refault_file"] > 0,
+                "{patches} {access}"
+            );
+            assert!(
+                r.extra["writeback_pages"].as_u64().unwrap() > 0,
+                "{patches} {access}"
+            );
+            assert_eq!(
+                r.counters["nr_vmscan_write"], 0,
+                "reclaim never writes page cache"
+            );
+        }
+    }
+}
