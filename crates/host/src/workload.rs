@@ -163,3 +163,24 @@ pub fn for_scenario(scn: &Scenario, cfg: &HostConfig) -> Result<Box<dyn HostWork
         ),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reclaimlab_core::Target;
+
+    #[test]
+    fn ycsb_b_is_rejected_with_a_clear_error() {
+        let t = Target::Host {
+            cpus: 2,
+            memory_bytes: 24 << 30,
+        };
+        let scn = Scenario::load("ycsb-b", &[], t).unwrap();
+        let cfg = HostConfig::read(&scn).unwrap();
+        let e = for_scenario(&scn, &cfg)
+            .err()
+            .expect("no host backend")
+            .to_string();
+        assert!(e.contains("ycsb-b") && e.contains("reclaimlab sim"), "{e}");
+    }
+}
