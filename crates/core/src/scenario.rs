@@ -27,6 +27,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "anon-sweep",
         include_str!("../../../scenarios/anon-sweep.toml"),
     ),
+    ("ycsb-b", include_str!("../../../scenarios/ycsb-b.toml")),
 ];
 
 /// Which backend the scenario is being resolved for: the limits that make a value impossible.
@@ -175,6 +176,29 @@ impl AnonSweep {
     }
 }
 
+/// YCSB workload B on a file-backed store (seed 002): `threads` clients doing operations on
+/// `records` records of `record_bytes` kept in a shared writable file mapping, a fraction
+/// `read_ratio` reads and the rest updates (which dirty the record's page), keys drawn from
+/// YCSB's scrambled zipfian distribution with constant `zipf_theta`.
+#[derive(Clone, Debug, Serialize)]
+pub struct YcsbB {
+    pub records: u64,
+    pub record_bytes: u64,
+    pub threads: usize,
+    pub cpus: CpuSet,
+    pub read_ratio: f64,
+    pub zipf_theta: f64,
+    /// How the store reaches its file: `mmap` (a shared writable mapping, the default) or
+    /// `pread` (pread/pwrite through the page cache, as WiredTiger does).
+    pub pread: bool,
+}
+
+impl YcsbB {
+    pub fn file_bytes(&self) -> u64 {
+        self.records * self.record_bytes
+    }
+}
+
 #[derive(Clone, Debug, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Workload {
@@ -182,6 +206,7 @@ pub enum Workload {
     FileReclaim(FileReclaim),
     FileMmapRw(FileMmapRw),
     AnonSweep(AnonSweep),
+    YcsbB(YcsbB),
 }
 
 impl Workload {
@@ -191,6 +216,7 @@ impl Workload {
             Workload::FileReclaim(_) => "file-reclaim",
             Workload::FileMmapRw(_) => "file-mmap-rw",
             Workload::AnonSweep(_) => "anon-sweep",
+            Workload::YcsbB(_) => "ycsb-b",
         }
     }
     /// Whether the workload's memory is anonymous (and so needs swap to be reclaimed).
@@ -395,11 +421,53 @@ impl Scenario {
                 }
                 Workload::AnonSweep(w)
             }
+            "ycsb-b" => {
+                let w = YcsbB {
+                    records: src.u64_or("workload.records", 1 << 20)?,
+                    record_bytes: src.size_or("workload.record_bytes", 1024)?,
+                    threads: positive(&src, "workload.threads", 32)?,
+                    cpus: cpuset(&src, "workload.cpus", cpus_avail)?,
+                    read_ratio: src.f64_or("workload.read_ratio", 0.95)?,
+                    zipf_theta: src.f64_or("workload.zipf_theta", 0.99)?,
+                    pread: match src.str_or("workload.access", "mmap")?.as_str() {
+                        "mmap" => false,
+                        "pread" => true,
+                        o => {
+                            return Err(src.err(
+                                "workload.access",
+                                format!("{o:?}: use mmap or pread"),
+                            ))
+                        }
+                    },
+                };
+                if w.records == 0 {
+                    return Err(src.err("workload.records", "must be at least 1"));
+                }
+                if w.record_bytes == 0 || w.record_bytes > 4096 || 4096 % w.record_bytes != 0 {
+                    return Err(src.err(
+                        "workload.record_bytes",
+                        "must divide 4K (a record lies within one page)",
+                    ));
+                }
+                if !(0.0..=1.0).contains(&w.read_ratio) {
+                    return Err(src.err(
+                        "workload.read_ratio",
+                        format!("must be within 0..=1 (got {})", w.read_ratio),
+                    ));
+                }
+                if !(w.zipf_theta > 0.0 && w.zipf_theta < 1.0) {
+                    return Err(src.err(
+                        "workload.zipf_theta",
+                        format!("must be within (0, 1) (got {})", w.zipf_theta),
+                    ));
+                }
+                Workload::YcsbB(w)
+            }
             other => {
                 return Err(src.err(
                     "workload.kind",
                     format!(
-                        "unknown workload {other:?}: use stress-vm, file-reclaim, file-mmap-rw or anon-sweep"
+                        "unknown workload {other:?}: use stress-vm, file-reclaim, file-mmap-rw, anon-sweep or ycsb-b"
                     ),
                 ))
             }

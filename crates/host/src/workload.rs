@@ -157,5 +157,30 @@ pub fn for_scenario(scn: &Scenario, cfg: &HostConfig) -> Result<Box<dyn HostWork
         }
         Workload::FileMmapRw(w) => Box::new(crate::workers::file_mmap_rw::FileMmapRw::new(w)),
         Workload::AnonSweep(w) => Box::new(crate::workers::anon_sweep::AnonSweep::new(w)),
+        Workload::YcsbB(_) => anyhow::bail!(
+            "workload.kind = ycsb-b has no host backend: it needs a YCSB client and a file-backed \
+             store (e.g. MongoDB) on the machine; use `reclaimlab sim` for it"
+        ),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reclaimlab_core::Target;
+
+    #[test]
+    fn ycsb_b_is_rejected_with_a_clear_error() {
+        let t = Target::Host {
+            cpus: 2,
+            memory_bytes: 24 << 30,
+        };
+        let scn = Scenario::load("ycsb-b", &[], t).unwrap();
+        let cfg = HostConfig::read(&scn).unwrap();
+        let e = for_scenario(&scn, &cfg)
+            .err()
+            .expect("no host backend")
+            .to_string();
+        assert!(e.contains("ycsb-b") && e.contains("reclaimlab sim"), "{e}");
+    }
 }

@@ -82,6 +82,13 @@ pub struct Policy {
     /// in one step (folio_pte_batch) and clears its young bits with one
     /// clear_flush_young_ptes (arm64: one TLBI over the run); 6.18 steps per PTE.
     pub clear_flush_young_ptes: bool,
+    /// The multi-gen LRU (CONFIG_LRU_GEN, enabled): memcg reclaim goes to
+    /// lru_gen_shrink_lruvec (mm/lru_gen.rs).
+    pub mglru: bool,
+    /// Seed 002 (mglru-dirty-reactivate): sort_folio no longer bumps dirty/writeback file
+    /// folios to min_seq + 1; shrink_folio_list reactivates them and evict_folios wakes the
+    /// flusher after a batch that was all unqueued dirty.
+    pub mglru_dirty_reactivate: bool,
 }
 
 impl Policy {
@@ -96,11 +103,14 @@ impl Policy {
             file_large_folio_unmap: false,
             unsafe_defer_dirty_flush: false,
             clear_flush_young_ptes: false,
+            mglru: false,
+            mglru_dirty_reactivate: false,
         }
     }
 
     /// Resolve `kernel.preset` + `kernel.patches` through the shared registry
-    /// (reclaimlab_core::policy). Patches other than tlb-batch, batch-dirty-flush and file-large-folio-unmap are not
+    /// (reclaimlab_core::policy). Patches other than tlb-batch, batch-dirty-flush, file-large-folio-unmap, mglru and
+    /// mglru-dirty-reactivate are not
     /// modelled yet.
     pub fn from_scenario(scn: &Scenario) -> anyhow::Result<Policy> {
         use reclaimlab_core::policy::KernelPolicy;
@@ -120,6 +130,8 @@ impl Policy {
             Patch::FileLargeFolioUnmap,
             Patch::UnsafeDeferDirtyFlush,
             Patch::ClearFlushYoungPtes,
+            Patch::Mglru,
+            Patch::MglruDirtyReactivate,
         ];
         if let Some(p) = kp.patches.iter().find(|p| !modelled.contains(p)) {
             anyhow::bail!(
@@ -138,6 +150,9 @@ impl Policy {
             file_large_folio_unmap: kp.has(Patch::FileLargeFolioUnmap),
             unsafe_defer_dirty_flush: kp.has(Patch::UnsafeDeferDirtyFlush),
             clear_flush_young_ptes: kp.has(Patch::ClearFlushYoungPtes),
+            // The series changes MGLRU's code: it implies MGLRU.
+            mglru: kp.has(Patch::Mglru) || kp.has(Patch::MglruDirtyReactivate),
+            mglru_dirty_reactivate: kp.has(Patch::MglruDirtyReactivate),
             ..Policy::linux_6_18()
         })
     }

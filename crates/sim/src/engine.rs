@@ -72,6 +72,8 @@ impl<'a> Engine<'a> {
                 self.k.with_rqs(|k, rqs| k.scheduler_tick(rqs, cpu));
                 continue;
             }
+            // Writeback completions and the flusher's timers (mm/page_writeback.rs).
+            self.k.writeback_poll(cpu);
             let t = self.k.cpus[cpu].curr.expect("busy CPU");
             self.k.engine_step(cpu, t);
         }
@@ -143,7 +145,10 @@ impl Kernel {
         let tick = k.cpus[cpu].next_tick;
         for _ in 0..k.cfg.step_pages {
             let task = &k.tasks[t];
-            let (vp, write) = if m.random {
+            let (vp, write) = if let Some(y) = &m.ycsb {
+                k.charge(cpu, y.op_ns);
+                y.next_op(&mut k.rng)
+            } else if m.random {
                 let len = task.end - task.start;
                 let vp = task.start + k.rng.gen_range(0..len);
                 (vp, m.random_write)
@@ -157,6 +162,8 @@ impl Kernel {
             let sweep = (!m.random).then(|| m.sweeps[k.tasks[t].phase]);
             let a = if sweep == Some(Sweep::Populate) {
                 k.populate_read(cpu, mm, vp)
+            } else if m.ycsb.as_ref().is_some_and(|y| y.fd) {
+                k.filemap_rw(cpu, mm, vp, write)
             } else {
                 k.user_access(cpu, mm, vp, write)
             };

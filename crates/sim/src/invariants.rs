@@ -2,7 +2,7 @@
 //! and the accounting that ties PTEs, folios, swap slots and the memcg together.
 
 use crate::kernel::{Backing, Kernel};
-use crate::mm::folio::{pg, LRU_NONE, NR_LRU_LISTS};
+use crate::mm::folio::{pg, LRU_NONE, MAX_NR_GENS, NR_ALL_LISTS};
 use crate::mm::pgtable::*;
 
 impl Kernel {
@@ -12,7 +12,7 @@ impl Kernel {
         // Every allocated folio is on exactly one LRU list (nothing is isolated between steps),
         // and the list sizes add up.
         let mut on_list = vec![false; self.folios.folios.len()];
-        for lru in 0..NR_LRU_LISTS as u8 {
+        for lru in 0..NR_ALL_LISTS as u8 {
             let mut n = 0;
             for pfn in self.lruvec.iter(&self.folios, lru) {
                 if on_list[pfn as usize] {
@@ -38,6 +38,36 @@ impl Kernel {
             if f.test(pg::ALLOCATED) && (!on_list[pfn] || f.lru == LRU_NONE) {
                 errs.push(format!("allocated folio {pfn} is on no LRU list"));
             }
+        }
+        // MGLRU: only the generations min_seq..=max_seq of a type hold folios.
+        let g = &self.lruvec.lrugen;
+        if g.enabled {
+            use crate::mm::lru_gen::{gen_list, lru_gen_from_seq};
+            for ty in 0..2 {
+                let live: Vec<u64> = (g.min_seq[ty]..=g.max_seq).map(lru_gen_from_seq).collect();
+                if live.len() > MAX_NR_GENS as usize {
+                    errs.push(format!("type {ty}: {} generations", live.len()));
+                }
+                for gen in (0..MAX_NR_GENS).filter(|x| !live.contains(x)) {
+                    if self.lruvec.size(gen_list(gen, ty)) > 0 {
+                        errs.push(format!("type {ty}: folios in dead generation {gen}"));
+                    }
+                }
+            }
+        }
+        // NR_FILE_DIRTY agrees with the dirty page-cache folios.
+        let dirty: u64 = self
+            .folios
+            .folios
+            .iter()
+            .filter(|f| f.test(pg::ALLOCATED) && f.is_file_lru() && f.test(pg::DIRTY))
+            .map(|f| f.nr_pages())
+            .sum();
+        if dirty != self.wb.nr_dirty {
+            errs.push(format!(
+                "{dirty} dirty page-cache pages but NR_FILE_DIRTY {}",
+                self.wb.nr_dirty
+            ));
         }
         // Charge: never above the limit; pages charged = pages allocated.
         if self.memcg.usage > self.memcg.limit {

@@ -141,6 +141,8 @@ pub struct Kernel {
     /// test-and-clears of the accessed bit they did.
     pub referenced_steps: u64,
     pub young_tests: u64,
+    /// Dirty page-cache accounting and the writeback device (mm/page_writeback.rs).
+    pub wb: crate::mm::page_writeback::Writeback,
 }
 
 impl Kernel {
@@ -174,7 +176,13 @@ impl Kernel {
             tasks: Vec::new(),
             files: Vec::new(),
             folios: FolioTable::new(),
-            lruvec: Lruvec::new(),
+            lruvec: {
+                let mut l = Lruvec::new();
+                if policy.mglru {
+                    l.lrugen = crate::mm::lru_gen::LruGen::init();
+                }
+                l
+            },
             memcg: MemCgroup::new(memcg_limit_pages, nr_cpus),
             swap: SwapDevice::new(swap_pages),
             vmstat: VmStat::default(),
@@ -201,6 +209,7 @@ impl Kernel {
             contpte_unfolded: Default::default(),
             referenced_steps: 0,
             young_tests: 0,
+            wb: Default::default(),
             cfg,
             policy,
         }

@@ -205,6 +205,34 @@ fn simulate_with(
                 notes,
             ))
         }
+        Workload::YcsbB(w) => {
+            let model = workload::ycsb::access_model(w);
+            let pages = model.ycsb.as_ref().map_or(0, |y| y.pages());
+            let mut e = Engine::new(k, model);
+            e.progress = opts.progress;
+            e.k.files.push(File {
+                cache: vec![0; pages as usize],
+            });
+            let mm = e.k.mm_alloc(pages, Backing::File(0), true);
+            for i in 0..w.threads {
+                e.k.task_new(mm, pinned(&w.cpus, i), 0, pages);
+            }
+            e.place_tasks();
+            e.run_until(duration, duration);
+            let ops: u64 = e.k.tasks.iter().map(|t| t.pages_touched).sum();
+            notes.push(format!(
+                "ycsb-b: {ops} operations, {} us of CPU per operation besides its page access (estimate)",
+                workload::ycsb::OP_CPU_NS / 1000
+            ));
+            Ok(finish(
+                scn,
+                e.k,
+                secs,
+                ops as f64 / secs,
+                "ops_per_sec",
+                notes,
+            ))
+        }
         Workload::FileReclaim(w) => {
             let pages = w.file_bytes / PAGE;
             let mut e = Engine::new(k, workload::file_mmap::populate_model());

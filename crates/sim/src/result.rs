@@ -83,6 +83,25 @@ pub fn build(
         extra.insert("referenced_steps".into(), j(k.referenced_steps));
         extra.insert("young_tests".into(), j(k.young_tests));
     }
+    if k.policy.mglru {
+        let g = &k.lruvec.lrugen;
+        extra.insert("mglru_max_seq".into(), j(g.max_seq));
+        extra.insert("mglru_aging".into(), j(g.nr_aging));
+        extra.insert("mglru_dirty_bumped".into(), j(g.nr_dirty_bumped));
+        extra.insert("mglru_flusher_wakeups".into(), j(g.nr_flusher_wakeups));
+    }
+    if k.wb.nr_written > 0 {
+        extra.insert("writeback_pages".into(), j(k.wb.nr_written));
+        extra.insert("writeback_rotated".into(), j(k.wb.nr_rotated));
+        extra.insert(
+            "flusher_runs".into(),
+            serde_json::json!({
+                "vmscan": k.wb.runs_vmscan,
+                "background": k.wb.runs_background,
+                "periodic": k.wb.runs_periodic,
+            }),
+        );
+    }
     extra.insert(
         "pages_touched".into(),
         j(k.tasks.iter().map(|t| t.pages_touched).sum()),

@@ -25,7 +25,13 @@ pub mod pg {
     pub const ALLOCATED: u16 = 1 << 11;
     /// PG_locked: reclaim holds the folio lock (seen by faults only with
     /// `sim.interleave = "folio"`; otherwise no fault can run while it is held).
-    pub const LOCKED: u16 = 1 << 12;
+    pub const LOCKED: u16 = 1 << 14;
+    /// MGLRU's refs counter (LRU_REFS_WIDTH = 2 bits, include/linux/mm_inline.h): accesses
+    /// through file descriptors beyond the first (which sets PG_referenced).
+    pub const LRU_REFS_SHIFT: u32 = 12;
+    pub const LRU_REFS_MASK: u16 = 3 << LRU_REFS_SHIFT;
+    /// LRU_REFS_FLAGS: what folio_inc_gen / folio_update_gen reset.
+    pub const LRU_REFS_FLAGS: u16 = LRU_REFS_MASK | REFERENCED;
 }
 
 /// Which LRU list a folio is on (enum lru_list), or none (isolated / free).
@@ -35,6 +41,11 @@ pub const LRU_INACTIVE_FILE: u8 = 2;
 pub const LRU_ACTIVE_FILE: u8 = 3;
 pub const NR_LRU_LISTS: usize = 4;
 pub const LRU_NONE: u8 = u8::MAX;
+/// MGLRU's lists (lrugen->folios[gen][type], one zone): list LRU_GEN_BASE + gen * 2 + type
+/// (type 0 anon, 1 file), gen = seq % MAX_NR_GENS. They share the lruvec's intrusive lists.
+pub const LRU_GEN_BASE: u8 = NR_LRU_LISTS as u8;
+pub const MAX_NR_GENS: u64 = 4;
+pub const NR_ALL_LISTS: usize = NR_LRU_LISTS + 2 * MAX_NR_GENS as usize;
 
 /// 20 bytes per frame.
 #[derive(Clone, Copy, Debug)]

@@ -2,7 +2,8 @@
 //! threaded through the folios, plus the reclaim cost and refault bookkeeping that
 //! get_scan_count and prepare_scan_control read. One memcg on one node: one lruvec.
 
-use super::folio::{pg, FolioTable, Pfn, LRU_NONE, NO_PFN, NR_LRU_LISTS};
+use super::folio::{pg, FolioTable, Pfn, LRU_NONE, NO_PFN, NR_ALL_LISTS};
+use super::lru_gen::LruGen;
 
 #[derive(Clone, Copy, Debug)]
 struct ListHead {
@@ -11,8 +12,9 @@ struct ListHead {
 }
 
 pub struct Lruvec {
-    lists: [ListHead; NR_LRU_LISTS],
-    pub nr_pages: [u64; NR_LRU_LISTS],
+    /// The classic four lists, then MGLRU's generation lists (folio.rs LRU_GEN_BASE).
+    lists: [ListHead; NR_ALL_LISTS],
+    pub nr_pages: [u64; NR_ALL_LISTS],
     /// lru_note_cost's running costs (anon, file).
     pub anon_cost: u64,
     pub file_cost: u64,
@@ -20,6 +22,8 @@ pub struct Lruvec {
     pub nonresident_age: u64,
     /// snapshot_refaults: WORKINGSET_ACTIVATE_{ANON,FILE} at the end of the last reclaim.
     pub refaults_snapshot: [u64; 2],
+    /// lruvec->lrugen (mm/lru_gen.rs); `enabled` routes every add to the generation lists.
+    pub lrugen: LruGen,
 }
 
 impl Lruvec {
@@ -28,12 +32,13 @@ impl Lruvec {
             lists: [ListHead {
                 head: NO_PFN,
                 tail: NO_PFN,
-            }; NR_LRU_LISTS],
-            nr_pages: [0; NR_LRU_LISTS],
+            }; NR_ALL_LISTS],
+            nr_pages: [0; NR_ALL_LISTS],
             anon_cost: 0,
             file_cost: 0,
             nonresident_age: 0,
             refaults_snapshot: [0; 2],
+            lrugen: LruGen::default(),
         }
     }
 
@@ -43,9 +48,50 @@ impl Lruvec {
         base + f.test(pg::ACTIVE) as u8
     }
 
-    /// lruvec_add_folio: at the head (the young end).
+    /// lruvec_add_folio: at the head (the young end); with MGLRU, lru_gen_add_folio.
     pub fn add(&mut self, ft: &mut FolioTable, pfn: Pfn) {
+        if self.lrugen.enabled {
+            self.lru_gen_add_folio(ft, pfn, false);
+            return;
+        }
         let lru = Self::folio_lru_list(ft.get(pfn));
+        self.list_add(ft, pfn, lru);
+    }
+
+    /// lruvec_add_folio_tail (folio_rotate_reclaimable's lru_move_tail): the reclaim end of
+    /// the folio's list; with MGLRU, lru_gen_add_folio(reclaiming = true): the oldest gen's tail.
+    pub fn add_tail(&mut self, ft: &mut FolioTable, pfn: Pfn) {
+        if self.lrugen.enabled {
+            self.lru_gen_add_folio(ft, pfn, true);
+            return;
+        }
+        let lru = Self::folio_lru_list(ft.get(pfn));
+        self.list_add_tail(ft, pfn, lru);
+    }
+
+    /// list_add_tail onto list `lru`.
+    pub fn list_add_tail(&mut self, ft: &mut FolioTable, pfn: Pfn, lru: u8) {
+        let l = &mut self.lists[lru as usize];
+        let old_tail = l.tail;
+        {
+            let f = ft.get_mut(pfn);
+            debug_assert_eq!(f.lru, LRU_NONE);
+            f.lru = lru;
+            f.prev = old_tail;
+            f.next = NO_PFN;
+            f.set(pg::LRU);
+        }
+        if old_tail != NO_PFN {
+            ft.get_mut(old_tail).next = pfn;
+        } else {
+            l.head = pfn;
+        }
+        l.tail = pfn;
+        self.nr_pages[lru as usize] += ft.get(pfn).nr_pages();
+    }
+
+    /// list_add onto list `lru` (the head).
+    pub fn list_add(&mut self, ft: &mut FolioTable, pfn: Pfn, lru: u8) {
         let l = &mut self.lists[lru as usize];
         let old_head = l.head;
         {

@@ -105,6 +105,9 @@ impl Kernel {
             if reclaimed > 0 && nr <= COSTLY_PAGES {
                 continue;
             }
+            if reclaimed == 0 && self.reclaim_throttle_writeback(cpu) {
+                continue;
+            }
             if retries > 0 {
                 retries -= 1;
                 continue;

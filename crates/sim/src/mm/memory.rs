@@ -113,6 +113,10 @@ impl Kernel {
     /// second on an inactive folio activates it (folio_activate), clears PG_referenced and
     /// counts a workingset activation (nonresident age).
     pub fn folio_mark_accessed(&mut self, pfn: Pfn) {
+        if self.lruvec.lrugen.enabled {
+            self.lru_gen_inc_refs(pfn);
+            return;
+        }
         let f = self.folios.get_mut(pfn);
         if !f.test(pg::REFERENCED) {
             f.set(pg::REFERENCED);
@@ -133,7 +137,7 @@ impl Kernel {
 
     /// Allocate and charge a new folio of 2^order pages; None if the task (mm) was OOM-killed
     /// meanwhile.
-    fn alloc_charged_folio(
+    pub(crate) fn alloc_charged_folio(
         &mut self,
         cpu: CpuId,
         mm: MmId,
@@ -200,7 +204,7 @@ impl Kernel {
             // (For a shared file folio: wp_page_shared makes it writable and dirty again.)
             let pfn = pte_pfn(pte);
             self.folio_free_swap_clean(pfn);
-            self.folios.get_mut(pfn).set(pg::DIRTY);
+            self.folio_mark_dirty(pfn);
             self.mms[mm].ptes[vp as usize] = pte | PTE_WRITE | PTE_DIRTY;
             return true;
         }
@@ -245,7 +249,7 @@ impl Kernel {
             self.vmstat.pswpin += 1;
             self.charge(cpu, self.cost.zram_decompress);
             self.workingset_refault(pfn, pte & PTE_LOW_MASK);
-            self.lruvec.add(&mut self.folios, pfn);
+            self.lru_add_fault(pfn);
             if self.swap.synchronous_io {
                 // SWP_SYNCHRONOUS_IO (zram) and __swap_count(entry) == 1 (an unshared anon
                 // page): "skip swapcache". The page is read straight into a new folio that is
@@ -265,7 +269,7 @@ impl Kernel {
         } else {
             // do_anonymous_page: zeroed folio on the inactive anon list.
             self.charge(cpu, self.cost.zero_page);
-            self.lruvec.add(&mut self.folios, pfn);
+            self.lru_add_fault(pfn);
             self.set_pte(mm, vp, pfn, true, write);
         }
         true
@@ -305,11 +309,14 @@ impl Kernel {
     /// the faulting page; the folio's other pages are mapped by their own (minor) faults.
     fn filemap_fault(&mut self, cpu: CpuId, mm: MmId, file: usize, vp: u64, write: bool) -> bool {
         let slot = self.files[file].cache[vp as usize];
-        let writable = self.mms[mm].writable;
+        // A shared writable mapping with dirty accounting (vma_wants_writenotify): a read
+        // fault maps the page read-only, so the first store takes a write fault that marks
+        // the folio dirty (do_shared_fault / wp_page_shared).
+        let writable = self.mms[mm].writable && write;
         if slot & PTE_SWPCACHE != 0 {
             let pfn = slot & PTE_LOW_MASK;
             if write {
-                self.folios.get_mut(pfn).set(pg::DIRTY);
+                self.folio_mark_dirty(pfn);
             }
             self.set_pte(mm, vp, pfn, writable, write);
             return true;
@@ -334,12 +341,12 @@ impl Kernel {
         if slot & PTE_SWP != 0 {
             self.workingset_refault(pfn, slot & PTE_LOW_MASK);
         }
-        self.lruvec.add(&mut self.folios, pfn);
+        self.lru_add_fault(pfn);
         for p in start..start + nr {
             self.files[file].cache[p as usize] = PTE_SWPCACHE | pfn;
         }
         if write {
-            self.folios.get_mut(pfn).set(pg::DIRTY);
+            self.folio_mark_dirty(pfn);
         }
         self.set_pte(mm, vp, pfn, writable, write);
         true
@@ -348,7 +355,7 @@ impl Kernel {
     /// The aligned extent (first page, order) of the page-cache folio a miss at `vp` creates:
     /// `sim.file_folio_order`, reduced until it fits inside the file and covers only pages
     /// that are not cached (a neighbour may still be cached from a smaller folio).
-    fn file_folio_extent(&self, file: usize, vp: u64) -> (u64, u8) {
+    pub(crate) fn file_folio_extent(&self, file: usize, vp: u64) -> (u64, u8) {
         let cache = &self.files[file].cache;
         let mut order = self.cfg.file_folio_order;
         loop {

@@ -1,9 +1,12 @@
 //! Memory management (mm/).
+pub mod filemap;
 pub mod folio;
 pub mod lru;
+pub mod lru_gen;
 pub mod memcontrol;
 pub mod memory;
 pub mod oom_kill;
+pub mod page_writeback;
 pub mod pgtable;
 pub mod rmap;
 pub mod swap;

@@ -200,11 +200,10 @@ impl Kernel {
             self.ttu_ptes += nr;
             vp += nr;
         }
-        let f = self.folios.get_mut(pfn);
         if dirty {
-            f.set(pg::DIRTY);
+            self.folio_mark_dirty(pfn);
         }
-        f.clear(pg::MAPPED);
+        self.folios.get_mut(pfn).clear(pg::MAPPED);
         true
     }
 

@@ -35,9 +35,13 @@ enum FolioRef {
 
 /// struct reclaim_stat (what we use).
 #[derive(Default)]
-struct ReclaimStat {
+pub(crate) struct ReclaimStat {
     nr_pageout: u64,
     nr_activate: u64,
+    /// Page-cache pages found dirty and not yet under writeback (folio_check_dirty_writeback).
+    pub nr_unqueued_dirty: u64,
+    /// Pages found under writeback (tagged PG_reclaim and reactivated).
+    pub nr_writeback: u64,
 }
 
 fn is_file_lru(lru: u8) -> bool {
@@ -90,7 +94,10 @@ impl Kernel {
             }
             break;
         }
-        if !self.writeback_queue.is_empty() {
+        if self.policy.mglru {
+            // MGLRU decides on waking the flusher itself (mm/lru_gen.rs).
+            self.writeback_queue.clear();
+        } else if !self.writeback_queue.is_empty() {
             self.wakeup_flusher_threads(cpu);
         }
         self.reclaim_ns += self.cpus[cpu].clock - t0;
@@ -191,6 +198,11 @@ impl Kernel {
     /// shrink_lruvec: scan the lists in SWAP_CLUSTER_MAX chunks, then age anon if needed.
     #[allow(clippy::needless_range_loop)]
     fn shrink_lruvec(&mut self, cpu: CpuId, sc: &mut ScanControl) {
+        if self.policy.mglru {
+            // lru_gen_enabled() && !root_reclaim(sc): memcg reclaim.
+            self.lru_gen_shrink_lruvec(cpu, sc);
+            return;
+        }
         let mut nr = self.get_scan_count(sc);
         let targets = nr;
         let nr_to_reclaim = sc.nr_to_reclaim;
@@ -340,6 +352,13 @@ impl Kernel {
 
     /// folio_check_references (classic LRU).
     fn folio_check_references(&mut self, cpu: CpuId, pfn: Pfn) -> FolioRef {
+        if self.policy.mglru {
+            return match self.lru_gen_check_references(cpu, pfn) {
+                None => FolioRef::Reclaim,
+                Some(true) => FolioRef::Activate,
+                Some(false) => FolioRef::Keep,
+            };
+        }
         let referenced_ptes = self.folio_referenced(cpu, pfn);
         let f = self.folios.get_mut(pfn);
         let referenced_folio = f.test_clear(pg::REFERENCED);
@@ -418,7 +437,11 @@ impl Kernel {
     }
 
     /// shrink_folio_list: returns (nr_reclaimed, stat, folios to put back).
-    fn shrink_folio_list(&mut self, cpu: CpuId, list: Vec<Pfn>) -> (u64, ReclaimStat, Vec<Pfn>) {
+    pub(crate) fn shrink_folio_list(
+        &mut self,
+        cpu: CpuId,
+        list: Vec<Pfn>,
+    ) -> (u64, ReclaimStat, Vec<Pfn>) {
         let mut ubc = TlbUbc::new(self.nr_cpus());
         let mut stat = ReclaimStat::default();
         let mut ret = Vec::new();
@@ -435,6 +458,22 @@ impl Kernel {
             // A preemption point between folios (sim.interleave = "folio"; no-op otherwise).
             self.reclaim_preempt(cpu);
             let nr = self.folios.get(pfn).nr_pages();
+            // folio_check_dirty_writeback: only page cache is the flushers' business.
+            let f = *self.folios.get(pfn);
+            if f.is_file_lru() && f.test(pg::DIRTY) && !f.test(pg::WRITEBACK) {
+                stat.nr_unqueued_dirty += nr;
+            }
+            if f.test(pg::WRITEBACK) {
+                // Case 2 (writeback_throttling_sane for cgroup v2): tag for immediate reclaim
+                // when the write completes, and reactivate.
+                self.folios.get_mut(pfn).set(pg::RECLAIM);
+                stat.nr_writeback += nr;
+                self.folios.get_mut(pfn).set(pg::ACTIVE);
+                stat.nr_activate += nr;
+                pgactivate += nr;
+                ret.push(pfn);
+                continue;
+            }
             // folio_trylock: reclaim holds the lock until the folio is kept, activated, freed,
             // or (seed 000) put in the dirty batch, and pageout drops it for the write.
             self.folios.get_mut(pfn).set(pg::LOCKED);
@@ -589,30 +628,12 @@ impl Kernel {
         true
     }
 
-    /// wakeup_flusher_threads, with the writeback done at once: each queued dirty file folio
-    /// is cleaned (folio_clear_dirty_for_io → page_mkclean: write-protect and clean its PTE,
-    /// flushing the translation) and its PG_reclaim dropped. The flusher's own CPU time is not
-    /// modelled; its page_mkclean flushes are sent from `cpu` as a stand-in.
-    fn wakeup_flusher_threads(&mut self, cpu: CpuId) {
-        for pfn in std::mem::take(&mut self.writeback_queue) {
-            let f = *self.folios.get(pfn);
-            if !f.test(pg::ALLOCATED) || !f.is_file_lru() || !f.test(pg::DIRTY) {
-                continue;
-            }
-            if let Some((mm, first)) = self.folio_mapping_of(pfn) {
-                for vp in first..first + f.nr_pages() {
-                    let pte = &mut self.mms[mm].ptes[vp as usize];
-                    if pte_present(*pte) && pte_pfn(*pte) == pfn {
-                        *pte &= !(PTE_DIRTY | PTE_WRITE);
-                        self.flush_tlb_mm_range(cpu, mm, vp, vp + 1, false);
-                    }
-                }
-            }
-            self.oracle_writeout(cpu, pfn, "the flusher's writeback");
-            let f = self.folios.get_mut(pfn);
-            f.clear(pg::DIRTY);
-            f.clear(pg::RECLAIM);
-        }
+    /// wakeup_flusher_threads(WB_REASON_VMSCAN): the flusher writes every dirty page-cache
+    /// folio; the writes take device time (mm/page_writeback.rs). Its page_mkclean flushes are
+    /// sent from `cpu` as a stand-in for the flusher's CPU.
+    pub(crate) fn wakeup_flusher_threads(&mut self, cpu: CpuId) {
+        self.writeback_queue.clear();
+        self.wb_start_all(cpu);
     }
 
     /// folio_free_swap: release a mapped swap-cache folio's slot.

@@ -14,6 +14,9 @@ const EVICTION_MASK: u64 = (1 << STAMP_BITS) - 1;
 impl Kernel {
     /// workingset_eviction: stamp, then age (the stamp is read before the advance).
     pub fn workingset_eviction(&mut self, pfn: Pfn) -> u32 {
+        if self.lruvec.lrugen.enabled {
+            return self.lru_gen_eviction(pfn);
+        }
         let f = self.folios.get(pfn);
         let ws = f.test(pg::WORKINGSET) as u32;
         let n = f.nr_pages();
@@ -29,6 +32,10 @@ impl Kernel {
 
     /// workingset_refault: count, and activate the new folio if the refault distance is short.
     pub fn workingset_refault(&mut self, pfn: Pfn, shadow: u32) {
+        if self.lruvec.lrugen.enabled {
+            self.lru_gen_refault(pfn, shadow);
+            return;
+        }
         let file = self.folios.get(pfn).is_file_lru();
         let n = self.folios.get(pfn).nr_pages();
         if file {

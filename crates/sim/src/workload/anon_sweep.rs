@@ -35,6 +35,7 @@ pub fn access_model(w: &AnonSweep) -> AccessModel {
         random_write: random && steady == Sweep::Write,
         bogo_units_per_store: 0,
         one_cycle: false,
+        ycsb: None,
     }
 }
 

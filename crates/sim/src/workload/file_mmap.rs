@@ -12,6 +12,7 @@ pub fn mmap_rw_model(write: bool, random: bool) -> AccessModel {
         random_write: write,
         bogo_units_per_store: 0,
         one_cycle: false,
+        ycsb: None,
     }
 }
 
@@ -22,5 +23,6 @@ pub fn populate_model() -> AccessModel {
         random_write: false,
         bogo_units_per_store: 0,
         one_cycle: true,
+        ycsb: None,
     }
 }

@@ -3,6 +3,7 @@
 pub mod anon_sweep;
 pub mod file_mmap;
 pub mod stress_vm;
+pub mod ycsb;
 
 /// One sweep over a task's pages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,4 +52,6 @@ pub struct AccessModel {
     pub bogo_units_per_store: u64,
     /// Stop the task after one full cycle of sweeps (populate).
     pub one_cycle: bool,
+    /// YCSB operations instead of sweeps (`ycsb-b`): each access is one operation.
+    pub ycsb: Option<ycsb::YcsbGen>,
 }

@@ -54,6 +54,7 @@ pub fn access_model(cfg: &SimConfig) -> AccessModel {
         random_write: false,
         bogo_units_per_store: 0,
         one_cycle: false,
+        ycsb: None,
     }
 }
 

@@ -1,0 +1,335 @@
+//! The multi-gen LRU (mm/lru_gen.rs), timed writeback (mm/page_writeback.rs) and seed 002's
+//! dirty-folio handling (`mglru` vs `mglru-dirty-reactivate`).
+
+mod common;
+
+use common::{cfg, sim_with};
+use reclaimlab_sim::config::Policy;
+use reclaimlab_sim::kernel::{Backing, File, Kernel};
+use reclaimlab_sim::mm::folio::{pg, Pfn};
+use reclaimlab_sim::mm::lru_gen::{folio_lru_gen, gen_list, lru_gen_from_seq};
+use reclaimlab_sim::mm::memory::Access;
+use reclaimlab_sim::mm::pgtable::*;
+
+const PAGES: u64 = 256;
+
+fn policy(reactivate: bool) -> Policy {
+    let mut p = Policy::linux_6_18();
+    p.mglru = true;
+    p.mglru_dirty_reactivate = reactivate;
+    p
+}
+
+/// One CPU, a 256-page writable shared file mapping, no swap, a memcg far above the file.
+fn kernel(reactivate: bool) -> Kernel {
+    let mut k = Kernel::new(cfg(0), policy(reactivate), 1, 4096, 0, 60, 1);
+    k.files.push(File {
+        cache: vec![0; PAGES as usize],
+    });
+    let mm = k.mm_alloc(PAGES, Backing::File(0), true);
+    let t = k.task_new(mm, Some(0), 0, PAGES);
+    k.context_switch(0, Some(t));
+    k
+}
+
+fn read_in(k: &mut Kernel, pages: std::ops::Range<u64>) {
+    for vp in pages {
+        assert_eq!(k.user_access(0, 0, vp, false), Access::Fault);
+    }
+}
+
+fn clear_young(k: &mut Kernel) {
+    for p in k.mms[0].ptes.iter_mut() {
+        *p &= !PTE_YOUNG;
+    }
+}
+
+fn pfn_of(k: &Kernel, vp: u64) -> Pfn {
+    let slot = k.files[0].cache[vp as usize];
+    assert!(slot & PTE_SWPCACHE != 0, "page {vp} is not cached");
+    slot & PTE_LOW_MASK
+}
+
+fn cached(k: &Kernel, vp: u64) -> bool {
+    k.files[0].cache[vp as usize] & PTE_SWPCACHE != 0
+}
+
+fn seq_gen(seq: u64) -> Option<u64> {
+    Some(lru_gen_from_seq(seq))
+}
+
+#[test]
+fn faults_enter_a_young_generation_and_eviction_takes_the_oldest_first() {
+    let mut k = kernel(false);
+    let g = &k.lruvec.lrugen;
+    assert_eq!(
+        (g.min_seq, g.max_seq),
+        ([0, 0], 3),
+        "four generations at init"
+    );
+    // Group A: in fault context folio_add_lru sets PG_active: max_seq - 1.
+    read_in(&mut k, 0..128);
+    assert_eq!(folio_lru_gen(k.folios.get(pfn_of(&k, 0))), seq_gen(2));
+    clear_young(&mut k);
+    // Two agings: nothing is young, so A stays in seq 2, which becomes the oldest.
+    k.try_to_inc_max_seq(0, 0);
+    k.try_to_inc_max_seq(0, 0);
+    let g = &k.lruvec.lrugen;
+    assert_eq!((g.min_seq[1], g.max_seq), (2, 5));
+    // Group B enters at max_seq - 1 = 4.
+    read_in(&mut k, 128..256);
+    clear_young(&mut k);
+    assert_eq!(folio_lru_gen(k.folios.get(pfn_of(&k, 200))), seq_gen(4));
+    let reclaimed = k.try_to_free_mem_cgroup_pages(0, 32);
+    assert!(reclaimed >= 32, "reclaimed {reclaimed}");
+    let evicted_a = (0..128).filter(|&vp| !cached(&k, vp)).count() as u64;
+    assert_eq!(
+        evicted_a, reclaimed,
+        "every evicted page came from the oldest generation"
+    );
+    assert!(
+        (128..256).all(|vp| cached(&k, vp)),
+        "the young generation is untouched"
+    );
+    assert_eq!(k.vmstat.pgsteal_file, reclaimed);
+    // Page 0 sat at the tail of the oldest generation: it went first.
+    assert!(!cached(&k, 0));
+    let errs = k.check_invariants();
+    assert!(errs.is_empty(), "{errs:?}");
+}
+
+#[test]
+fn aging_promotes_young_mapped_folios_after_a_second_chance() {
+    let mut k = kernel(false);
+    read_in(&mut k, 0..64);
+    clear_young(&mut k);
+    let hot = pfn_of(&k, 3);
+    let cold = pfn_of(&k, 4);
+    k.mms[0].ptes[3] |= PTE_YOUNG;
+    k.try_to_inc_max_seq(0, 0);
+    // First young PTE: PG_referenced only (folio_update_gen's second chance), no move.
+    let f = k.folios.get(hot);
+    assert!(f.test(pg::REFERENCED) && !f.test(pg::WORKINGSET));
+    assert_eq!(folio_lru_gen(f), seq_gen(2));
+    assert_eq!(
+        k.mms[0].ptes[3] & PTE_YOUNG,
+        0,
+        "the walk cleared the young bit"
+    );
+    k.mms[0].ptes[3] |= PTE_YOUNG;
+    let max_seq = k.lruvec.lrugen.max_seq;
+    k.try_to_inc_max_seq(0, 0);
+    let f = k.folios.get(hot);
+    assert!(f.test(pg::WORKINGSET));
+    assert_eq!(
+        folio_lru_gen(f),
+        seq_gen(max_seq),
+        "promoted to the generation the walk ran for"
+    );
+    assert_eq!(folio_lru_gen(k.folios.get(cold)), seq_gen(2));
+    assert_eq!(
+        k.lruvec.lrugen.min_seq[1], 2,
+        "the cold folios are now the oldest"
+    );
+    let errs = k.check_invariants();
+    assert!(errs.is_empty(), "{errs:?}");
+}
+
+/// Pages 0..64 read in and left cold in the oldest generation, page 5 written (a write
+/// fault: PG_dirty), then one reclaim call. Returns the kernel and page 5's folio.
+fn dirty_in_oldest(reactivate: bool) -> (Kernel, Pfn) {
+    let mut k = kernel(reactivate);
+    read_in(&mut k, 0..64);
+    assert_eq!(
+        k.user_access(0, 0, 5, true),
+        Access::Fault,
+        "write-notify fault"
+    );
+    let pfn = pfn_of(&k, 5);
+    assert!(k.folios.get(pfn).test(pg::DIRTY));
+    assert_eq!(k.wb.nr_dirty, 1);
+    clear_young(&mut k);
+    k.try_to_inc_max_seq(0, 0);
+    k.try_to_inc_max_seq(0, 0);
+    assert_eq!(folio_lru_gen(k.folios.get(pfn)), seq_gen(2));
+    k.try_to_free_mem_cgroup_pages(0, 32);
+    (k, pfn)
+}
+
+#[test]
+fn mglru_bumps_a_dirty_file_folio_to_min_seq_plus_one_with_pg_reclaim() {
+    let (mut k, pfn) = dirty_in_oldest(false);
+    let f = *k.folios.get(pfn);
+    let min_seq = k.lruvec.lrugen.min_seq[1];
+    assert_eq!(
+        folio_lru_gen(&f),
+        seq_gen(min_seq + 1),
+        "sort_folio: folio_inc_gen"
+    );
+    assert!(f.test(pg::RECLAIM) && f.test(pg::DIRTY));
+    assert!(f.test(pg::MAPPED), "never isolated, so never unmapped");
+    assert!(
+        !f.test(pg::WRITEBACK),
+        "the batch was not all dirty: no flusher"
+    );
+    assert_eq!(
+        k.vmstat.nr_vmscan_write, 0,
+        "reclaim does not write file folios"
+    );
+    assert_eq!(k.vmstat.nr_vmscan_immediate_reclaim, 0);
+    assert_eq!(k.lruvec.lrugen.nr_dirty_bumped, 1);
+    assert!(k.vmstat.pgsteal_file >= 32);
+    let errs = k.check_invariants();
+    assert!(errs.is_empty(), "{errs:?}");
+}
+
+#[test]
+fn dirty_reactivate_sends_a_dirty_folio_through_shrink_folio_list_and_reactivates_it() {
+    let (mut k, pfn) = dirty_in_oldest(true);
+    let f = *k.folios.get(pfn);
+    let max_seq = k.lruvec.lrugen.max_seq;
+    assert_eq!(
+        folio_lru_gen(&f),
+        seq_gen(max_seq - 1),
+        "activate_locked: back into a young generation"
+    );
+    assert!(f.test(pg::RECLAIM) && f.test(pg::DIRTY));
+    assert!(
+        !f.test(pg::MAPPED),
+        "shrink_folio_list unmapped it before the dirty check"
+    );
+    assert!(!f.test(pg::WRITEBACK));
+    assert_eq!(
+        k.vmstat.nr_vmscan_write, 0,
+        "reclaim does not write file folios"
+    );
+    assert_eq!(k.vmstat.nr_vmscan_immediate_reclaim, 1);
+    assert_eq!(k.lruvec.lrugen.nr_dirty_bumped, 0);
+    let errs = k.check_invariants();
+    assert!(errs.is_empty(), "{errs:?}");
+}
+
+#[test]
+fn writeback_completion_rotates_a_pg_reclaim_folio_to_the_oldest_tail() {
+    let (mut k, pfn) = dirty_in_oldest(true);
+    k.wb_start_all(0);
+    let f = *k.folios.get(pfn);
+    assert!(f.test(pg::WRITEBACK) && !f.test(pg::DIRTY));
+    assert_eq!(k.wb.nr_dirty, 0);
+    // Not complete before the device time has passed.
+    k.writeback_poll(0);
+    assert!(k.folios.get(pfn).test(pg::WRITEBACK));
+    k.cpus[0].clock += k.cost.file_write_page;
+    k.writeback_poll(0);
+    let f = *k.folios.get(pfn);
+    assert!(!f.test(pg::WRITEBACK) && !f.test(pg::RECLAIM));
+    let oldest = gen_list(lru_gen_from_seq(k.lruvec.lrugen.min_seq[1]), 1);
+    assert_eq!(k.lruvec.tail(oldest), Some(pfn), "folio_rotate_reclaimable");
+    assert_eq!(k.wb.nr_rotated, 1);
+    let errs = k.check_invariants();
+    assert!(errs.is_empty(), "{errs:?}");
+}
+
+#[test]
+fn reclaim_reactivates_a_folio_under_writeback_with_pg_reclaim() {
+    // Classic LRU: shrink_folio_list's writeback case 2 (cgroup v2).
+    let mut k = Kernel::new(cfg(0), Policy::linux_6_18(), 1, 4096, 0, 60, 1);
+    k.files.push(File { cache: vec![0; 8] });
+    let mm = k.mm_alloc(8, Backing::File(0), true);
+    let t = k.task_new(mm, Some(0), 0, 8);
+    k.context_switch(0, Some(t));
+    for vp in 0..8 {
+        k.user_access(0, mm, vp, true);
+    }
+    k.wb_start_all(0);
+    assert!((0..8).all(|vp| k.folios.get(pfn_of(&k, vp)).test(pg::WRITEBACK)));
+    let r = k.try_to_free_mem_cgroup_pages(0, 8);
+    assert_eq!(r, 0, "nothing under writeback is freed");
+    for vp in 0..8 {
+        let f = k.folios.get(pfn_of(&k, vp));
+        assert!(f.test(pg::RECLAIM) && f.test(pg::WRITEBACK), "page {vp}");
+    }
+    assert!(k.vmstat.pgactivate >= 8, "reactivated");
+    k.cpus[0].clock += 8 * k.cost.file_write_page;
+    k.writeback_poll(0);
+    // Rotated to the inactive file tail, ready to be freed.
+    assert_eq!(k.wb.nr_rotated, 8);
+    assert_eq!(k.try_to_free_mem_cgroup_pages(0, 8), 8);
+}
+
+/// The classic LRU path is byte-for-byte what it was before MGLRU and timed writeback
+/// existed: counters pinned from runs at 5cb1c10 (`reclaimlab sim stress-vm --set
+/// run.duration=2s --json`, and file-mmap-rw read-only).
+#[test]
+fn classic_lru_results_are_unchanged() {
+    let d = sim_with("stress-vm", &["run.duration=2s"], &[]);
+    let c = &d.runs[0].counters;
+    assert_eq!(d.runs[0].throughput.value, 8150.5);
+    assert_eq!(c["pgscan_anon"], 5_177_119);
+    assert_eq!(c["pgsteal_anon"], 2_555_762);
+    assert_eq!(c["tlb_shootdowns"], 1_898_613);
+    assert_eq!(c["function_call_interrupts"], 1_869_645);
+    assert_eq!(c["workingset_refault_anon"], 2_162_519);
+    let d = sim_with("file-mmap-rw", &["run.duration=2s"], &[]);
+    let c = &d.runs[0].counters;
+    assert_eq!(d.runs[0].throughput.value, 161_752.0);
+    assert_eq!(c["pgscan_file"], 520_102);
+    assert_eq!(c["pgsteal_file"], 258_000);
+    assert_eq!(c["tlb_shootdowns"], 18_430);
+    assert_eq!(c["workingset_refault_file"], 61_360);
+}
+
+#[test]
+fn ycsb_b_is_deterministic_and_differs_between_the_policies() {
+    let base = [
+        "run.duration=300ms",
+        "workload.records=65536",
+        "memcg.limit=32M",
+    ];
+    let run = |patch: &str| {
+        let p = format!("kernel.patches=[\"{patch}\"]");
+        serde_json::to_string(&sim_with("ycsb-b", &base, &[p.as_str()])).unwrap()
+    };
+    let a = run("mglru");
+    assert_eq!(a, run("mglru"), "same scenario and seed, same bytes");
+    let b = run("mglru-dirty-reactivate");
+    assert_eq!(b, run("mglru-dirty-reactivate"));
+    assert_ne!(a, b);
+    let d: serde_json::Value = serde_json::from_str(&a).unwrap();
+    let r = &d["runs"][0];
+    assert_eq!(r["throughput"]["unit"], "ops_per_sec");
+    assert!(r["counters"]["workingset_refault_file"].as_u64().unwrap() > 0);
+    assert!(r["extra"]["mglru_aging"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn ycsb_b_keeps_every_invariant_under_each_lru_and_access_mode() {
+    let base = [
+        "run.duration=200ms",
+        "workload.records=65536",
+        "memcg.limit=16M",
+        "workload.read_ratio=0.5",
+        "sim.check=full",
+    ];
+    for patches in ["[]", "[\"mglru\"]", "[\"mglru-dirty-reactivate\"]"] {
+        for access in ["mmap", "pread"] {
+            let p = format!("kernel.patches={patches}");
+            let a = format!("workload.access={access}");
+            // run() fails on any invariant violation (TLB coherence after every flush here).
+            let d = sim_with("ycsb-b", &base, &[p.as_str(), a.as_str()]);
+            let r = &d.runs[0];
+            assert!(
+                r.counters["workingset_refault_file"] > 0,
+                "{patches} {access}"
+            );
+            assert!(
+                r.extra["writeback_pages"].as_u64().unwrap() > 0,
+                "{patches} {access}"
+            );
+            assert_eq!(
+                r.counters["nr_vmscan_write"], 0,
+                "reclaim never writes page cache"
+            );
+        }
+    }
+}
