@@ -62,6 +62,9 @@ pub struct Policy {
     /// Seed 001 (file-large-folio-unmap): folio_unmap_pte_batch batches file folios, so
     /// try_to_unmap_one clears a file large folio's PTE run in one step.
     pub file_large_folio_unmap: bool,
+    /// vm.watermark_scale_factor (10 since 4.6); 0 = the older rule low = min + min/4,
+    /// high = min + min/2 (mm/page_alloc.rs).
+    pub watermark_scale_factor: u64,
 }
 
 impl Policy {
@@ -74,6 +77,7 @@ impl Policy {
             range_flush_freed_tables: true,
             batch_dirty_flush: false,
             file_large_folio_unmap: false,
+            watermark_scale_factor: 10,
         }
     }
 
@@ -104,6 +108,8 @@ impl Policy {
             range_flush_freed_tables: kp.preset != "4.2",
             batch_dirty_flush: kp.has(Patch::BatchDirtyFlush),
             file_large_folio_unmap: kp.has(Patch::FileLargeFolioUnmap),
+            // watermark_scale_factor arrived in 4.6.
+            watermark_scale_factor: if kp.preset == "4.2" { 0 } else { 10 },
             ..Policy::linux_6_18()
         })
     }

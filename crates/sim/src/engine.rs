@@ -73,7 +73,13 @@ impl<'a> Engine<'a> {
                 continue;
             }
             let t = self.k.cpus[cpu].curr.expect("busy CPU");
-            self.step(cpu, t);
+            if self.k.tasks[t].kthread {
+                self.k.kswapd_step(&mut self.rqs, cpu);
+            } else {
+                self.step(cpu, t);
+            }
+            // A wakeup_kswapd during the step places kswapd now (mm/kswapd.rs).
+            self.k.kthread_wakeups(&mut self.rqs, now);
         }
     }
 
@@ -126,6 +132,7 @@ impl<'a> Engine<'a> {
                         task.passes += 1;
                         if m.one_cycle {
                             task.done = true;
+                            task.done_at = Some(k.cpus[cpu].clock);
                             k.schedule(&mut self.rqs, cpu);
                             return;
                         }

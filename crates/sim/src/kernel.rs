@@ -81,6 +81,10 @@ pub struct Task {
     pub phase: usize,
     /// stress-ng bogo counter units.
     pub bogo_units: u64,
+    /// A kernel thread (kswapd): no mm of its own, runs lazily on the previous one.
+    pub kthread: bool,
+    /// When a one-cycle task finished (its CPU's clock).
+    pub done_at: Option<u64>,
 }
 
 /// A file's page cache: per page either empty, a folio, or a workingset shadow.
@@ -119,6 +123,12 @@ pub struct Kernel {
     pub invariant_errors: Vec<String>,
     /// Dirty file folios reclaim tagged PG_reclaim, for the flusher (wakeup_flusher_threads).
     pub writeback_queue: Vec<crate::mm::folio::Pfn>,
+    /// The node's free pages and watermarks (off unless a workload enables global reclaim).
+    pub pgdat: crate::mm::page_alloc::Pgdat,
+    /// The node's kswapd thread.
+    pub kswapd: crate::mm::kswapd::Kswapd,
+    /// Page-cache readahead (off unless a workload sets it).
+    pub ra: crate::mm::readahead::Readahead,
 }
 
 impl Kernel {
@@ -167,6 +177,9 @@ impl Kernel {
             reclaim_ns: 0,
             invariant_errors: Vec::new(),
             writeback_queue: Vec::new(),
+            pgdat: Default::default(),
+            kswapd: Default::default(),
+            ra: Default::default(),
             cfg,
             policy,
         }
@@ -213,6 +226,8 @@ impl Kernel {
             done: false,
             phase: 0,
             bogo_units: 0,
+            kthread: false,
+            done_at: None,
         });
         self.tasks.len() - 1
     }

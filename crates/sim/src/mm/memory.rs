@@ -111,7 +111,7 @@ impl Kernel {
 
     /// Allocate and charge a new folio of 2^order pages; None if the task (mm) was OOM-killed
     /// meanwhile.
-    fn alloc_charged_folio(
+    pub(crate) fn alloc_charged_folio(
         &mut self,
         cpu: CpuId,
         mm: MmId,
@@ -121,6 +121,8 @@ impl Kernel {
         order: u8,
     ) -> Option<Pfn> {
         let nr = 1u64 << order;
+        // The page allocator's watermarks (a no-op unless the node model is on).
+        self.prepare_alloc_pages(cpu, nr);
         loop {
             let gen = self.mm_generation(mm);
             match self.try_charge(cpu, nr) {
@@ -246,6 +248,10 @@ impl Kernel {
     /// fits below the end of the file and in empty cache slots), reads all its pages and maps
     /// the faulting page; the folio's other pages are mapped by their own (minor) faults.
     fn filemap_fault(&mut self, cpu: CpuId, mm: MmId, file: usize, vp: u64, write: bool) -> bool {
+        if self.ra.ra_pages > 0 {
+            // do_sync_mmap_readahead / do_async_mmap_readahead (mm/readahead.rs).
+            self.filemap_readahead(cpu, mm, file, vp);
+        }
         let slot = self.files[file].cache[vp as usize];
         let writable = self.mms[mm].writable;
         if slot & PTE_SWPCACHE != 0 {
@@ -263,7 +269,7 @@ impl Kernel {
             return false;
         };
         self.vmstat.pgmajfault += 1;
-        self.charge(cpu, nr * self.cost.file_read_page);
+        self.charge(cpu, nr * self.file_read_cost());
         if slot & PTE_SWP != 0 {
             self.workingset_refault(pfn, slot & PTE_LOW_MASK);
         }
@@ -281,7 +287,7 @@ impl Kernel {
     /// The aligned extent (first page, order) of the page-cache folio a miss at `vp` creates:
     /// `sim.file_folio_order`, reduced until it fits inside the file and covers only pages
     /// that are not cached (a neighbour may still be cached from a smaller folio).
-    fn file_folio_extent(&self, file: usize, vp: u64) -> (u64, u8) {
+    pub(crate) fn file_folio_extent(&self, file: usize, vp: u64) -> (u64, u8) {
         let cache = &self.files[file].cache;
         let mut order = self.cfg.file_folio_order;
         loop {

@@ -1,10 +1,13 @@
 //! Memory management (mm/).
 pub mod folio;
+pub mod kswapd;
 pub mod lru;
 pub mod memcontrol;
 pub mod memory;
 pub mod oom_kill;
+pub mod page_alloc;
 pub mod pgtable;
+pub mod readahead;
 pub mod rmap;
 pub mod swap;
 pub mod vmscan;

@@ -115,7 +115,7 @@ impl Kernel {
     }
 
     /// shrink_node with prepare_scan_control, for the one memcg lruvec.
-    fn shrink_node(&mut self, cpu: CpuId, sc: &mut ScanControl) {
+    pub(crate) fn shrink_node(&mut self, cpu: CpuId, sc: &mut ScanControl) {
         sc.may_deactivate = 0;
         let refaults = [
             self.vmstat.workingset_activate_anon,
@@ -542,7 +542,7 @@ impl Kernel {
     /// is cleaned (folio_clear_dirty_for_io → page_mkclean: write-protect and clean its PTE,
     /// flushing the translation) and its PG_reclaim dropped. The flusher's own CPU time is not
     /// modelled; its page_mkclean flushes are sent from `cpu` as a stand-in.
-    fn wakeup_flusher_threads(&mut self, cpu: CpuId) {
+    pub(crate) fn wakeup_flusher_threads(&mut self, cpu: CpuId) {
         for pfn in std::mem::take(&mut self.writeback_queue) {
             let f = *self.folios.get(pfn);
             if !f.test(pg::ALLOCATED) || !f.is_file_lru() || !f.test(pg::DIRTY) {
