@@ -37,6 +37,10 @@ pub struct Kswapd {
     /// Steps that began on a lazy CPU (a borrowed user mm).
     pub steps_lazy: u64,
     pub cpu_ns: u64,
+    /// Time from wakeups to sleeps (awake, running or waiting for its CPU), and the
+    /// current wakeup's time.
+    pub awake_ns: u64,
+    pub woken_at: u64,
     pub pgscan: u64,
     pub pgsteal: u64,
 }
@@ -83,6 +87,7 @@ impl Kernel {
         self.kswapd.run_reclaimed = 0;
         self.kswapd.pageoutrun += 1;
         let cpu = self.kswapd.prev_cpu;
+        self.kswapd.woken_at = now;
         match self.cpus[cpu].curr {
             Some(curr) => {
                 rqs.rq[cpu].push_front(curr);
@@ -143,7 +148,20 @@ impl Kernel {
                 self.kswapd_try_to_sleep(rqs, cpu);
             }
         }
-        self.kswapd.cpu_ns += self.cpus[cpu].clock - t0;
+        let ran = self.cpus[cpu].clock - t0;
+        self.kswapd.cpu_ns += ran;
+        if self.cpus[cpu].clock >= self.cpus[cpu].next_tick && !rqs.rq[cpu].is_empty() {
+            // A pass is one step and may overrun the tick. CFS runs the task with the
+            // smallest vruntime: the waiting task now runs until it has had as long.
+            let t = self.kswapd.task.expect("kswapd");
+            let next = rqs.rq[cpu].pop_front();
+            rqs.rq[cpu].push_back(t);
+            self.context_switch(cpu, next);
+            let c = &mut self.cpus[cpu];
+            while c.next_tick < c.clock + ran {
+                c.next_tick += self.cfg.tick_ns;
+            }
+        }
     }
 
     /// kswapd_try_to_sleep: the end of balance_pgdat (snapshot_refaults, the flusher for
@@ -156,6 +174,7 @@ impl Kernel {
             self.wakeup_flusher_threads(cpu);
         }
         self.kswapd.running = false;
+        self.kswapd.awake_ns += self.cpus[cpu].clock.saturating_sub(self.kswapd.woken_at);
         self.schedule(rqs, cpu);
     }
 
@@ -186,6 +205,7 @@ pub fn report(
     extra.insert("kswapd_steps".into(), j(s.steps));
     extra.insert("kswapd_steps_lazy".into(), j(s.steps_lazy));
     extra.insert("kswapd_cpu_seconds".into(), f(s.cpu_ns as f64 / 1e9));
+    extra.insert("kswapd_awake_seconds".into(), f(s.awake_ns as f64 / 1e9));
     extra.insert("pgscan_kswapd".into(), j(s.pgscan));
     extra.insert("pgsteal_kswapd".into(), j(s.pgsteal));
     extra.insert("pgscan_direct".into(), j(p.pgscan_direct));

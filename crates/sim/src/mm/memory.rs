@@ -121,8 +121,11 @@ impl Kernel {
         order: u8,
     ) -> Option<Pfn> {
         let nr = 1u64 << order;
-        // The page allocator's watermarks (a no-op unless the node model is on).
-        self.prepare_alloc_pages(cpu, nr);
+        // The page allocator's watermarks (a no-op unless the node model is on); false: the
+        // task is in direct reclaim and retries the fault in its next step.
+        if !self.prepare_alloc_pages(cpu, nr) {
+            return None;
+        }
         loop {
             let gen = self.mm_generation(mm);
             match self.try_charge(cpu, nr) {
@@ -250,7 +253,9 @@ impl Kernel {
     fn filemap_fault(&mut self, cpu: CpuId, mm: MmId, file: usize, vp: u64, write: bool) -> bool {
         if self.ra.ra_pages > 0 {
             // do_sync_mmap_readahead / do_async_mmap_readahead (mm/readahead.rs).
-            self.filemap_readahead(cpu, mm, file, vp);
+            if !self.filemap_readahead(cpu, mm, file, vp) {
+                return false;
+            }
         }
         let slot = self.files[file].cache[vp as usize];
         let writable = self.mms[mm].writable;

@@ -9,7 +9,15 @@
 
 use crate::kernel::{CpuId, Kernel};
 use crate::mm::memcontrol::MAX_RECLAIM_RETRIES;
-use crate::mm::vmscan::SWAP_CLUSTER_MAX;
+use crate::mm::vmscan::{ScanControl, DEF_PRIORITY, SWAP_CLUSTER_MAX};
+use std::collections::BTreeMap;
+
+/// A task's direct reclaim call in progress (do_try_to_free_pages' loop state).
+#[derive(Clone, Copy, Debug)]
+pub struct DirectReclaim {
+    pub priority: i32,
+    pub reclaimed: u64,
+}
 
 /// The node (pg_data_t with its one zone).
 #[derive(Clone, Debug, Default)]
@@ -30,6 +38,10 @@ pub struct Pgdat {
     /// Allocations let through after MAX_RECLAIM_RETRIES direct reclaims without progress
     /// (the kernel would OOM-kill); any is an invariant failure.
     pub forced: u64,
+    /// Direct reclaim calls in progress, by task.
+    pub direct: BTreeMap<usize, DirectReclaim>,
+    /// Direct reclaim calls in a row that reclaimed nothing, by task.
+    pub no_progress: BTreeMap<usize, u32>,
 }
 
 /// int_sqrt.
@@ -88,46 +100,104 @@ impl Kernel {
 
     /// The page allocator's watermark logic before `nr` pages are taken from the node on
     /// `cpu`: get_page_from_freelist at ALLOC_WMARK_LOW; failing that __alloc_pages_slowpath
-    /// wakes kswapd, retries at ALLOC_WMARK_MIN and reclaims directly until that passes.
+    /// wakes kswapd, retries at ALLOC_WMARK_MIN and reclaims directly while that fails.
+    ///
+    /// Returns false when the allocation must wait: the task is in direct reclaim, which runs
+    /// one priority pass (one shrink_node) per engine step, so reclaimers on all CPUs
+    /// interleave as they do in the kernel instead of one CPU doing a whole
+    /// do_try_to_free_pages call at once (which at priority 0 scans the whole LRU). The fault
+    /// is then abandoned and retried in the task's next step (VM_FAULT_RETRY-like).
     /// Not modelled: the per-CPU page lists, throttle_direct_reclaim (waiting for kswapd when
     /// free pages fall below half the min watermark), compaction and the OOM killer.
-    pub fn prepare_alloc_pages(&mut self, cpu: CpuId, nr: u64) {
+    pub fn prepare_alloc_pages(&mut self, cpu: CpuId, nr: u64) -> bool {
         if !self.pgdat.enabled || self.zone_watermark_ok(self.pgdat.wmark_low, nr) {
-            return;
+            return true;
         }
         self.wakeup_kswapd(cpu);
-        let mut no_progress = 0;
-        while !self.zone_watermark_ok(self.pgdat.wmark_min, nr) {
-            if self.try_to_free_pages(cpu) > 0 {
-                no_progress = 0;
-                continue;
+        let task = self.cpus[cpu].curr.unwrap_or(usize::MAX);
+        if !self.pgdat.direct.contains_key(&task) && self.zone_watermark_ok(self.pgdat.wmark_min, nr)
+        {
+            return true;
+        }
+        if self.try_to_free_pages_pass(cpu, task) {
+            // The call ended: allocate if the min watermark passes now.
+            if self.zone_watermark_ok(self.pgdat.wmark_min, nr) {
+                return true;
             }
-            no_progress += 1;
-            if no_progress > MAX_RECLAIM_RETRIES {
+            if self.pgdat.no_progress.get(&task).copied().unwrap_or(0) > MAX_RECLAIM_RETRIES {
                 self.pgdat.forced += 1;
+                self.pgdat.no_progress.remove(&task);
                 self.invariant_fail(format!(
                     "global reclaim made no progress on CPU {cpu}: allocation forced below min"
                 ));
-                return;
+                return true;
             }
         }
+        false
     }
 
-    /// try_to_free_pages: global direct reclaim of SWAP_CLUSTER_MAX pages on the allocating
-    /// CPU. The node has one lruvec (the memcg's), so do_try_to_free_pages is the memcg
-    /// reclaim loop (priority 12 → 0) with the global counters. Not modelled: global reclaim's
-    /// proportional scanning at DEF_PRIORITY and file_is_tiny / cache_trim_mode.
-    pub fn try_to_free_pages(&mut self, cpu: CpuId) -> u64 {
-        self.pgdat.allocstall += 1;
+    /// One pass of try_to_free_pages → do_try_to_free_pages for `task` on `cpu`: global
+    /// direct reclaim of SWAP_CLUSTER_MAX pages, priority 12 → 0, one shrink_node per pass.
+    /// The node has one lruvec, so shrink_node is the memcg reclaim's. Returns whether the
+    /// call ended (target met or priority 0 done). Not modelled: proportional scanning at
+    /// DEF_PRIORITY, file_is_tiny / cache_trim_mode, the forced-deactivation retry.
+    fn try_to_free_pages_pass(&mut self, cpu: CpuId, task: usize) -> bool {
+        let t0 = self.cpus[cpu].clock;
+        let st = match self.pgdat.direct.get(&task) {
+            Some(s) => *s,
+            None => {
+                self.pgdat.allocstall += 1;
+                self.direct_reclaims += 1;
+                DirectReclaim {
+                    priority: DEF_PRIORITY,
+                    reclaimed: 0,
+                }
+            }
+        };
+        let mut sc = ScanControl {
+            nr_to_reclaim: SWAP_CLUSTER_MAX,
+            nr_reclaimed: st.reclaimed,
+            nr_scanned: 0,
+            priority: st.priority,
+            may_deactivate: 0,
+            force_deactivate: false,
+            skipped_deactivate: false,
+            may_swap: true,
+        };
         let scanned = self.vmstat.pgscan_anon + self.vmstat.pgscan_file;
         let stolen = self.vmstat.pgsteal_anon + self.vmstat.pgsteal_file;
-        let r = self.try_to_free_mem_cgroup_pages(cpu, SWAP_CLUSTER_MAX);
+        self.shrink_node(cpu, &mut sc);
         self.pgdat.pgscan_direct += self.vmstat.pgscan_anon + self.vmstat.pgscan_file - scanned;
         self.pgdat.pgsteal_direct += self.vmstat.pgsteal_anon + self.vmstat.pgsteal_file - stolen;
-        if r > 0 {
+        if sc.nr_reclaimed > st.reclaimed {
             // shrink_node: a node where reclaim made progress is no longer hopeless for kswapd.
             self.kswapd.failures = 0;
         }
-        r
+        let done = sc.nr_reclaimed >= sc.nr_to_reclaim || st.priority == 0;
+        if done {
+            self.pgdat.direct.remove(&task);
+            self.lruvec.refaults_snapshot = [
+                self.vmstat.workingset_activate_anon,
+                self.vmstat.workingset_activate_file,
+            ];
+            if !self.writeback_queue.is_empty() {
+                self.wakeup_flusher_threads(cpu);
+            }
+            if sc.nr_reclaimed == 0 {
+                *self.pgdat.no_progress.entry(task).or_insert(0) += 1;
+            } else {
+                self.pgdat.no_progress.remove(&task);
+            }
+        } else {
+            self.pgdat.direct.insert(
+                task,
+                DirectReclaim {
+                    priority: st.priority - 1,
+                    reclaimed: sc.nr_reclaimed,
+                },
+            );
+        }
+        self.reclaim_ns += self.cpus[cpu].clock - t0;
+        done
     }
 }

@@ -66,19 +66,22 @@ impl Kernel {
     /// and moves it past the current one, async_size = size). The window's uncached pages are
     /// allocated, read and added to the page cache and the LRU in index order; cached ones are
     /// skipped. PG_readahead goes on the folio at start + size - async_size.
-    pub(crate) fn filemap_readahead(&mut self, cpu: CpuId, mm: MmId, file: usize, vp: u64) {
+    /// Returns false if an allocation has to wait (direct reclaim in progress): the fault is
+    /// retried, and the window's remaining pages are read then.
+    pub(crate) fn filemap_readahead(&mut self, cpu: CpuId, mm: MmId, file: usize, vp: u64) -> bool {
         let ra_pages = self.ra.ra_pages;
         if self.ra.state.len() <= file {
             self.ra.state.resize(file + 1, FileRa::default());
         }
         let len = self.files[file].cache.len() as u64;
         let cached = |k: &Kernel, p: u64| k.files[file].cache[p as usize] & PTE_SWPCACHE != 0;
-        let mut st = self.ra.state[file];
-        if !cached(self, vp) {
+        let old = self.ra.state[file];
+        let mut st = old;
+        let major = !cached(self, vp);
+        if major {
             st.start = vp.saturating_sub(ra_pages / 2);
             st.size = ra_pages;
             st.async_size = ra_pages / 4;
-            self.vmstat.pgmajfault += 1;
         } else if st.mark == Some(vp) {
             if vp == st.start + st.size - st.async_size {
                 st.start += st.size;
@@ -94,7 +97,7 @@ impl Kernel {
             }
             st.async_size = st.size;
         } else {
-            return;
+            return true;
         }
         st.mark = None;
         self.ra.state[file] = st;
@@ -110,7 +113,9 @@ impl Kernel {
             let nr = 1u64 << order;
             let Some(pfn) = self.alloc_charged_folio(cpu, mm, 0, file as u32, first as u32, order)
             else {
-                return;
+                // Retried in the next step from the same state (mark included).
+                self.ra.state[file] = old;
+                return false;
             };
             self.charge(cpu, nr * self.file_read_cost());
             let slot = self.files[file].cache[first as usize];
@@ -127,5 +132,9 @@ impl Kernel {
             }
             idx = first + nr;
         }
+        if major {
+            self.vmstat.pgmajfault += 1;
+        }
+        true
     }
 }

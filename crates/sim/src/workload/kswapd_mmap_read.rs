@@ -24,6 +24,12 @@ pub fn simulate(
     mut k: Kernel,
     opts: &SimOptions,
 ) -> (Kernel, ResultDoc) {
+    // The readers run without a memcg limit (vm-scalability uses the root cgroup). A limit
+    // equal to the machine's memory would still bind before the node's watermarks do (the
+    // per-CPU charge stocks count against it), so one at or above machine memory is none.
+    if scn.memcg.limit_bytes >= scn.machine.memory_bytes {
+        k.memcg.limit = u64::MAX / 2;
+    }
     let wsf = k.policy.watermark_scale_factor;
     k.pgdat = Pgdat::new(scn.machine.memory_bytes / PAGE, wsf);
     k.ra.ra_pages = w.readahead_pages;
@@ -72,6 +78,17 @@ pub fn simulate(
         value: if secs > 0.0 { read as f64 / secs } else { 0.0 },
         unit: "pages_per_sec".into(),
     };
-    let doc = crate::result::build(scn, &e.k, secs, thr, notes);
+    let mut doc = crate::result::build(scn, &e.k, secs, thr, notes);
+    if !finished.is_empty() {
+        // The spread of the readers' finish times: the reader sharing its CPU with kswapd,
+        // or one that took a long direct reclaim, finishes last and sets the elapsed time.
+        let mut f = finished.clone();
+        f.sort_unstable();
+        let s = |ns: u64| serde_json::Value::from(ns as f64 / 1e9);
+        doc.runs[0].extra.insert(
+            "reader_finish_seconds".into(),
+            serde_json::json!({"min": s(f[0]), "median": s(f[f.len() / 2]), "max": s(f[f.len() - 1])}),
+        );
+    }
     (e.k, doc)
 }
