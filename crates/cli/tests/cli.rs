@@ -121,3 +121,13 @@ fn check_finds_the_unsafe_race_and_passes_the_baseline() {
     assert_eq!(code, 2);
     assert!(err.contains("unknown patch"), "{err}");
 }
+
+#[test]
+fn bench_rejects_the_sim_only_kswapd_workload() {
+    // Before the root check: the answer does not depend on who runs it.
+    for cmd in ["bench", "validate"] {
+        let (code, _, err) = run(&[cmd, "kswapd-mmap-read"]);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("kswapd-mmap-read is sim only"), "{err}");
+    }
+}

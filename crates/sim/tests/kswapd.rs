@@ -43,7 +43,10 @@ fn watermarks_follow_min_free_kbytes_and_scale_factor() {
     // 64 GiB: min_free_kbytes 32768; the scale factor dominates the gap.
     let p = Pgdat::new(16 << 20, 10);
     assert_eq!(p.min_free_kbytes, 32768);
-    assert_eq!((p.wmark_min, p.wmark_low, p.wmark_high), (8192, 24969, 41746));
+    assert_eq!(
+        (p.wmark_min, p.wmark_low, p.wmark_high),
+        (8192, 24969, 41746)
+    );
     // Tiny machines are clamped at 128 kB.
     assert_eq!(Pgdat::new(1024, 10).min_free_kbytes, 256);
     assert_eq!(Pgdat::new(64, 10).min_free_kbytes, 128);
@@ -66,7 +69,10 @@ fn kswapd_wakes_below_low_runs_lazily_and_sleeps_at_high() {
         vp += 1;
     }
     let free = k.node_free_pages();
-    assert!(free <= k.pgdat.wmark_low && free > k.pgdat.wmark_min, "free {free}");
+    assert!(
+        free <= k.pgdat.wmark_low && free > k.pgdat.wmark_min,
+        "free {free}"
+    );
     assert_eq!(k.kswapd.wakeups, 1);
     // The wakeup places kswapd on its previous CPU (0), preempting the reader there: a
     // kernel thread keeps the reader's mm loaded and the CPU is lazy.
@@ -154,7 +160,10 @@ fn batched_flush_sends_fewer_ipis_per_reclaimed_page() {
         assert_eq!(extra(d, "pages_touched"), 32768.0);
         assert!(c["pgsteal_file"] > 12_000, "{c:?}");
         assert!(extra(d, "pgsteal_kswapd") > 0.0 && extra(d, "kswapd_wakeups") > 0.0);
-        assert!(extra(d, "kswapd_steps_lazy") > 0.0, "kswapd starts on a borrowed mm");
+        assert!(
+            extra(d, "kswapd_steps_lazy") > 0.0,
+            "kswapd starts on a borrowed mm"
+        );
         assert_eq!(d.runs[0].throughput.unit, "pages_per_sec");
     }
     let (co, cn) = (&old.runs[0].counters, &new.runs[0].counters);
@@ -169,7 +178,12 @@ fn batched_flush_sends_fewer_ipis_per_reclaimed_page() {
         "6.18 batches: {cn:?}"
     );
     let per = |d: &ResultDoc| extra(d, "tlb_shootdowns_per_pgsteal");
-    assert!(per(&old) > 4.0 * per(&new), "{} vs {}", per(&old), per(&new));
+    assert!(
+        per(&old) > 4.0 * per(&new),
+        "{} vs {}",
+        per(&old),
+        per(&new)
+    );
     assert!(extra(&old, "tlb_shootdowns_per_sec") > extra(&new, "tlb_shootdowns_per_sec"));
 }
 

@@ -115,7 +115,8 @@ impl Kernel {
         }
         self.wakeup_kswapd(cpu);
         let task = self.cpus[cpu].curr.unwrap_or(usize::MAX);
-        if !self.pgdat.direct.contains_key(&task) && self.zone_watermark_ok(self.pgdat.wmark_min, nr)
+        if !self.pgdat.direct.contains_key(&task)
+            && self.zone_watermark_ok(self.pgdat.wmark_min, nr)
         {
             return true;
         }
