@@ -78,6 +78,7 @@ fn kswapd_wakes_below_low_runs_lazily_and_sleeps_at_high() {
     // kernel thread keeps the reader's mm loaded and the CPU is lazy.
     let mut rqs = RunQueues::new(2);
     let now = k.cpus[1].clock;
+    k.cpus[0].next_tick = u64::MAX;
     k.kthread_wakeups(&mut rqs, now);
     let kswapd = k.kswapd.task.unwrap();
     assert_eq!(k.cpus[0].curr, Some(kswapd));
@@ -131,6 +132,59 @@ fn lazy_kswapd_cpu_is_skipped_by_batched_flush() {
     k.context_switch(0, Some(0));
     assert!(!k.cpus[0].is_lazy);
     assert!(k.cpus[0].tlb.local_gen[mms[0]] > flushes);
+}
+
+/// Fill the node from both CPUs (pages interleaved on the LRU), wake kswapd on CPU 0 and let it
+/// balance the node. Returns (IPIs CPU 1 took, mm 1 pages kswapd unmapped, IPIs CPU 0 took).
+fn kswapd_unmaps(policy: Policy) -> (u64, u64, u64) {
+    let (mut k, mms) = node(4096, 8192);
+    k.policy = policy;
+    let mut vp = 0;
+    while !k.kswapd.wake_pending {
+        k.user_access(0, mms[0], vp, false);
+        k.user_access(1, mms[1], vp, false);
+        vp += 1;
+    }
+    let mut rqs = RunQueues::new(2);
+    let now = k.cpus[0].clock;
+    // No tick: kswapd keeps CPU 0 (the scheduler is not part of this test).
+    k.cpus[0].next_tick = u64::MAX;
+    k.kthread_wakeups(&mut rqs, now);
+    let (ipi0, ipi1, rss1) = (
+        k.irq.tlb_shootdowns[0],
+        k.irq.tlb_shootdowns[1],
+        k.mms[mms[1]].rss,
+    );
+    while k.kswapd.running {
+        k.kswapd_step(&mut rqs, 0);
+    }
+    let errs = k.check_invariants();
+    assert!(errs.is_empty(), "{errs:?}");
+    (
+        k.irq.tlb_shootdowns[1] - ipi1,
+        rss1 - k.mms[mms[1]].rss,
+        k.irq.tlb_shootdowns[0] - ipi0,
+    )
+}
+
+#[test]
+fn unbatched_kswapd_sends_an_ipi_per_remote_page_batched_one_per_batch() {
+    let mut old = Policy::linux_6_18();
+    old.tlb_batch = false;
+    old.free_batch = 15;
+    old.range_flush_freed_tables = false;
+    let (ipis, unmapped, own) = kswapd_unmaps(old);
+    assert!(unmapped > 20, "kswapd unmapped {unmapped} pages of mm 1");
+    // 4.2: ptep_clear_flush per PTE; mm 1 runs on CPU 1, so each page is one IPI there.
+    assert_eq!(ipis, unmapped);
+    // kswapd's own CPU is lazy on mm 0: its pages are flushed locally (leaving the mm).
+    assert_eq!(own, 0);
+    let (ipis, unmapped, own) = kswapd_unmaps(Policy::linux_6_18());
+    assert!(unmapped > 20);
+    // 6.18: one IPI per flush of the deferred batch (free batch of 31, end of the list).
+    assert!(ipis * 8 <= unmapped, "{ipis} IPIs for {unmapped} pages");
+    assert!(ipis >= 1);
+    assert_eq!(own, 0);
 }
 
 fn sim(policy: &str, sets: &[&str]) -> ResultDoc {
