@@ -103,8 +103,11 @@ impl Policy {
         Ok(Policy {
             name: kp.to_string(),
             tlb_batch,
-            // The folio_batch of the free list was 15 (PAGEVEC_SIZE - 1 era) before ~6.5.
-            free_batch: if kp.preset == "4.2" { 15 } else { 31 },
+            // 4.x freed the whole list after one try_to_unmap_flush at the end of
+            // shrink_page_list (mem_cgroup_uncharge_list; try_to_unmap_flush;
+            // free_hot_cold_page_list); a list holds at most SWAP_CLUSTER_MAX (32) folios, so
+            // 32 means no intermediate flush. The 31-folio batch flush is much later.
+            free_batch: if kp.preset == "4.2" { 32 } else { 31 },
             range_flush_freed_tables: kp.preset != "4.2",
             batch_dirty_flush: kp.has(Patch::BatchDirtyFlush),
             file_large_folio_unmap: kp.has(Patch::FileLargeFolioUnmap),
