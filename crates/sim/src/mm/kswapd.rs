@@ -143,13 +143,14 @@ impl Kernel {
             self.kswapd.priority = DEF_PRIORITY;
             self.kswapd.run_reclaimed = 0;
             self.kswapd.pageoutrun += 1;
-            if self.kswapd.failures >= MAX_RECLAIM_RETRIES {
-                // Hopeless: direct reclaim is left to do the work.
-                self.kswapd_try_to_sleep(rqs, cpu);
-            }
         }
         let ran = self.cpus[cpu].clock - t0;
         self.kswapd.cpu_ns += ran;
+        if self.kswapd.failures >= MAX_RECLAIM_RETRIES {
+            // Hopeless: direct reclaim is left to do the work.
+            self.kswapd_try_to_sleep(rqs, cpu);
+            return;
+        }
         if self.cpus[cpu].clock >= self.cpus[cpu].next_tick && !rqs.rq[cpu].is_empty() {
             // A pass is one step and may overrun the tick. CFS runs the task with the
             // smallest vruntime: the waiting task now runs until it has had as long.
@@ -166,8 +167,9 @@ impl Kernel {
 
     /// kswapd_try_to_sleep: the end of balance_pgdat (snapshot_refaults, the flusher for
     /// dirty folios it tagged), then sleep on kswapd_wait until the next wakeup_kswapd. The
-    /// kernel's short HZ/10 nap before the full sleep is not modelled (a wakeup during it
-    /// finds kswapd awake here too, as the nap ends as soon as the node is unbalanced again).
+    /// kernel first naps HZ/10 and sleeps fully only if the node is still balanced then; a
+    /// wakeup_kswapd during the nap wakes it just as in the full sleep, so the model sleeps at
+    /// once (KSWAPD_*_WMARK_HIT_QUICKLY are not counted).
     fn kswapd_try_to_sleep(&mut self, rqs: &mut RunQueues, cpu: CpuId) {
         self.snapshot_refaults();
         if !self.writeback_queue.is_empty() {
