@@ -460,7 +460,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                             .find_map(|l| l.strip_prefix("description = "))
                             .unwrap_or("")
                             .trim_matches('"');
-                        println!("{n:<14} {desc}");
+                        println!("{n:<17} {desc}");
                     }
                 }
             }

@@ -146,3 +146,13 @@ fn compare_runs_the_7_0_preset_on_arm64() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("sim 7.0"), "{out}");
 }
+
+#[test]
+fn bench_rejects_the_sim_only_kswapd_workload() {
+    // Before the root check: the answer does not depend on who runs it.
+    for cmd in ["bench", "validate"] {
+        let (code, _, err) = run(&[cmd, "kswapd-mmap-read"]);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("kswapd-mmap-read is sim only"), "{err}");
+    }
+}

@@ -28,6 +28,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../scenarios/anon-sweep.toml"),
     ),
     ("ycsb-b", include_str!("../../../scenarios/ycsb-b.toml")),
+    (
+        "kswapd-mmap-read",
+        include_str!("../../../scenarios/kswapd-mmap-read.toml"),
+    ),
 ];
 
 /// Which backend the scenario is being resolved for: the limits that make a value impossible.
@@ -152,6 +156,29 @@ pub struct FileMmapRw {
     pub dir: String,
 }
 
+/// vm-scalability's lru-file-mmap-read (seed 003): `readers` processes, each reading its own
+/// sparse file through a shared read-only mapping once, sequentially (or at random pages); the
+/// files together exceed machine memory, so kswapd (global reclaim) does the reclaiming.
+/// Simulator only: it needs machine-wide memory pressure.
+#[derive(Clone, Debug, Serialize)]
+pub struct KswapdMmapRead {
+    /// Total over all readers (each reads `file_bytes / readers`).
+    pub file_bytes: u64,
+    pub readers: usize,
+    pub cpus: CpuSet,
+    pub pattern: Pattern,
+    /// Sparse files (reading a hole zero-fills the page, no I/O), as vm-scalability creates.
+    pub sparse: bool,
+    /// read_ahead_kb in pages (the mmap read-around / async readahead window); 0 = off.
+    pub readahead_pages: u64,
+}
+
+impl KswapdMmapRead {
+    pub fn bytes_per_reader(&self) -> u64 {
+        self.file_bytes / self.readers as u64
+    }
+}
+
 /// The project's own anonymous-memory load (issue 6): processes × threads sweeping their
 /// process's buffer, every thread placed where the scenario says, no OOM at sane sizes.
 #[derive(Clone, Debug, Serialize)]
@@ -207,6 +234,7 @@ pub enum Workload {
     FileMmapRw(FileMmapRw),
     AnonSweep(AnonSweep),
     YcsbB(YcsbB),
+    KswapdMmapRead(KswapdMmapRead),
 }
 
 impl Workload {
@@ -217,6 +245,7 @@ impl Workload {
             Workload::FileMmapRw(_) => "file-mmap-rw",
             Workload::AnonSweep(_) => "anon-sweep",
             Workload::YcsbB(_) => "ycsb-b",
+            Workload::KswapdMmapRead(_) => "kswapd-mmap-read",
         }
     }
     /// Whether the workload's memory is anonymous (and so needs swap to be reclaimed).
@@ -310,10 +339,20 @@ impl Scenario {
             Target::Host { cpus, memory_bytes } => (cpus, memory_bytes, "this machine's RAM"),
         };
 
+        // Global reclaim (kswapd-mmap-read) runs without a memcg limit: it defaults to the
+        // machine's memory there.
+        let global = src.str_opt("workload.kind")?.as_deref() == Some("kswapd-mmap-read");
         let memcg = Memcg {
-            limit_bytes: src
-                .size_opt("memcg.limit")?
-                .ok_or_else(|| ScenarioError(format!("{}: missing key memcg.limit", src.file())))?,
+            limit_bytes: match src.size_opt("memcg.limit")? {
+                Some(v) => v,
+                None if global => mem_avail,
+                None => {
+                    return Err(ScenarioError(format!(
+                        "{}: missing key memcg.limit",
+                        src.file()
+                    )))
+                }
+            },
             swappiness: src.u64_or("memcg.swappiness", 60)? as u32,
         };
         if memcg.limit_bytes < (4 << 20) {
@@ -463,11 +502,34 @@ impl Scenario {
                 }
                 Workload::YcsbB(w)
             }
+            "kswapd-mmap-read" => {
+                let w = KswapdMmapRead {
+                    file_bytes: src.size_or("workload.file_bytes", 2 * machine.memory_bytes)?,
+                    readers: positive(&src, "workload.readers", cpus_avail as u64)?,
+                    cpus: cpuset_or_pinned(&src, "workload.cpus", cpus_avail)?,
+                    pattern: pattern(&src, "workload.pattern")?,
+                    sparse: src.bool_or("workload.sparse", true)?,
+                    readahead_pages: src.u64_or("workload.readahead_pages", 32)?,
+                };
+                if w.bytes_per_reader() < 4096 {
+                    return Err(src.err(
+                        "workload.file_bytes",
+                        "leaves less than one page per reader",
+                    ));
+                }
+                if w.bytes_per_reader() >= 1 << 44 {
+                    return Err(src.err("workload.file_bytes", "is too large (2^32 pages per reader)"));
+                }
+                if w.readahead_pages > 1024 {
+                    return Err(src.err("workload.readahead_pages", "must be 0..=1024"));
+                }
+                Workload::KswapdMmapRead(w)
+            }
             other => {
                 return Err(src.err(
                     "workload.kind",
                     format!(
-                        "unknown workload {other:?}: use stress-vm, file-reclaim, file-mmap-rw, anon-sweep or ycsb-b"
+                        "unknown workload {other:?}: use stress-vm, file-reclaim, file-mmap-rw, anon-sweep, ycsb-b or kswapd-mmap-read"
                     ),
                 ))
             }

@@ -28,6 +28,7 @@ pub fn kernel_release() -> String {
 }
 
 pub fn bench(scn: &Scenario, opts: &BenchOptions) -> Result<ResultDoc> {
+    crate::workload::reject_sim_only(scn)?;
     scn.skip_section("sim");
     let cfg = HostConfig::read(scn)?;
     let root = preflight()?;

@@ -157,11 +157,29 @@ pub fn for_scenario(scn: &Scenario, cfg: &HostConfig) -> Result<Box<dyn HostWork
         }
         Workload::FileMmapRw(w) => Box::new(crate::workers::file_mmap_rw::FileMmapRw::new(w)),
         Workload::AnonSweep(w) => Box::new(crate::workers::anon_sweep::AnonSweep::new(w)),
-        Workload::YcsbB(_) => anyhow::bail!(
+        Workload::YcsbB(_) | Workload::KswapdMmapRead(_) => {
+            reject_sim_only(scn)?;
+            unreachable!("reject_sim_only rejects the sim-only workloads")
+        }
+    })
+}
+
+/// Workloads the host backend cannot run (checked before anything touches the machine).
+pub fn reject_sim_only(scn: &Scenario) -> Result<()> {
+    if let Workload::YcsbB(_) = &scn.workload {
+        anyhow::bail!(
             "workload.kind = ycsb-b has no host backend: it needs a YCSB client and a file-backed \
              store (e.g. MongoDB) on the machine; use `reclaimlab sim` for it"
-        ),
-    })
+        );
+    }
+    if let Workload::KswapdMmapRead(_) = &scn.workload {
+        anyhow::bail!(
+            "workload.kind = kswapd-mmap-read is sim only: it needs machine-wide memory pressure \
+             (global reclaim by kswapd), which bench cannot create inside a memcg without \
+             starving the host; run it with `reclaimlab sim`"
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -86,6 +86,7 @@ fn main() {
         Workload::FileMmapRw(w) => w.file_bytes / 4096,
         Workload::AnonSweep(w) => w.processes as u64 * w.bytes_per_process / 4096,
         Workload::YcsbB(w) => w.file_bytes() / 4096,
+        Workload::KswapdMmapRead(w) => w.file_bytes / 4096,
     };
     let hwm = vm_hwm_kib();
     println!(

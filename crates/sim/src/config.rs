@@ -89,6 +89,9 @@ pub struct Policy {
     /// folios to min_seq + 1; shrink_folio_list reactivates them and evict_folios wakes the
     /// flusher after a batch that was all unqueued dirty.
     pub mglru_dirty_reactivate: bool,
+    /// vm.watermark_scale_factor (10 since 4.6); 0 = the older rule low = min + min/4,
+    /// high = min + min/2 (mm/page_alloc.rs).
+    pub watermark_scale_factor: u64,
 }
 
 impl Policy {
@@ -105,6 +108,7 @@ impl Policy {
             clear_flush_young_ptes: false,
             mglru: false,
             mglru_dirty_reactivate: false,
+            watermark_scale_factor: 10,
         }
     }
 
@@ -143,8 +147,11 @@ impl Policy {
         Ok(Policy {
             name: kp.to_string(),
             tlb_batch,
-            // The folio_batch of the free list was 15 (PAGEVEC_SIZE - 1 era) before ~6.5.
-            free_batch: if kp.preset == "4.2" { 15 } else { 31 },
+            // 4.x freed the whole list after one try_to_unmap_flush at the end of
+            // shrink_page_list (mem_cgroup_uncharge_list; try_to_unmap_flush;
+            // free_hot_cold_page_list); a list holds at most SWAP_CLUSTER_MAX (32) folios, so
+            // 32 means no intermediate flush. The 31-folio batch flush is much later.
+            free_batch: if kp.preset == "4.2" { 32 } else { 31 },
             range_flush_freed_tables: kp.preset != "4.2",
             batch_dirty_flush: kp.has(Patch::BatchDirtyFlush),
             file_large_folio_unmap: kp.has(Patch::FileLargeFolioUnmap),
@@ -153,6 +160,8 @@ impl Policy {
             // The series changes MGLRU's code: it implies MGLRU.
             mglru: kp.has(Patch::Mglru) || kp.has(Patch::MglruDirtyReactivate),
             mglru_dirty_reactivate: kp.has(Patch::MglruDirtyReactivate),
+            // watermark_scale_factor arrived in 4.6.
+            watermark_scale_factor: if kp.preset == "4.2" { 0 } else { 10 },
             ..Policy::linux_6_18()
         })
     }

@@ -75,7 +75,13 @@ impl<'a> Engine<'a> {
             // Writeback completions and the flusher's timers (mm/page_writeback.rs).
             self.k.writeback_poll(cpu);
             let t = self.k.cpus[cpu].curr.expect("busy CPU");
-            self.k.engine_step(cpu, t);
+            if self.k.tasks[t].kthread {
+                self.k.with_rqs(|k, rqs| k.kswapd_step(rqs, cpu));
+            } else {
+                self.k.engine_step(cpu, t);
+            }
+            // A wakeup_kswapd during the step places kswapd now (mm/kswapd.rs).
+            self.k.with_rqs(|k, rqs| k.kthread_wakeups(rqs, now));
         }
     }
 }
@@ -125,11 +131,12 @@ impl Kernel {
                 })
                 .min_by_key(|&i| (self.cpus[i].clock, i));
             let Some(c) = next else { break };
-            if self.cpus[c].clock >= self.cpus[c].next_tick {
+            let t = self.cpus[c].curr.expect("busy CPU");
+            if self.cpus[c].clock >= self.cpus[c].next_tick || self.tasks[t].kthread {
+                // Ticks wait for the window to close; kswapd is reclaim itself (no nesting).
                 parked.push(c);
                 continue;
             }
-            let t = self.cpus[c].curr.expect("busy CPU");
             self.engine_step(c, t);
             self.preempt_steps += 1;
         }
@@ -196,6 +203,7 @@ impl Kernel {
                         task.passes += 1;
                         if m.one_cycle {
                             task.done = true;
+                            task.done_at = Some(k.cpus[cpu].clock);
                             k.with_rqs(|k, rqs| k.schedule(rqs, cpu));
                             return;
                         }

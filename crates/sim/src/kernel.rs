@@ -81,6 +81,10 @@ pub struct Task {
     pub phase: usize,
     /// stress-ng bogo counter units.
     pub bogo_units: u64,
+    /// A kernel thread (kswapd): no mm of its own, runs lazily on the previous one.
+    pub kthread: bool,
+    /// When a one-cycle task finished (its CPU's clock).
+    pub done_at: Option<u64>,
 }
 
 /// A file's page cache: per page either empty, a folio, or a workingset shadow.
@@ -143,6 +147,12 @@ pub struct Kernel {
     pub young_tests: u64,
     /// Dirty page-cache accounting and the writeback device (mm/page_writeback.rs).
     pub wb: crate::mm::page_writeback::Writeback,
+    /// The node's free pages and watermarks (off unless a workload enables global reclaim).
+    pub pgdat: crate::mm::page_alloc::Pgdat,
+    /// The node's kswapd thread.
+    pub kswapd: crate::mm::kswapd::Kswapd,
+    /// Page-cache readahead (off unless a workload sets it).
+    pub ra: crate::mm::readahead::Readahead,
 }
 
 impl Kernel {
@@ -210,6 +220,9 @@ impl Kernel {
             referenced_steps: 0,
             young_tests: 0,
             wb: Default::default(),
+            pgdat: Default::default(),
+            kswapd: Default::default(),
+            ra: Default::default(),
             cfg,
             policy,
         }
@@ -256,6 +269,8 @@ impl Kernel {
             done: false,
             phase: 0,
             bogo_units: 0,
+            kthread: false,
+            done_at: None,
         });
         self.tasks.len() - 1
     }

@@ -267,6 +267,7 @@ fn simulate_with(
             let secs = e.k.cpus[0].clock as f64 / 1e9;
             Ok(finish(scn, e.k, secs, reclaim_s, "reclaim_seconds", notes))
         }
+        Workload::KswapdMmapRead(w) => Ok(workload::kswapd_mmap_read::simulate(scn, w, k, opts)),
     }
 }
 

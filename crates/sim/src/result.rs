@@ -106,6 +106,7 @@ pub fn build(
         "pages_touched".into(),
         j(k.tasks.iter().map(|t| t.pages_touched).sum()),
     );
+    crate::mm::kswapd::report(k, sim_seconds, &mut extra);
     let run = RunResult {
         counters,
         per_cpu,

@@ -37,7 +37,12 @@ impl Kernel {
                 self.tasks[t].cpu = Some(cpu);
                 let mm = self.tasks[t].mm;
                 self.charge(cpu, self.cost.context_switch);
-                self.switch_mm(cpu, Some(mm));
+                if self.tasks[t].kthread {
+                    // A kernel thread has no mm: enter_lazy_tlb keeps the previous one loaded.
+                    self.switch_mm(cpu, None);
+                } else {
+                    self.switch_mm(cpu, Some(mm));
+                }
             }
             None => self.switch_mm(cpu, None),
         }

@@ -147,6 +147,11 @@ impl Kernel {
         order: u8,
     ) -> Option<Pfn> {
         let nr = 1u64 << order;
+        // The page allocator's watermarks (a no-op unless the node model is on); false: the
+        // task is in direct reclaim and retries the fault in its next step.
+        if !self.prepare_alloc_pages(cpu, nr) {
+            return None;
+        }
         loop {
             let gen = self.mm_generation(mm);
             match self.try_charge(cpu, nr) {
@@ -308,6 +313,12 @@ impl Kernel {
     /// fits below the end of the file and in empty cache slots), reads all its pages and maps
     /// the faulting page; the folio's other pages are mapped by their own (minor) faults.
     fn filemap_fault(&mut self, cpu: CpuId, mm: MmId, file: usize, vp: u64, write: bool) -> bool {
+        if self.ra.ra_pages > 0 {
+            // do_sync_mmap_readahead / do_async_mmap_readahead (mm/readahead.rs).
+            if !self.filemap_readahead(cpu, mm, file, vp) {
+                return false;
+            }
+        }
         let slot = self.files[file].cache[vp as usize];
         // A shared writable mapping with dirty accounting (vma_wants_writenotify): a read
         // fault maps the page read-only, so the first store takes a write fault that marks
@@ -337,7 +348,7 @@ impl Kernel {
             return true;
         }
         self.vmstat.pgmajfault += 1;
-        self.charge(cpu, nr * self.cost.file_read_page);
+        self.charge(cpu, nr * self.file_read_cost());
         if slot & PTE_SWP != 0 {
             self.workingset_refault(pfn, slot & PTE_LOW_MASK);
         }

@@ -122,7 +122,7 @@ impl Kernel {
     }
 
     /// shrink_node with prepare_scan_control, for the one memcg lruvec.
-    fn shrink_node(&mut self, cpu: CpuId, sc: &mut ScanControl) {
+    pub(crate) fn shrink_node(&mut self, cpu: CpuId, sc: &mut ScanControl) {
         sc.may_deactivate = 0;
         let refaults = [
             self.vmstat.workingset_activate_anon,

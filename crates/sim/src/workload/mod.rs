@@ -2,6 +2,7 @@
 
 pub mod anon_sweep;
 pub mod file_mmap;
+pub mod kswapd_mmap_read;
 pub mod stress_vm;
 pub mod ycsb;
 

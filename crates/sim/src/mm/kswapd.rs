@@ -1,0 +1,237 @@
+//! kswapd (mm/vmscan.c: wakeup_kswapd, kswapd, kswapd_try_to_sleep, balance_pgdat,
+//! kswapd_shrink_node): the node's background reclaimer, a kernel thread.
+//!
+//! kswapd is a task with `kthread = true`. The scheduler runs it like any other task, so it
+//! shares a CPU with a reader (round-robin at the tick); a context switch to it is
+//! enter_lazy_tlb, so its CPU keeps the previous task's mm loaded and is lazy: batched
+//! (mm = NULL) flushes skip it, and its own flushes go out as IPIs to the CPUs in the unmapped
+//! mms' cpumasks. One engine step of kswapd is one pass of balance_pgdat's priority loop (one
+//! shrink_node); between steps the node is rechecked, as balance_pgdat does at the top of each
+//! pass. One node, so one kswapd; its cpumask (cpumask_of_node) is every CPU.
+
+use crate::kernel::{CpuId, Kernel, TaskId};
+use crate::mm::memcontrol::MAX_RECLAIM_RETRIES;
+use crate::mm::vmscan::{ScanControl, DEF_PRIORITY, SWAP_CLUSTER_MAX};
+use crate::sched::RunQueues;
+
+#[derive(Clone, Debug, Default)]
+pub struct Kswapd {
+    /// The kswapd task (None: no kswapd, e.g. memcg-only workloads).
+    pub task: Option<TaskId>,
+    /// Woken: on a run queue or running (not waiting on kswapd_wait).
+    pub running: bool,
+    /// wakeup_kswapd ran while kswapd slept; the engine places it after the current step.
+    pub wake_pending: bool,
+    /// The CPU kswapd last ran on (the wakeup places it there: select_task_rq's prev_cpu).
+    pub prev_cpu: CpuId,
+    /// balance_pgdat state: sc.priority and sc.nr_reclaimed of the current call.
+    pub priority: i32,
+    pub run_reclaimed: u64,
+    /// pgdat->kswapd_failures: balance_pgdat calls that reclaimed nothing in a row.
+    pub failures: u32,
+    // Counters (reported under `extra`).
+    pub wakeups: u64,
+    /// PAGEOUTRUN: balance_pgdat calls.
+    pub pageoutrun: u64,
+    pub steps: u64,
+    /// Steps that began on a lazy CPU (a borrowed user mm).
+    pub steps_lazy: u64,
+    pub cpu_ns: u64,
+    /// Time from wakeups to sleeps (awake, running or waiting for its CPU), and the
+    /// current wakeup's time.
+    pub awake_ns: u64,
+    pub woken_at: u64,
+    pub pgscan: u64,
+    pub pgsteal: u64,
+}
+
+impl Kernel {
+    /// Create the node's kswapd thread (asleep; kthread_run at boot, on CPU 0).
+    pub fn kswapd_run(&mut self) -> TaskId {
+        let t = self.task_new(usize::MAX, None, 0, 0);
+        self.tasks[t].kthread = true;
+        self.kswapd = Kswapd {
+            task: Some(t),
+            priority: DEF_PRIORITY,
+            ..Default::default()
+        };
+        t
+    }
+
+    /// wakeup_kswapd from the allocator's slow path on `cpu`: nothing if kswapd is awake,
+    /// the node is hopeless (kswapd_failures ≥ MAX_RECLAIM_RETRIES) or already balanced.
+    pub fn wakeup_kswapd(&mut self, _cpu: CpuId) {
+        let k = &self.kswapd;
+        if k.task.is_none() || k.running || k.wake_pending {
+            return;
+        }
+        if k.failures >= MAX_RECLAIM_RETRIES || self.pgdat_balanced() {
+            return;
+        }
+        self.kswapd.wake_pending = true;
+        self.kswapd.wakeups += 1;
+    }
+
+    /// try_to_wake_up for a pending kswapd wakeup (called by the engine between steps):
+    /// kswapd goes to its previous CPU and, as a wakeup preemption by a task that slept,
+    /// runs at once there; the preempted task waits at the head of that CPU's queue. An idle
+    /// CPU starts it at the waker's time.
+    pub fn kthread_wakeups(&mut self, rqs: &mut RunQueues, now: u64) {
+        if !self.kswapd.wake_pending {
+            return;
+        }
+        let t = self.kswapd.task.expect("a pending wakeup has a kswapd");
+        self.kswapd.wake_pending = false;
+        self.kswapd.running = true;
+        self.kswapd.priority = DEF_PRIORITY;
+        self.kswapd.run_reclaimed = 0;
+        self.kswapd.pageoutrun += 1;
+        let cpu = self.kswapd.prev_cpu;
+        self.kswapd.woken_at = now;
+        match self.cpus[cpu].curr {
+            Some(curr) => {
+                rqs.rq[cpu].push_front(curr);
+                self.context_switch(cpu, Some(t));
+            }
+            None => self.enqueue(rqs, cpu, t, now),
+        }
+    }
+
+    /// One engine step of kswapd on `cpu`: sleep if the node is balanced, else one pass of
+    /// balance_pgdat's priority loop.
+    pub fn kswapd_step(&mut self, rqs: &mut RunQueues, cpu: CpuId) {
+        let t0 = self.cpus[cpu].clock;
+        self.kswapd.steps += 1;
+        if self.cpus[cpu].is_lazy {
+            self.kswapd.steps_lazy += 1;
+        }
+        self.kswapd.prev_cpu = cpu;
+        if self.pgdat_balanced() {
+            self.kswapd_try_to_sleep(rqs, cpu);
+            return;
+        }
+        // kswapd_age_node would deactivate anon pages here when the inactive anon list is
+        // low; the workload that runs kswapd has no anon pages, so it is not modelled.
+        // kswapd_shrink_node: reclaim up to the high watermark (one zone).
+        let mut sc = ScanControl {
+            nr_to_reclaim: self.pgdat.wmark_high.max(SWAP_CLUSTER_MAX),
+            nr_reclaimed: 0,
+            nr_scanned: 0,
+            priority: self.kswapd.priority,
+            may_deactivate: 0,
+            force_deactivate: false,
+            skipped_deactivate: false,
+            may_swap: true,
+        };
+        let scanned = self.vmstat.pgscan_anon + self.vmstat.pgscan_file;
+        let stolen = self.vmstat.pgsteal_anon + self.vmstat.pgsteal_file;
+        self.shrink_node(cpu, &mut sc);
+        self.kswapd.pgscan += self.vmstat.pgscan_anon + self.vmstat.pgscan_file - scanned;
+        self.kswapd.pgsteal += self.vmstat.pgsteal_anon + self.vmstat.pgsteal_file - stolen;
+        self.kswapd.run_reclaimed += sc.nr_reclaimed;
+        // Raise the priority if the pass scanned less than the target or reclaimed nothing.
+        if sc.nr_scanned < sc.nr_to_reclaim || sc.nr_reclaimed == 0 {
+            self.kswapd.priority -= 1;
+        }
+        if self.kswapd.priority < 1 {
+            // balance_pgdat returns; kswapd_try_to_sleep finds the node unbalanced and kswapd
+            // calls it again from DEF_PRIORITY.
+            if self.kswapd.run_reclaimed == 0 {
+                self.kswapd.failures += 1;
+            }
+            self.snapshot_refaults();
+            self.kswapd.priority = DEF_PRIORITY;
+            self.kswapd.run_reclaimed = 0;
+            self.kswapd.pageoutrun += 1;
+        }
+        let ran = self.cpus[cpu].clock - t0;
+        self.kswapd.cpu_ns += ran;
+        if self.kswapd.failures >= MAX_RECLAIM_RETRIES {
+            // Hopeless: direct reclaim is left to do the work.
+            self.kswapd_try_to_sleep(rqs, cpu);
+            return;
+        }
+        if self.cpus[cpu].clock >= self.cpus[cpu].next_tick && !rqs.rq[cpu].is_empty() {
+            // A pass is one step and may overrun the tick. CFS runs the task with the
+            // smallest vruntime: the waiting task now runs until it has had as long.
+            let t = self.kswapd.task.expect("kswapd");
+            let next = rqs.rq[cpu].pop_front();
+            rqs.rq[cpu].push_back(t);
+            self.context_switch(cpu, next);
+            let c = &mut self.cpus[cpu];
+            while c.next_tick < c.clock + ran {
+                c.next_tick += self.cfg.tick_ns;
+            }
+        }
+    }
+
+    /// kswapd_try_to_sleep: the end of balance_pgdat (snapshot_refaults, the flusher for
+    /// dirty folios it tagged), then sleep on kswapd_wait until the next wakeup_kswapd. The
+    /// kernel first naps HZ/10 and sleeps fully only if the node is still balanced then; a
+    /// wakeup_kswapd during the nap wakes it just as in the full sleep, so the model sleeps at
+    /// once (KSWAPD_*_WMARK_HIT_QUICKLY are not counted).
+    fn kswapd_try_to_sleep(&mut self, rqs: &mut RunQueues, cpu: CpuId) {
+        self.snapshot_refaults();
+        if !self.writeback_queue.is_empty() {
+            self.wakeup_flusher_threads(cpu);
+        }
+        self.kswapd.running = false;
+        self.kswapd.awake_ns += self.cpus[cpu].clock.saturating_sub(self.kswapd.woken_at);
+        self.schedule(rqs, cpu);
+    }
+
+    /// snapshot_refaults at the end of a reclaim call.
+    fn snapshot_refaults(&mut self) {
+        self.lruvec.refaults_snapshot = [
+            self.vmstat.workingset_activate_anon,
+            self.vmstat.workingset_activate_file,
+        ];
+    }
+}
+
+/// The kswapd / global-reclaim figures of a run, under `extra` (only when the node model ran).
+pub fn report(
+    k: &Kernel,
+    secs: f64,
+    extra: &mut std::collections::BTreeMap<String, serde_json::Value>,
+) {
+    if !k.pgdat.enabled {
+        return;
+    }
+    let j = |v: u64| serde_json::Value::from(v);
+    let f = serde_json::Value::from;
+    let p = &k.pgdat;
+    let s = &k.kswapd;
+    extra.insert("kswapd_wakeups".into(), j(s.wakeups));
+    extra.insert("pageoutrun".into(), j(s.pageoutrun));
+    extra.insert("kswapd_steps".into(), j(s.steps));
+    extra.insert("kswapd_steps_lazy".into(), j(s.steps_lazy));
+    extra.insert("kswapd_cpu_seconds".into(), f(s.cpu_ns as f64 / 1e9));
+    extra.insert("kswapd_awake_seconds".into(), f(s.awake_ns as f64 / 1e9));
+    extra.insert("pgscan_kswapd".into(), j(s.pgscan));
+    extra.insert("pgsteal_kswapd".into(), j(s.pgsteal));
+    extra.insert("pgscan_direct".into(), j(p.pgscan_direct));
+    extra.insert("pgsteal_direct".into(), j(p.pgsteal_direct));
+    extra.insert("allocstall".into(), j(p.allocstall));
+    extra.insert("min_free_kbytes".into(), j(p.min_free_kbytes));
+    extra.insert(
+        "watermarks_pages".into(),
+        serde_json::json!({"managed": p.managed, "min": p.wmark_min, "low": p.wmark_low, "high": p.wmark_high}),
+    );
+    extra.insert("readahead_pages_read".into(), j(k.ra.pages_read));
+    let tlb: u64 = k.irq.tlb_shootdowns.iter().sum();
+    let cal: u64 = k.irq.function_call_interrupts.iter().sum();
+    let steal = k.vmstat.pgsteal_anon + k.vmstat.pgsteal_file;
+    let rate = |v: u64| f(if secs > 0.0 { v as f64 / secs } else { 0.0 });
+    extra.insert("tlb_shootdowns_per_sec".into(), rate(tlb));
+    extra.insert("function_call_interrupts_per_sec".into(), rate(cal));
+    extra.insert("pgsteal_per_sec".into(), rate(steal));
+    extra.insert(
+        "tlb_shootdowns_per_pgsteal".into(),
+        f(if steal > 0 {
+            tlb as f64 / steal as f64
+        } else {
+            0.0
+        }),
+    );
+}

@@ -1,0 +1,261 @@
+//! Global reclaim (seed 003's scenario): node watermarks, kswapd as a lazy kernel thread,
+//! and the `kswapd-mmap-read` workload under 4.2 (every unmap flushed at once) and 6.18
+//! (TTU_BATCH_FLUSH).
+
+mod common;
+
+use common::cfg;
+use reclaimlab_core::ResultDoc;
+use reclaimlab_sim::arch::x86::tlb::ArchTlbBatch;
+use reclaimlab_sim::config::Policy;
+use reclaimlab_sim::kernel::{Backing, File, Kernel};
+use reclaimlab_sim::mm::page_alloc::Pgdat;
+use reclaimlab_sim::sched::RunQueues;
+
+/// A 2-CPU kernel whose node has `managed` pages, a file mapping of `pages` pages per CPU, a
+/// reader task for each on its CPU, and kswapd (asleep).
+fn node(managed: u64, pages: u64) -> (Kernel, Vec<usize>) {
+    let mut k = Kernel::new(cfg(0), Policy::linux_6_18(), 2, u64::MAX / 2, 0, 60, 1);
+    k.pgdat = Pgdat::new(managed, 10);
+    let mut mms = Vec::new();
+    for cpu in 0..2 {
+        k.files.push(File {
+            cache: vec![0; pages as usize],
+        });
+        let mm = k.mm_alloc(pages, Backing::File(cpu), false);
+        let t = k.task_new(mm, Some(cpu), 0, pages);
+        k.context_switch(cpu, Some(t));
+        mms.push(mm);
+    }
+    k.kswapd_run();
+    (k, mms)
+}
+
+#[test]
+fn watermarks_follow_min_free_kbytes_and_scale_factor() {
+    // 1 GiB: min_free_kbytes = int_sqrt(1048576 * 16) = 4096 → min 1024 pages; the gap is
+    // max(min/4, 0.1% of managed) = 262 (6.18) or min/4 = 256 (before 4.6).
+    let p = Pgdat::new(262_144, 10);
+    assert_eq!(p.min_free_kbytes, 4096);
+    assert_eq!((p.wmark_min, p.wmark_low, p.wmark_high), (1024, 1286, 1548));
+    let p = Pgdat::new(262_144, 0);
+    assert_eq!((p.wmark_min, p.wmark_low, p.wmark_high), (1024, 1280, 1536));
+    // 64 GiB: min_free_kbytes 32768; the scale factor dominates the gap.
+    let p = Pgdat::new(16 << 20, 10);
+    assert_eq!(p.min_free_kbytes, 32768);
+    assert_eq!(
+        (p.wmark_min, p.wmark_low, p.wmark_high),
+        (8192, 24969, 41746)
+    );
+    // Tiny machines are clamped at 128 kB.
+    assert_eq!(Pgdat::new(1024, 10).min_free_kbytes, 256);
+    assert_eq!(Pgdat::new(64, 10).min_free_kbytes, 128);
+}
+
+#[test]
+fn kswapd_wakes_below_low_runs_lazily_and_sleeps_at_high() {
+    // 4096 pages: min_free_kbytes 512 → min 128, low 160, high 192.
+    let (mut k, mms) = node(4096, 8192);
+    assert_eq!(
+        (k.pgdat.wmark_min, k.pgdat.wmark_low, k.pgdat.wmark_high),
+        (128, 160, 192)
+    );
+    let mut vp = 0;
+    // CPU 1 reads until an allocation finds free pages below the low watermark.
+    while !k.kswapd.wake_pending {
+        // zone_watermark_ok(low) for order 0 passes while free > low.
+        assert!(k.node_free_pages() >= k.pgdat.wmark_low, "woke late");
+        k.user_access(1, mms[1], vp, false);
+        vp += 1;
+    }
+    let free = k.node_free_pages();
+    assert!(
+        free <= k.pgdat.wmark_low && free > k.pgdat.wmark_min,
+        "free {free}"
+    );
+    assert_eq!(k.kswapd.wakeups, 1);
+    // The wakeup places kswapd on its previous CPU (0), preempting the reader there: a
+    // kernel thread keeps the reader's mm loaded and the CPU is lazy.
+    let mut rqs = RunQueues::new(2);
+    let now = k.cpus[1].clock;
+    k.cpus[0].next_tick = u64::MAX;
+    k.kthread_wakeups(&mut rqs, now);
+    let kswapd = k.kswapd.task.unwrap();
+    assert_eq!(k.cpus[0].curr, Some(kswapd));
+    assert!(k.cpus[0].is_lazy);
+    assert_eq!(k.cpus[0].loaded_mm, Some(mms[0]));
+    assert_eq!(rqs.rq[0].front(), Some(&0), "the reader waits at the head");
+    // Awake and below high: further wakeups are no-ops.
+    k.wakeup_kswapd(1);
+    assert!(!k.kswapd.wake_pending);
+    // balance_pgdat passes until the node is balanced, then kswapd sleeps.
+    let mut passes = 0;
+    while k.kswapd.running {
+        if k.cpus[0].curr != Some(kswapd) {
+            break;
+        }
+        k.kswapd_step(&mut rqs, 0);
+        passes += 1;
+        assert!(passes < 64, "kswapd never balanced the node");
+    }
+    assert!(!k.kswapd.running, "kswapd sleeps once balanced");
+    assert!(k.node_free_pages() >= k.pgdat.wmark_high);
+    assert!(k.kswapd.pgsteal > 0 && k.kswapd.steps_lazy >= 1);
+    assert_eq!(k.cpus[0].curr, Some(0), "the reader runs again");
+    // Balanced: an allocation above low does not wake it.
+    k.wakeup_kswapd(1);
+    assert!(!k.kswapd.wake_pending);
+    let errs = k.check_invariants();
+    assert!(errs.is_empty(), "{errs:?}");
+}
+
+#[test]
+fn lazy_kswapd_cpu_is_skipped_by_batched_flush() {
+    let (mut k, mms) = node(4096, 64);
+    k.user_access(0, mms[0], 0, false);
+    // mm 0 is loaded on CPU 0 (its reader): a batched flush from CPU 1 covering mm 0 IPIs it.
+    let mut b = ArchTlbBatch::new(2);
+    k.arch_tlbbatch_add_pending(1, &mut b, mms[0], 0, 1);
+    k.arch_tlbbatch_flush(1, &mut b);
+    assert_eq!(k.irq.tlb_shootdowns[0], 1);
+    // kswapd preempts the reader: same mm loaded, but lazy, so the next flush skips CPU 0.
+    let kswapd = k.kswapd.task.unwrap();
+    k.context_switch(0, Some(kswapd));
+    assert!(k.cpus[0].is_lazy && k.cpus[0].loaded_mm == Some(mms[0]));
+    let mut b = ArchTlbBatch::new(2);
+    k.arch_tlbbatch_add_pending(1, &mut b, mms[0], 0, 1);
+    k.arch_tlbbatch_flush(1, &mut b);
+    assert_eq!(k.irq.tlb_shootdowns[0], 1, "lazy CPU got a shootdown");
+    assert_eq!(k.irq.function_call_interrupts[0], 1);
+    // Back to the reader: the stale generation is flushed at switch_mm instead.
+    let flushes = k.cpus[0].tlb.local_gen[mms[0]];
+    k.context_switch(0, Some(0));
+    assert!(!k.cpus[0].is_lazy);
+    assert!(k.cpus[0].tlb.local_gen[mms[0]] > flushes);
+}
+
+/// Fill the node from both CPUs (pages interleaved on the LRU), wake kswapd on CPU 0 and let it
+/// balance the node. Returns (IPIs CPU 1 took, mm 1 pages kswapd unmapped, IPIs CPU 0 took).
+fn kswapd_unmaps(policy: Policy) -> (u64, u64, u64) {
+    let (mut k, mms) = node(4096, 8192);
+    k.policy = policy;
+    let mut vp = 0;
+    while !k.kswapd.wake_pending {
+        k.user_access(0, mms[0], vp, false);
+        k.user_access(1, mms[1], vp, false);
+        vp += 1;
+    }
+    let mut rqs = RunQueues::new(2);
+    let now = k.cpus[0].clock;
+    // No tick: kswapd keeps CPU 0 (the scheduler is not part of this test).
+    k.cpus[0].next_tick = u64::MAX;
+    k.kthread_wakeups(&mut rqs, now);
+    let (ipi0, ipi1, rss1) = (
+        k.irq.tlb_shootdowns[0],
+        k.irq.tlb_shootdowns[1],
+        k.mms[mms[1]].rss,
+    );
+    while k.kswapd.running {
+        k.kswapd_step(&mut rqs, 0);
+    }
+    let errs = k.check_invariants();
+    assert!(errs.is_empty(), "{errs:?}");
+    (
+        k.irq.tlb_shootdowns[1] - ipi1,
+        rss1 - k.mms[mms[1]].rss,
+        k.irq.tlb_shootdowns[0] - ipi0,
+    )
+}
+
+#[test]
+fn unbatched_kswapd_sends_an_ipi_per_remote_page_batched_one_per_batch() {
+    let mut old = Policy::linux_6_18();
+    old.tlb_batch = false;
+    old.free_batch = 15;
+    old.range_flush_freed_tables = false;
+    let (ipis, unmapped, own) = kswapd_unmaps(old);
+    assert!(unmapped > 20, "kswapd unmapped {unmapped} pages of mm 1");
+    // 4.2: ptep_clear_flush per PTE; mm 1 runs on CPU 1, so each page is one IPI there.
+    assert_eq!(ipis, unmapped);
+    // kswapd's own CPU is lazy on mm 0: its pages are flushed locally (leaving the mm).
+    assert_eq!(own, 0);
+    let (ipis, unmapped, own) = kswapd_unmaps(Policy::linux_6_18());
+    assert!(unmapped > 20);
+    // 6.18: one IPI per flush of the deferred batch (free batch of 31, end of the list).
+    assert!(ipis * 8 <= unmapped, "{ipis} IPIs for {unmapped} pages");
+    assert!(ipis >= 1);
+    assert_eq!(own, 0);
+}
+
+fn sim(policy: &str, sets: &[&str]) -> ResultDoc {
+    let mut all = vec![
+        "machine.cpus=8",
+        "machine.memory=64M",
+        "sim.tlb_entries=64",
+        "sim.tlb_ways=4",
+    ];
+    all.extend_from_slice(sets);
+    let k = format!("kernel.preset={policy}");
+    all.push(&k);
+    common::sim_with("kswapd-mmap-read", &all, &[])
+}
+
+fn extra(d: &ResultDoc, key: &str) -> f64 {
+    d.runs[0].extra[key].as_f64().unwrap()
+}
+
+#[test]
+fn batched_flush_sends_fewer_ipis_per_reclaimed_page() {
+    let old = sim("4.2", &[]);
+    let new = sim("6.18", &[]);
+    for d in [&old, &new] {
+        let c = &d.runs[0].counters;
+        // Files twice memory, read once: about half of what was read was reclaimed.
+        assert_eq!(extra(d, "pages_touched"), 32768.0);
+        assert!(c["pgsteal_file"] > 12_000, "{c:?}");
+        assert!(extra(d, "pgsteal_kswapd") > 0.0 && extra(d, "kswapd_wakeups") > 0.0);
+        assert!(
+            extra(d, "kswapd_steps_lazy") > 0.0,
+            "kswapd starts on a borrowed mm"
+        );
+        assert_eq!(d.runs[0].throughput.unit, "pages_per_sec");
+    }
+    let (co, cn) = (&old.runs[0].counters, &new.runs[0].counters);
+    // 4.2: each unmap of a page whose mm runs on another CPU is its own flush_tlb_multi call.
+    assert!(
+        co["nr_tlb_remote_flush"] * 2 > co["pgsteal_file"],
+        "4.2 flushes per page: {co:?}"
+    );
+    // 6.18: one call per batch of deferred unmaps.
+    assert!(
+        cn["nr_tlb_remote_flush"] * 8 < cn["pgsteal_file"],
+        "6.18 batches: {cn:?}"
+    );
+    let per = |d: &ResultDoc| extra(d, "tlb_shootdowns_per_pgsteal");
+    assert!(
+        per(&old) > 4.0 * per(&new),
+        "{} vs {}",
+        per(&old),
+        per(&new)
+    );
+    assert!(extra(&old, "tlb_shootdowns_per_sec") > extra(&new, "tlb_shootdowns_per_sec"));
+}
+
+#[test]
+fn without_readahead_batches_span_more_mms() {
+    // Readahead adds 32-page runs of one file to the LRU; without it the readers' pages
+    // interleave page by page and a flush batch reaches more CPUs.
+    let ra = sim("6.18", &[]);
+    let no = sim("6.18", &["workload.readahead_pages=0"]);
+    let per = |d: &ResultDoc| extra(d, "tlb_shootdowns_per_pgsteal");
+    assert!(per(&no) > 2.0 * per(&ra), "{} vs {}", per(&no), per(&ra));
+}
+
+#[test]
+fn same_seed_same_json_and_invariants_hold() {
+    let a = serde_json::to_string(&sim("6.18", &["sim.check=full"])).unwrap();
+    let b = serde_json::to_string(&sim("6.18", &["sim.check=full"])).unwrap();
+    assert_eq!(a, b);
+    let c = serde_json::to_string(&sim("4.2", &["sim.check=full"])).unwrap();
+    assert_ne!(a, c);
+}
