@@ -337,12 +337,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             let c = compare(&b, &a, all);
             if let Some(p) = &plot {
-                let title = format!(
-                    "{}: {} vs {}",
-                    b.scenario,
-                    doc_policy(&b),
-                    doc_policy(&a)
-                );
+                let title = format!("{}: {} vs {}", b.scenario, doc_policy(&b), doc_policy(&a));
                 plot::compare_plot(&c, &title, p)?;
             }
             if json {

@@ -52,6 +52,22 @@ impl Format {
     }
 }
 
+/// An axis label in percent, with as many decimals as an axis spanning `span` points needs
+/// to tell its ticks apart (and no "-0%").
+fn pct_label(v: f64, span: f64) -> String {
+    let dec = if span >= 20.0 {
+        0
+    } else if span >= 2.0 {
+        1
+    } else {
+        2
+    };
+    let scale = 10f64.powi(dec as i32);
+    let v = (v * scale).round() / scale;
+    let v = if v == 0.0 { 0.0 } else { v };
+    format!("{v:+.dec$}%")
+}
+
 /// Register the embedded font under the one family name the charts use.
 fn fonts() -> Result<()> {
     static OK: OnceLock<bool> = OnceLock::new();
@@ -144,7 +160,7 @@ where
             _ => String::new(),
         })
         .x_label_style(("sans-serif", 14))
-        .x_label_formatter(&|x| format!("{x:+.0}%"))
+        .x_label_formatter(&|x| pct_label(*x, hi - lo))
         .x_desc("delta % (after vs before)")
         .axis_desc_style(("sans-serif", 15))
         .draw()?;
@@ -165,7 +181,10 @@ where
             color.mix(0.35).filled()
         };
         let mut bar = Rectangle::new(
-            [(0.0, SegmentValue::Exact(y)), (*d, SegmentValue::Exact(y + 1))],
+            [
+                (0.0, SegmentValue::Exact(y)),
+                (*d, SegmentValue::Exact(y + 1)),
+            ],
             style,
         );
         bar.set_margin(7, 7, 0, 0);
@@ -238,6 +257,18 @@ where
             xs.iter().position(|x| x == v).unwrap() as f64
         }
     };
+    // One x range for every panel, so a value sits at the same place in each.
+    let (xmin, xmax) = xs.iter().fold((f64::MAX, f64::MIN), |(a, b), x| {
+        (a.min(xpos(x)), b.max(xpos(x)))
+    });
+    let xrange = if !numeric {
+        xmin - 0.5..xmax + 0.5
+    } else if xmax > xmin {
+        let m = (xmax - xmin) * 0.03;
+        xmin - m..xmax + m
+    } else {
+        xmin - 1.0..xmax + 1.0
+    };
     let metrics = sweep_metrics(points);
     let panels = root.split_evenly((metrics.len().max(1), 1));
     for (panel, metric) in panels.iter().zip(&metrics) {
@@ -258,19 +289,11 @@ where
         if all.is_empty() {
             continue;
         }
-        let (xmin, xmax) = all.iter().fold((f64::MAX, f64::MIN), |(a, b), (x, _)| {
-            (a.min(*x), b.max(*x))
-        });
         let (ymin, ymax) = all
             .iter()
             .fold((0.0f64, 0.0f64), |(a, b), (_, y)| (a.min(*y), b.max(*y)));
         let pad = ((ymax - ymin) * 0.1).max(1.0);
-        let xr = if xmax > xmin {
-            let m = (xmax - xmin) * 0.03;
-            xmin - m..xmax + m
-        } else {
-            xmin - 1.0..xmax + 1.0
-        };
+        let xr = xrange.clone();
         // Several series: their legend goes in a strip right of the chart, never over a line.
         let legend_font: TextStyle = ("sans-serif", 13).into();
         let mut legend_w = 0;
@@ -303,7 +326,7 @@ where
                     }
                 }
             })
-            .y_label_formatter(&|y| format!("{y:+.0}%"))
+            .y_label_formatter(&|y| pct_label(*y, ymax - ymin + 2.0 * pad))
             .label_style(("sans-serif", 13))
             .axis_desc_style(("sans-serif", 14))
             .x_desc(xkey.as_str())
@@ -373,6 +396,14 @@ mod tests {
         assert!(svg.contains("tlb_shootdowns: delta % vs machine.cpus"));
         assert!(!svg.contains("throughput: delta"));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn percent_labels() {
+        assert_eq!(pct_label(-0.001, 1.0), "+0.00%");
+        assert_eq!(pct_label(0.4, 1.5), "+0.40%");
+        assert_eq!(pct_label(-12.34, 5.0), "-12.3%");
+        assert_eq!(pct_label(40.0, 100.0), "+40%");
     }
 
     #[test]

@@ -50,7 +50,11 @@ fn write_doc(dir: &Path, name: &str, shoot: &[u64], thr: &[f64]) -> String {
 
 /// A PNG signature, then the IHDR chunk: its width and height (big-endian u32s).
 fn png_size(bytes: &[u8]) -> (u32, u32) {
-    assert!(bytes.len() > 24, "too short for a PNG: {} bytes", bytes.len());
+    assert!(
+        bytes.len() > 24,
+        "too short for a PNG: {} bytes",
+        bytes.len()
+    );
     assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "not a PNG signature");
     assert_eq!(&bytes[12..16], b"IHDR", "first chunk is not IHDR");
     let be = |i: usize| u32::from_be_bytes(bytes[i..i + 4].try_into().unwrap());
@@ -64,7 +68,14 @@ fn bad_extension_is_refused_before_any_work() {
     // A scenario that does not exist and files that cannot be read: the plot name must be the
     // first thing checked, so its error is the one reported.
     for args in [
-        vec!["compare", "no-such-scenario", "--before", "6.18", "--after", "6.18"],
+        vec![
+            "compare",
+            "no-such-scenario",
+            "--before",
+            "6.18",
+            "--after",
+            "6.18",
+        ],
         vec!["compare", "/nonexistent/b.json", "/nonexistent/a.json"],
         vec![
             "sweep",
@@ -132,12 +143,7 @@ fn compare_of_result_files_plots_svg_and_png() {
 #[test]
 fn compare_and_sweep_of_simulations_plot() {
     let dir = tmpdir("sim");
-    let small = [
-        "--set",
-        "run.duration=1s",
-        "--set",
-        "machine.cpus=4",
-    ];
+    let small = ["--set", "run.duration=1s", "--set", "machine.cpus=4"];
     let png = dir.join("c.png");
     let mut args = vec![
         "compare",
@@ -178,7 +184,12 @@ fn compare_and_sweep_of_simulations_plot() {
     sweep(&s2);
     sweep(&p);
     let text = std::fs::read_to_string(&s1).unwrap();
-    for m in ["throughput", "tlb_shootdowns", "function_call_interrupts", "pgsteal_anon"] {
+    for m in [
+        "throughput",
+        "tlb_shootdowns",
+        "function_call_interrupts",
+        "pgsteal_anon",
+    ] {
         assert!(
             text.contains(&format!("{m}: delta % vs machine.cpus")),
             "{m} panel missing"
@@ -186,7 +197,11 @@ fn compare_and_sweep_of_simulations_plot() {
     }
     // The second axis is the legend.
     assert!(text.contains("workload.workers=2") && text.contains("workload.workers=4"));
-    assert_eq!(text, std::fs::read_to_string(&s2).unwrap(), "SVG not deterministic");
+    assert_eq!(
+        text,
+        std::fs::read_to_string(&s2).unwrap(),
+        "SVG not deterministic"
+    );
     // Four panels of 340 pixels.
     assert_eq!(png_size(&std::fs::read(&p).unwrap()), (960, 1360));
     std::fs::remove_dir_all(&dir).unwrap();
