@@ -87,7 +87,8 @@ enum Cmd {
         out: OutputArgs,
     },
     /// Before/After/Delta table: of two result files (host or sim, in any mix), or of two
-    /// simulations of one scenario: `compare SCENARIO --before 6.18 --after 6.18+batch-dirty-flush`.
+    /// simulations of one scenario: `compare SCENARIO --before 6.18 --after 6.18+batch-dirty-flush`;
+    /// --plot also draws the deltas (SVG or PNG).
     #[command(
         override_usage = "reclaimlab compare BEFORE.json AFTER.json [OPTIONS]\n       \
                                 reclaimlab compare SCENARIO --before PRESET[+PATCH...] --after PRESET[+PATCH...] [--set KEY=VALUE]... [OPTIONS]"
@@ -114,6 +115,9 @@ enum Cmd {
         /// Include every counter both results have.
         #[arg(long)]
         all: bool,
+        /// Draw each metric's delta % as a bar; FILE.svg or FILE.png (format by extension).
+        #[arg(long, value_name = "FILE.svg|FILE.png")]
+        plot: Option<PathBuf>,
     },
     /// Run a scenario on the host and in the simulator (as this machine) and print the
     /// per-stolen-page ratios side by side with the sim's relative error (host part needs root).
@@ -143,7 +147,7 @@ enum Cmd {
         out: OutputArgs,
     },
     /// Simulate a grid of scenario variations under two policies (in parallel on all cores) and
-    /// print each metric's Before/After delta per grid point.
+    /// print each metric's Before/After delta per grid point; --plot draws them (SVG or PNG).
     Sweep {
         /// Scenario name or path.
         scenario: String,
@@ -159,8 +163,9 @@ enum Cmd {
         /// Override a scenario key at every grid point (repeatable).
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
-        /// Draw each metric's delta against the first varied key (SVG).
-        #[arg(long, value_name = "FILE.svg")]
+        /// Draw each metric's delta % against the first varied key; FILE.svg or FILE.png
+        /// (format by extension).
+        #[arg(long, value_name = "FILE.svg|FILE.png")]
         plot: Option<PathBuf>,
         /// Print JSON instead of the table.
         #[arg(long)]
@@ -295,7 +300,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             json,
             markdown,
             all,
+            plot,
         } => {
+            if let Some(p) = &plot {
+                plot::Format::of(p)?;
+            }
             let (b, a) = match (inputs.as_slice(), before, after) {
                 ([b, a], None, None) if sets.is_empty() => {
                     (read_doc(b.as_ref())?, read_doc(a.as_ref())?)
@@ -327,6 +336,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 );
             }
             let c = compare(&b, &a, all);
+            if let Some(p) = &plot {
+                let title = format!("{}: {} vs {}", b.scenario, doc_policy(&b), doc_policy(&a));
+                plot::compare_plot(&c, &title, p)?;
+            }
             if json {
                 println!("{}", serde_json::to_string_pretty(&c)?);
             } else if markdown {
@@ -376,6 +389,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             plot,
             json,
         } => {
+            if let Some(p) = &plot {
+                plot::Format::of(p)?;
+            }
             for spec in [&before, &after] {
                 reclaimlab_core::policy::KernelPolicy::parse(spec).map_err(anyhow::Error::msg)?;
             }
@@ -385,7 +401,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 simulate_policy(&scenario, &all, pol)
             })?;
             if let Some(p) = &plot {
-                plot::sweep_svg(&points, p)?;
+                plot::sweep_plot(&points, p)?;
             }
             if json {
                 println!("{}", serde_json::to_string_pretty(&points)?);
@@ -467,6 +483,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// What a result ran: its policy spec (sim), else its kernel release (host), with the backend.
+fn doc_policy(d: &ResultDoc) -> String {
+    let what = if d.policy.is_empty() {
+        &d.kernel
+    } else {
+        &d.policy
+    };
+    format!("{} {what}", d.backend)
 }
 
 /// Simulate `scenario` under the kernel policy `spec` (PRESET[+PATCH...]).

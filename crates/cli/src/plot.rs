@@ -1,11 +1,20 @@
-//! SVG plots of a sweep: one panel per metric, its delta (%) against the first varied key,
-//! one line per combination of the other keys.
+//! Plots of `compare` (one bar per metric: its delta %) and `sweep` (one panel per metric: its
+//! delta % against the first varied key, one line per combination of the other keys), as SVG or
+//! PNG by the file's extension. Text is set in DejaVu Sans compiled into the binary (the `dejavu`
+//! crate, registered with plotters' ab_glyph backend), so a PNG needs no system font library and
+//! both formats lay text out with the same metrics.
 
 use crate::sweep::Point;
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
+use plotters::coord::ranged1d::SegmentValue;
+use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::register_font;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use reclaimlab_core::compare::Comparison;
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::OnceLock;
 
 const METRICS: &[&str] = &[
     "throughput",
@@ -14,8 +23,222 @@ const METRICS: &[&str] = &[
     "pgsteal_anon",
 ];
 
-pub fn sweep_svg(points: &[Point], path: &Path) -> Result<()> {
+/// Bars that went down / up (neutral: whether that is good depends on the metric).
+const DOWN: RGBColor = RGBColor(31, 119, 180);
+const UP: RGBColor = RGBColor(214, 96, 39);
+
+/// The output format, chosen by `--plot FILE`'s extension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Svg,
+    Png,
+}
+
+impl Format {
+    /// Checked before any simulation runs, so a typo in the name costs nothing.
+    pub fn of(path: &Path) -> Result<Format> {
+        let ext = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase);
+        match ext.as_deref() {
+            Some("svg") => Ok(Format::Svg),
+            Some("png") => Ok(Format::Png),
+            _ => bail!(
+                "--plot {}: unsupported file type; the name must end in .svg or .png",
+                path.display()
+            ),
+        }
+    }
+}
+
+/// An axis label in percent, with as many decimals as an axis spanning `span` points needs
+/// to tell its ticks apart (and no "-0%").
+fn pct_label(v: f64, span: f64) -> String {
+    let dec = if span >= 20.0 {
+        0
+    } else if span >= 2.0 {
+        1
+    } else {
+        2
+    };
+    let scale = 10f64.powi(dec as i32);
+    let v = (v * scale).round() / scale;
+    let v = if v == 0.0 { 0.0 } else { v };
+    format!("{v:+.dec$}%")
+}
+
+/// Register the embedded font under the one family name the charts use.
+fn fonts() -> Result<()> {
+    static OK: OnceLock<bool> = OnceLock::new();
+    let ok = *OK.get_or_init(|| {
+        register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular()).is_ok()
+            && register_font("sans-serif", FontStyle::Bold, dejavu::sans::bold()).is_ok()
+    });
+    if !ok {
+        bail!("cannot load the embedded DejaVu Sans font");
+    }
+    Ok(())
+}
+
+/// `compare --plot`: a horizontal bar per metric with a delta %, in the table's order.
+pub fn compare_plot(c: &Comparison, title: &str, path: &Path) -> Result<()> {
+    let fmt = Format::of(path)?;
+    fonts()?;
+    let n = c.rows.iter().filter(|r| r.delta_pct.is_some()).count();
+    let size = (960, 140 + 44 * n.max(1) as u32);
+    match fmt {
+        Format::Svg => draw_compare(SVGBackend::new(path, size).into_drawing_area(), c, title),
+        Format::Png => draw_compare(BitMapBackend::new(path, size).into_drawing_area(), c, title),
+    }
+    .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// `sweep --plot`: one panel per headline metric.
+pub fn sweep_plot(points: &[Point], path: &Path) -> Result<()> {
+    let fmt = Format::of(path)?;
+    fonts()?;
+    let panels = sweep_metrics(points).len().max(1) as u32;
+    let size = (960, 340 * panels);
+    match fmt {
+        Format::Svg => draw_sweep(SVGBackend::new(path, size).into_drawing_area(), points),
+        Format::Png => draw_sweep(BitMapBackend::new(path, size).into_drawing_area(), points),
+    }
+    .with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn draw_compare<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    c: &Comparison,
+    title: &str,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    root.fill(&WHITE)?;
+    // Top to bottom in the table's order; a metric that was 0 before has no delta % to draw.
+    let rows: Vec<(String, f64, bool)> = c
+        .rows
+        .iter()
+        .filter_map(|r| Some((c.metric_label(&r.metric), r.delta_pct?, r.significant)))
+        .collect();
+    let n = rows.len();
+    let label_font: TextStyle = ("sans-serif", 15).into();
+    let mut label_w = 0;
+    for (name, _, _) in &rows {
+        label_w = label_w.max(root.estimate_text_size(name, &label_font)?.0);
+    }
+    let (lo, hi) = rows
+        .iter()
+        .fold((0.0f64, 0.0f64), |(a, b), (_, d, _)| (a.min(*d), b.max(*d)));
+    // Room beside the longest bar for its value label.
+    let span = (hi - lo).max(1.0);
+    let (lo, hi) = (
+        if lo < 0.0 { lo - 0.2 * span } else { lo },
+        if hi > 0.0 { hi + 0.2 * span } else { hi },
+    );
+    let (lo, hi) = if hi - lo < 1e-9 {
+        (-1.0, 1.0)
+    } else {
+        (lo, hi)
+    };
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 20))
+        .margin(16)
+        .x_label_area_size(44)
+        .y_label_area_size(label_w + 16)
+        .build_cartesian_2d(lo..hi, (0..n.max(1) as i32 - 1).into_segmented())?;
+    let names: Vec<String> = rows.iter().map(|r| r.0.clone()).collect();
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .light_line_style(RGBColor(238, 238, 238))
+        .y_labels(n.max(1))
+        .y_label_style(label_font.clone())
+        .y_label_formatter(&|v| match v {
+            SegmentValue::CenterOf(i) if (*i as usize) < n => names[n - 1 - *i as usize].clone(),
+            _ => String::new(),
+        })
+        .x_label_style(("sans-serif", 14))
+        .x_label_formatter(&|x| pct_label(*x, hi - lo))
+        .x_desc("delta % (after vs before)")
+        .axis_desc_style(("sans-serif", 15))
+        .draw()?;
+    if n == 0 {
+        root.draw(&Text::new(
+            "no metric has a delta % (all were 0 before)",
+            (40, 60),
+            ("sans-serif", 16),
+        ))?;
+    }
+    chart.draw_series(rows.iter().enumerate().map(|(i, (_, d, sig))| {
+        let y = (n - 1 - i) as i32;
+        let color = if *d < 0.0 { DOWN } else { UP };
+        // Not significant (min–max ranges overlap): drawn pale.
+        let style = if *sig {
+            color.filled()
+        } else {
+            color.mix(0.35).filled()
+        };
+        let mut bar = Rectangle::new(
+            [
+                (0.0, SegmentValue::Exact(y)),
+                (*d, SegmentValue::Exact(y + 1)),
+            ],
+            style,
+        );
+        bar.set_margin(7, 7, 0, 0);
+        bar
+    }))?;
+    chart.draw_series(rows.iter().enumerate().map(|(i, (_, d, sig))| {
+        let y = (n - 1 - i) as i32;
+        let text = format!(
+            "{}{d:.1}%{}",
+            if *d >= 0.0 { "+" } else { "" },
+            if *sig { "" } else { " n.s." }
+        );
+        let (h, dx) = if *d < 0.0 {
+            (HPos::Right, -6)
+        } else {
+            (HPos::Left, 6)
+        };
+        let style = ("sans-serif", 14)
+            .into_font()
+            .color(&BLACK)
+            .pos(Pos::new(h, VPos::Center));
+        EmptyElement::at((*d, SegmentValue::CenterOf(y))) + Text::new(text, (dx, 0), style)
+    }))?;
+    // The zero line, over the bars' inner ends.
+    chart.draw_series(std::iter::once(PathElement::new(
+        vec![
+            (0.0, SegmentValue::Exact(0)),
+            (0.0, SegmentValue::Exact(n.max(1) as i32)),
+        ],
+        BLACK.stroke_width(1),
+    )))?;
+    root.present()?;
+    Ok(())
+}
+
+fn sweep_metrics(points: &[Point]) -> Vec<&'static str> {
+    METRICS
+        .iter()
+        .copied()
+        .filter(|m| {
+            points
+                .iter()
+                .any(|p| p.comparison.rows.iter().any(|r| r.metric == *m))
+        })
+        .collect()
+}
+
+fn draw_sweep<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, points: &[Point]) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    root.fill(&WHITE)?;
     let Some(first) = points.first() else {
+        root.present()?;
         return Ok(());
     };
     let xkey = first.at[0].0.clone();
@@ -34,17 +257,19 @@ pub fn sweep_svg(points: &[Point], path: &Path) -> Result<()> {
             xs.iter().position(|x| x == v).unwrap() as f64
         }
     };
-    let metrics: Vec<&str> = METRICS
-        .iter()
-        .copied()
-        .filter(|m| {
-            points
-                .iter()
-                .any(|p| p.comparison.rows.iter().any(|r| r.metric == *m))
-        })
-        .collect();
-    let root = SVGBackend::new(path, (900, 320 * metrics.len().max(1) as u32)).into_drawing_area();
-    root.fill(&WHITE)?;
+    // One x range for every panel, so a value sits at the same place in each.
+    let (xmin, xmax) = xs.iter().fold((f64::MAX, f64::MIN), |(a, b), x| {
+        (a.min(xpos(x)), b.max(xpos(x)))
+    });
+    let xrange = if !numeric {
+        xmin - 0.5..xmax + 0.5
+    } else if xmax > xmin {
+        let m = (xmax - xmin) * 0.03;
+        xmin - m..xmax + m
+    } else {
+        xmin - 1.0..xmax + 1.0
+    };
+    let metrics = sweep_metrics(points);
     let panels = root.split_evenly((metrics.len().max(1), 1));
     for (panel, metric) in panels.iter().zip(&metrics) {
         // series label (other axes) -> [(x, delta%)]
@@ -64,51 +289,70 @@ pub fn sweep_svg(points: &[Point], path: &Path) -> Result<()> {
         if all.is_empty() {
             continue;
         }
-        let (xmin, xmax) = all.iter().fold((f64::MAX, f64::MIN), |(a, b), (x, _)| {
-            (a.min(*x), b.max(*x))
-        });
         let (ymin, ymax) = all
             .iter()
             .fold((0.0f64, 0.0f64), |(a, b), (_, y)| (a.min(*y), b.max(*y)));
         let pad = ((ymax - ymin) * 0.1).max(1.0);
-        let xr = if xmax > xmin {
-            xmin..xmax
-        } else {
-            xmin - 1.0..xmax + 1.0
-        };
-        let mut chart = ChartBuilder::on(panel)
-            .caption(format!("{metric}: delta (%) vs {xkey}"), ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(36)
-            .y_label_area_size(56)
+        let xr = xrange.clone();
+        // Several series: their legend goes in a strip right of the chart, never over a line.
+        let legend_font: TextStyle = ("sans-serif", 13).into();
+        let mut legend_w = 0;
+        if series.len() > 1 {
+            for label in series.keys() {
+                legend_w = legend_w.max(panel.estimate_text_size(label, &legend_font)?.0 + 52);
+            }
+        }
+        let (chart_area, legend_area) = panel.split_horizontally(panel.dim_in_pixel().0 - legend_w);
+        let mut chart = ChartBuilder::on(&chart_area)
+            .caption(format!("{metric}: delta % vs {xkey}"), ("sans-serif", 18))
+            .margin(14)
+            .x_label_area_size(44)
+            .y_label_area_size(64)
             .build_cartesian_2d(xr, (ymin - pad)..(ymax + pad))?;
+        let labels = xs.clone();
         chart
             .configure_mesh()
+            .light_line_style(RGBColor(240, 240, 240))
+            .x_labels(if numeric { 10 } else { xs.len() })
+            .x_label_formatter(&|x| {
+                if numeric {
+                    format!("{x}")
+                } else {
+                    // Only whole positions name a value of a non-numeric key.
+                    let i = x.round();
+                    match labels.get(i as usize) {
+                        Some(l) if (x - i).abs() < 1e-6 && i >= 0.0 => l.clone(),
+                        _ => String::new(),
+                    }
+                }
+            })
+            .y_label_formatter(&|y| pct_label(*y, ymax - ymin + 2.0 * pad))
+            .label_style(("sans-serif", 13))
+            .axis_desc_style(("sans-serif", 14))
             .x_desc(xkey.as_str())
             .y_desc("delta %")
             .draw()?;
+        let several = series.len() > 1;
         for (i, (label, mut pts)) in series.into_iter().enumerate() {
             pts.sort_by(|a, b| a.0.total_cmp(&b.0));
             let color = Palette99::pick(i).to_rgba();
-            let name = if label.is_empty() {
-                metric.to_string()
-            } else {
-                label
-            };
-            chart
-                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?
-                .label(name)
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));
+            chart.draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?;
             chart.draw_series(pts.iter().map(|p| Circle::new(*p, 3, color.filled())))?;
+            if several {
+                let y = 48 + 22 * i as i32;
+                legend_area.draw(&PathElement::new(
+                    vec![(4, y), (28, y)],
+                    color.stroke_width(3),
+                ))?;
+                legend_area.draw(&Text::new(
+                    label,
+                    (34, y),
+                    legend_font.pos(Pos::new(HPos::Left, VPos::Center)),
+                ))?;
+            }
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()?;
     }
-    root.present()
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    root.present()?;
     Ok(())
 }
 
@@ -142,15 +386,33 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("rl-plot-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("s.svg");
-        sweep_svg(
+        sweep_plot(
             &[point("2", -10.0), point("4", -40.0), point("8", -60.0)],
             &p,
         )
         .unwrap();
         let svg = std::fs::read_to_string(&p).unwrap();
         assert!(svg.starts_with("<svg"), "{}", &svg[..50]);
-        assert!(svg.contains("tlb_shootdowns: delta (%) vs machine.cpus"));
+        assert!(svg.contains("tlb_shootdowns: delta % vs machine.cpus"));
         assert!(!svg.contains("throughput: delta"));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn percent_labels() {
+        assert_eq!(pct_label(-0.001, 1.0), "+0.00%");
+        assert_eq!(pct_label(0.4, 1.5), "+0.40%");
+        assert_eq!(pct_label(-12.34, 5.0), "-12.3%");
+        assert_eq!(pct_label(40.0, 100.0), "+40%");
+    }
+
+    #[test]
+    fn format_by_extension() {
+        assert_eq!(Format::of(Path::new("a/b.svg")).unwrap(), Format::Svg);
+        assert_eq!(Format::of(Path::new("B.PNG")).unwrap(), Format::Png);
+        for bad in ["x.pdf", "x", "svg"] {
+            let e = Format::of(Path::new(bad)).unwrap_err().to_string();
+            assert!(e.contains(".svg or .png"), "{e}");
+        }
     }
 }
