@@ -28,6 +28,9 @@ use std::rc::Rc;
 pub struct Runner {
     pub rqs: RunQueues,
     pub model: Rc<AccessModel>,
+    /// The run queues are lent out (a scheduler or kswapd call is in progress): no reclaim
+    /// preemption window may open then, since its steps may need to schedule.
+    pub rqs_out: bool,
 }
 
 pub struct Engine<'a> {
@@ -41,6 +44,7 @@ impl<'a> Engine<'a> {
         k.runner = Runner {
             rqs: RunQueues::new(n),
             model: Rc::new(model),
+            rqs_out: false,
         };
         Engine { k, progress: None }
     }
@@ -90,7 +94,9 @@ impl Kernel {
     /// Run `f` with the run queues (taken out of the kernel for the call).
     pub fn with_rqs<R>(&mut self, f: impl FnOnce(&mut Kernel, &mut RunQueues) -> R) -> R {
         let mut rqs = std::mem::take(&mut self.runner.rqs);
+        let outer = std::mem::replace(&mut self.runner.rqs_out, true);
         let r = f(self, &mut rqs);
+        self.runner.rqs_out = outer;
         self.runner.rqs = rqs;
         r
     }
@@ -115,7 +121,11 @@ impl Kernel {
     /// nested preemption), and their ticks wait until the window closes (a tick may migrate
     /// tasks, which must not move the reclaimer).
     pub fn reclaim_preempt(&mut self, cpu: CpuId) {
-        if self.cfg.interleave != Interleave::Folio || self.in_reclaim_preempt {
+        if self.cfg.interleave != Interleave::Folio
+            || self.in_reclaim_preempt
+            || self.runner.rqs_out
+        {
+            // kswapd's passes (run with the run queues lent) stay whole.
             return;
         }
         self.in_reclaim_preempt = true;

@@ -87,3 +87,57 @@ fn oracle_counts_are_reported_and_zero_in_a_default_run() {
     );
     assert!(!off.runs[0].extra.contains_key("oracle_lost_writes"));
 }
+
+#[test]
+fn every_workload_runs_interleaved_without_findings() {
+    // Each shipped workload, small, with reclaim preemption points: the kernel's policies must
+    // lose nothing, and the window machinery (locks, rechecks, kswapd, writeback) must hold
+    // the end-of-run invariants (run() fails otherwise).
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "stress-vm",
+            &["machine.cpus=4", "workload.workers=4", "run.duration=300ms"],
+        ),
+        (
+            "file-mmap-rw",
+            &[
+                "run.duration=300ms",
+                "workload.write=true",
+                "sim.file_folio_order=2",
+            ],
+        ),
+        (
+            "file-mmap-rw",
+            &[
+                "run.duration=300ms",
+                "workload.write=true",
+                "machine.arch=\"arm64\"",
+            ],
+        ),
+        (
+            "ycsb-b",
+            &["run.duration=500ms", "kernel.patches=[\"mglru\"]"],
+        ),
+        (
+            "ycsb-b",
+            &[
+                "run.duration=500ms",
+                "kernel.patches=[\"mglru-dirty-reactivate\"]",
+            ],
+        ),
+        (
+            "kswapd-mmap-read",
+            &["machine.cpus=4", "machine.memory=\"128M\""],
+        ),
+    ];
+    for (name, sets) in cases {
+        let mut all: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        all.push("sim.interleave=\"folio\"".into());
+        let scn = Scenario::load(name, &all, Target::Sim).expect("scenario");
+        let doc = reclaimlab_sim::run(&scn, &Default::default())
+            .unwrap_or_else(|e| panic!("{name} {sets:?}: {e}"));
+        let x = &doc.runs[0].extra;
+        assert_eq!(x["oracle_lost_writes"], 0, "{name} {sets:?}");
+        assert_eq!(x["oracle_use_after_free_writes"], 0, "{name} {sets:?}");
+    }
+}
