@@ -120,11 +120,16 @@ impl Kernel {
     /// concurrently on real hardware. Reclaim entered by those CPUs meanwhile runs whole (no
     /// nested preemption), and their ticks wait until the window closes (a tick may migrate
     /// tasks, which must not move the reclaimer).
+    #[inline]
     pub fn reclaim_preempt(&mut self, cpu: CpuId) {
-        if self.cfg.interleave != Interleave::Folio
-            || self.in_reclaim_preempt
-            || self.runner.rqs_out
-        {
+        if self.cfg.interleave == Interleave::Folio {
+            self.reclaim_preempt_window(cpu);
+        }
+    }
+
+    #[inline(never)]
+    fn reclaim_preempt_window(&mut self, cpu: CpuId) {
+        if self.in_reclaim_preempt || self.runner.rqs_out {
             // kswapd's passes (run with the run queues lent) stay whole.
             return;
         }
