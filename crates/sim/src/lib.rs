@@ -163,12 +163,11 @@ fn simulate_with(
             let units: u64 = e.k.tasks.iter().map(|t| t.bogo_units).sum();
             let ops = (units >> workload::stress_vm::VM_BOGO_SHIFT) as f64;
             let names = workload::stress_vm::names_by_phase(&w.method);
-            let at: Vec<String> = e
-                .k
-                .tasks
-                .iter()
-                .map(|t| format!("{}+{}", t.passes, names[t.phase]))
-                .collect();
+            let at: Vec<String> =
+                e.k.tasks
+                    .iter()
+                    .map(|t| format!("{}+{}", t.passes, names[t.phase]))
+                    .collect();
             notes.push(format!(
                 "stress-vm method each worker ends in (full cycles done + method): {}",
                 at.join(" ")

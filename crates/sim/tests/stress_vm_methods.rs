@@ -30,7 +30,12 @@ fn all_steps_the_methods_in_stress_ng_order_each_after_the_loops_populate() {
     let mut seen = Vec::new();
     for (i, s) in m.sweeps.iter().enumerate() {
         if i == 0 || by_phase[i] != by_phase[i - 1] {
-            assert_eq!(*s, Sweep::Populate, "{} starts with the populate", by_phase[i]);
+            assert_eq!(
+                *s,
+                Sweep::Populate,
+                "{} starts with the populate",
+                by_phase[i]
+            );
             seen.push(by_phase[i]);
         }
     }
@@ -179,7 +184,9 @@ fn restart_after_oom_starts_the_cycle_again_and_runs_are_deterministic() {
     // method call (cache-lines, which 0.15.06 counts no bogo ops for).
     assert_eq!(r.throughput.value, 0.0);
     assert!(
-        r.notes.iter().any(|n| n.contains("0+cache-lines 0+cache-lines")),
+        r.notes
+            .iter()
+            .any(|n| n.contains("0+cache-lines 0+cache-lines")),
         "{:?}",
         r.notes
     );

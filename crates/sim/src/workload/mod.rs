@@ -113,7 +113,7 @@ impl Pass {
             Order::Fwd => i,
             Order::Rev => n - 1 - i,
             Order::FwdRev => {
-                if i % 2 == 0 {
+                if i.is_multiple_of(2) {
                     i / 2
                 } else {
                     n - 1 - i / 2
@@ -122,7 +122,7 @@ impl Pass {
             Order::Random(_) | Order::Hammer => rnd(n),
             Order::Swap { rev } => {
                 let home = if rev { n - 1 - i / 65 } else { i / 65 };
-                if i % 65 == 0 {
+                if i.is_multiple_of(65) {
                     home
                 } else {
                     rnd(n)
@@ -140,8 +140,8 @@ impl Pass {
     /// per home page, not per stray visit).
     pub fn units_at(&self, i: u64, n: u64) -> u32 {
         match self.order {
-            Order::Swap { .. } if i % 65 != 0 => 0,
-            Order::WalkAddr { .. } if i % walk_addr_slots(n) != 0 => 0,
+            Order::Swap { .. } if !i.is_multiple_of(65) => 0,
+            Order::WalkAddr { .. } if !i.is_multiple_of(walk_addr_slots(n)) => 0,
             _ => self.units,
         }
     }

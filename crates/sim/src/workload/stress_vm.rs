@@ -43,7 +43,10 @@ pub enum Step {
     },
     /// rowhammer's hammer loop: two random pages, `units` per visit, `ns` per visit (fixed
     /// cost, measured separately).
-    Hammer { units: u32, ns: u32 },
+    Hammer {
+        units: u32,
+        ns: u32,
+    },
 }
 
 /// The measurement of one method (`stress-ng --vm 1 --vm-bytes 64M --vm-keep --vm-method M
@@ -269,13 +272,7 @@ pub fn methods() -> Vec<Method> {
             1.04,
         ),
         // 32 word loads per iteration (i++ per 256 bytes).
-        m(
-            "read64",
-            vec![u(Fwd, false, 16, wrd)],
-            14178.68,
-            0.64,
-            1.30,
-        ),
+        m("read64", vec![u(Fwd, false, 16, wrd)], 14178.68, 0.64, 1.30),
         // Random bytes (c++ per 8 bytes), populate, rotate every byte (c++ per 8 bytes),
         // populate, verify.
         m(
@@ -437,13 +434,7 @@ pub fn methods() -> Vec<Method> {
             0.17,
         ),
         // 32 word stores per iteration (i++ per 256 bytes).
-        m(
-            "write64",
-            vec![u(Fwd, true, 16, wrd)],
-            5721.93,
-            0.88,
-            0.65,
-        ),
+        m("write64", vec![u(Fwd, true, 16, wrd)], 5721.93, 0.88, 0.65),
         m(
             "write64nt",
             vec![u(Fwd, true, 16, wrd)],
@@ -574,7 +565,11 @@ pub fn method_sweeps(me: &Method, cost: &CostTable) -> Vec<Sweep> {
 
 /// The access model of `--vm-method method` ("all": every method in table order, one per
 /// loop iteration, each after the loop's populate).
-pub fn access_model(cfg: &SimConfig, cost: &CostTable, method: &str) -> anyhow::Result<AccessModel> {
+pub fn access_model(
+    cfg: &SimConfig,
+    cost: &CostTable,
+    method: &str,
+) -> anyhow::Result<AccessModel> {
     let _ = cfg;
     let table = methods();
     let chosen: Vec<&Method> = if method == "all" {
