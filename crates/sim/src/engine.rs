@@ -167,13 +167,18 @@ impl Kernel {
         let tick = k.cpus[cpu].next_tick;
         for _ in 0..k.cfg.step_pages {
             let task = &k.tasks[t];
+            let n = task.end - task.start;
+            let i = task.cursor - task.start;
             let (vp, write) = if let Some(y) = &m.ycsb {
                 k.charge(cpu, y.op_ns);
                 y.next_op(&mut k.rng)
             } else if m.random {
-                let len = task.end - task.start;
-                let vp = task.start + k.rng.gen_range(0..len);
+                let vp = task.start + k.rng.gen_range(0..n);
                 (vp, m.random_write)
+            } else if let Sweep::Pass(p) = m.sweeps[task.phase] {
+                let rng = &mut k.rng;
+                let off = p.page(i, n, &mut |n| rng.gen_range(0..n));
+                (task.start + off, p.write)
             } else {
                 (task.cursor, m.sweeps[task.phase].writes())
             };
@@ -182,12 +187,11 @@ impl Kernel {
                 _ => write,
             };
             let sweep = (!m.random).then(|| m.sweeps[k.tasks[t].phase]);
-            let a = if sweep == Some(Sweep::Populate) {
-                k.populate_read(cpu, mm, vp)
-            } else if m.ycsb.as_ref().is_some_and(|y| y.fd) {
-                k.filemap_rw(cpu, mm, vp, write)
-            } else {
-                k.user_access(cpu, mm, vp, write)
+            let a = match sweep {
+                Some(Sweep::Populate) => k.populate_read(cpu, mm, vp),
+                Some(Sweep::Pass(p)) => k.user_access_ns(cpu, mm, vp, write, u64::from(p.ns)),
+                _ if m.ycsb.as_ref().is_some_and(|y| y.fd) => k.filemap_rw(cpu, mm, vp, write),
+                _ => k.user_access(cpu, mm, vp, write),
             };
             if a == Access::Killed {
                 // Restarted by exit_mmap; the next step starts the new process.
@@ -205,12 +209,13 @@ impl Kernel {
             }
             task.bogo_units += match sweep {
                 Some(Sweep::WriteUnits(u)) => u64::from(u),
+                Some(Sweep::Pass(p)) => u64::from(p.units_at(i, n)),
                 _ if write => m.bogo_units_per_store,
                 _ => 0,
             };
             if !m.random {
                 task.cursor += 1;
-                if task.cursor == task.end {
+                if task.cursor - task.start == m.sweeps[task.phase].len(n) {
                     task.cursor = task.start;
                     task.phase += 1;
                     if task.phase == m.sweeps.len() {

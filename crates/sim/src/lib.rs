@@ -151,7 +151,8 @@ fn simulate_with(
         }
         Workload::StressVm(w) => {
             let pages = w.bytes_per_worker() / PAGE;
-            let mut e = Engine::new(k, workload::stress_vm::access_model(&cfg));
+            let model = workload::stress_vm::access_model(&cfg, &k.cost, &w.method)?;
+            let mut e = Engine::new(k, model);
             e.progress = opts.progress;
             for i in 0..w.workers {
                 let mm = e.k.mm_alloc(pages, Backing::Anon, true);
@@ -161,8 +162,18 @@ fn simulate_with(
             e.run_until(duration, duration);
             let units: u64 = e.k.tasks.iter().map(|t| t.bogo_units).sum();
             let ops = (units >> workload::stress_vm::VM_BOGO_SHIFT) as f64;
+            let names = workload::stress_vm::names_by_phase(&w.method);
+            let at: Vec<String> =
+                e.k.tasks
+                    .iter()
+                    .map(|t| format!("{}+{}", t.passes, names[t.phase]))
+                    .collect();
+            notes.push(format!(
+                "stress-vm method each worker ends in (full cycles done + method): {}",
+                at.join(" ")
+            ));
             notes.push(
-                "bogo ops: stress-ng's first three vm methods (cache-lines, cache-stripe, checkerboard) in a loop, 64 units per page per call (see docs/sim-model.md)"
+                "bogo ops: stress-ng 0.15.06's vm method table (35 methods for \"all\", one per loop iteration), units per pass from stress-vm.c (see docs/sim-model.md)"
                     .to_string(),
             );
             Ok(finish(

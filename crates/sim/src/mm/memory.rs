@@ -25,6 +25,19 @@ pub enum Access {
 impl Kernel {
     /// One user load or store by the task running on `cpu` to page `vp` of `mm`.
     pub fn user_access(&mut self, cpu: CpuId, mm: MmId, vp: u64, write: bool) -> Access {
+        self.user_access_ns(cpu, mm, vp, write, self.cost.touch_page)
+    }
+
+    /// `user_access` whose work on the page, once translated, takes `touch_ns` of CPU time
+    /// (a stress-ng method pass: docs/cost-model.md) instead of `touch_page`.
+    pub fn user_access_ns(
+        &mut self,
+        cpu: CpuId,
+        mm: MmId,
+        vp: u64,
+        write: bool,
+        touch_ns: u64,
+    ) -> Access {
         let need = if write { TLB_WRITABLE | TLB_DIRTY } else { 0 };
         if let Some((pfn, flags)) = self.cpus[cpu].tlb.lookup(mm, vp) {
             if flags & need == need {
@@ -42,7 +55,7 @@ impl Kernel {
                 if write {
                     self.oracle_store(cpu, mm, vp, pfn, stale);
                 }
-                self.charge(cpu, self.cost.touch_page);
+                self.charge(cpu, touch_ns);
                 return Access::TlbHit;
             }
         }
@@ -78,7 +91,7 @@ impl Kernel {
         if write {
             self.oracle_store(cpu, mm, vp, pte_pfn(pte), false);
         }
-        self.charge(cpu, self.cost.tlb_walk + self.cost.touch_page);
+        self.charge(cpu, self.cost.tlb_walk + touch_ns);
         result
     }
 
