@@ -89,6 +89,20 @@ pub fn build(
         extra.insert("mglru_aging".into(), j(g.nr_aging));
         extra.insert("mglru_dirty_bumped".into(), j(g.nr_dirty_bumped));
         extra.insert("mglru_flusher_wakeups".into(), j(g.nr_flusher_wakeups));
+        extra.insert(
+            "mglru_breakdown".into(),
+            serde_json::json!({
+                "reclaim_passes": g.nr_passes,
+                "max_dirty_bumped_per_pass": g.max_dirty_bumped_pass,
+                "dirty_rebumped": g.nr_dirty_rebumped,
+                "aging_hot_pages_in_two_oldest_gens": g.aging_hot_in_oldest,
+                "aging_pages_in_two_oldest_gens": g.aging_pages_in_oldest,
+                "dirty_wait_ms_mean": k.wb.dirty_wait_ns / k.wb.dirty_wait_pages.max(1) / 1_000_000,
+                "dirty_pages_written": k.wb.dirty_wait_pages,
+                "reclaim_tagged_wait_ms_mean": k.wb.reclaim_wait_ns / k.wb.reclaim_wait_pages.max(1) / 1_000_000,
+                "reclaim_tagged_written": k.wb.reclaim_wait_pages,
+            }),
+        );
     }
     if k.wb.nr_written > 0 {
         extra.insert("writeback_pages".into(), j(k.wb.nr_written));

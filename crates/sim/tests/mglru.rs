@@ -334,3 +334,56 @@ fn ycsb_b_keeps_every_invariant_under_each_lru_and_access_mode() {
         }
     }
 }
+
+/// Measurement counters (docs/targets-mglru.md): a dirty folio that the flusher does not pick
+/// up comes back to the oldest generation and is bumped again (the ping-pong) under `mglru`;
+/// under `mglru-dirty-reactivate` it is never bumped.
+fn rebumps_after_more_reclaim(reactivate: bool) -> (Kernel, Pfn) {
+    let (mut k, pfn) = dirty_in_oldest(reactivate);
+    for _ in 0..8 {
+        if k.lruvec.lrugen.nr_dirty_rebumped > 0 || !k.folios.get(pfn).test(pg::DIRTY) {
+            break;
+        }
+        clear_young(&mut k);
+        k.try_to_inc_max_seq(0, 0);
+        k.try_to_free_mem_cgroup_pages(0, 32);
+    }
+    (k, pfn)
+}
+
+#[test]
+fn mglru_bumps_an_unwritten_dirty_folio_again_when_it_reaches_the_oldest_generation() {
+    let (mut k, pfn) = rebumps_after_more_reclaim(false);
+    let g = &k.lruvec.lrugen;
+    assert!(k.folios.get(pfn).test(pg::DIRTY), "no flusher ran");
+    assert_eq!(
+        g.nr_dirty_rebumped, 1,
+        "bumped a second time with PG_reclaim still set"
+    );
+    assert_eq!(g.nr_dirty_bumped, 2);
+    assert!(g.max_dirty_bumped_pass >= 1);
+    assert!(g.nr_passes >= 2);
+    let errs = k.check_invariants();
+    assert!(errs.is_empty(), "{errs:?}");
+}
+
+#[test]
+fn dirty_reactivate_never_bumps_and_the_writeback_wait_is_measured_from_the_dirtying() {
+    let (k, _) = rebumps_after_more_reclaim(true);
+    let g = &k.lruvec.lrugen;
+    assert_eq!((g.nr_dirty_bumped, g.nr_dirty_rebumped), (0, 0));
+    let (mut k, pfn) = dirty_in_oldest(true);
+    assert!(
+        k.folios.get(pfn).test(pg::RECLAIM),
+        "tagged by shrink_folio_list"
+    );
+    assert!(k.folios.get(pfn).test(pg::DIRTY));
+    assert_eq!(k.wb.dirty_wait_pages, 0);
+    // Let simulated time pass, then write: the wait is counted for the PG_reclaim folio.
+    k.cpus[0].clock += 5_000_000;
+    k.wb_start_all(0);
+    assert!(k.folios.get(pfn).test(pg::WRITEBACK));
+    assert_eq!((k.wb.dirty_wait_pages, k.wb.reclaim_wait_pages), (1, 1));
+    assert!(k.wb.reclaim_wait_ns >= 5_000_000);
+    assert!(!k.wb.dirtied_at.contains_key(&pfn));
+}

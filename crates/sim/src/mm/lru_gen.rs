@@ -48,6 +48,16 @@ pub struct LruGen {
     pub nr_aging: u64,
     pub nr_dirty_bumped: u64,
     pub nr_flusher_wakeups: u64,
+    /// Measurement only (docs/targets-mglru.md): reclaim passes (lru_gen_shrink_lruvec
+    /// calls), the most dirty pages one pass bumped, bumps of a folio already bumped since it
+    /// was last dirtied (PG_reclaim still set: the ping-pong), and, summed over the aging
+    /// passes, the pages in the two oldest generations that carry PG_workingset or
+    /// PG_referenced right after inc_max_seq (hot folios left at the reclaim end).
+    pub nr_passes: u64,
+    pub max_dirty_bumped_pass: u64,
+    pub nr_dirty_rebumped: u64,
+    pub aging_hot_in_oldest: u64,
+    pub aging_pages_in_oldest: u64,
 }
 
 impl LruGen {
@@ -148,6 +158,8 @@ impl Lruvec {
 struct GenScan {
     unqueued_dirty: u64,
     file_taken: u64,
+    /// Pages sort_folio bumped for dirty/writeback in this pass (measurement).
+    bumped: u64,
 }
 
 /// struct ctrl_pos.
@@ -458,6 +470,26 @@ impl Kernel {
         let g = self.lrugen();
         g.max_seq += 1;
         g.nr_aging += 1;
+        self.count_hot_in_oldest();
+    }
+
+    /// Measurement: pages of the two oldest file generations that were recently referenced.
+    fn count_hot_in_oldest(&mut self) {
+        let min_seq = self.lruvec.lrugen.min_seq[1];
+        let (mut hot, mut all) = (0, 0);
+        for seq in min_seq..min_seq + MIN_NR_GENS {
+            let list = gen_list(lru_gen_from_seq(seq), 1);
+            for pfn in self.lruvec.iter(&self.folios, list) {
+                let f = self.folios.get(pfn);
+                all += f.nr_pages();
+                if f.test(pg::WORKINGSET) || f.test(pg::REFERENCED) {
+                    hot += f.nr_pages();
+                }
+            }
+        }
+        let g = self.lrugen();
+        g.aging_hot_in_oldest += hot;
+        g.aging_pages_in_oldest += all;
     }
 
     /// should_run_aging: required with two generations left, preferred with three; also the
@@ -583,8 +615,12 @@ impl Kernel {
         }
         // waiting for writeback
         if writeback || (ty == 1 && dirty) {
+            if f.test(pg::RECLAIM) {
+                self.lrugen().nr_dirty_rebumped += n;
+            }
             self.folio_inc_gen(pfn, true);
             self.lrugen().nr_dirty_bumped += n;
+            gs.bumped += n;
             return true;
         }
         false
@@ -757,6 +793,7 @@ impl Kernel {
         let swappiness = self.lru_gen_swappiness(sc);
         let mut gs = GenScan::default();
         let mut scanned = 0;
+        self.lrugen().nr_passes += 1;
         loop {
             let nr_to_scan = self.get_nr_to_scan(cpu, sc, swappiness);
             if nr_to_scan <= 0 {
@@ -771,6 +808,8 @@ impl Kernel {
                 break;
             }
         }
+        let g = self.lrugen();
+        g.max_dirty_bumped_pass = g.max_dirty_bumped_pass.max(gs.bumped);
         // Before seed 002: wake the flusher only when every file folio taken was dirty.
         if !self.policy.mglru_dirty_reactivate
             && gs.unqueued_dirty > 0

@@ -51,6 +51,14 @@ pub struct Writeback {
     pub runs_vmscan: u64,
     pub runs_background: u64,
     pub runs_periodic: u64,
+    /// Measurement only: when each dirty page-cache folio was dirtied, and the summed time
+    /// (ns, per page) from dirtying to the start of its writeback; the same for the folios
+    /// that reclaim had tagged PG_reclaim (waiting at the LRU's old end).
+    pub dirtied_at: std::collections::BTreeMap<Pfn, u64>,
+    pub dirty_wait_ns: u64,
+    pub dirty_wait_pages: u64,
+    pub reclaim_wait_ns: u64,
+    pub reclaim_wait_pages: u64,
 }
 
 impl Kernel {
@@ -68,6 +76,7 @@ impl Kernel {
         let now = self.wb.now;
         let wb = &mut self.wb;
         wb.nr_dirty += n;
+        wb.dirtied_at.insert(pfn, now);
         if wb.dirtied_when.len() <= file {
             wb.dirtied_when.resize(file + 1, None);
         }
@@ -96,6 +105,15 @@ impl Kernel {
             }
         }
         self.oracle_writeout(cpu, pfn, "the flusher's writeback");
+        if let Some(t) = self.wb.dirtied_at.remove(&pfn) {
+            let wait = self.cpus[cpu].clock.saturating_sub(t) * f.nr_pages();
+            self.wb.dirty_wait_ns += wait;
+            self.wb.dirty_wait_pages += f.nr_pages();
+            if f.test(pg::RECLAIM) {
+                self.wb.reclaim_wait_ns += wait;
+                self.wb.reclaim_wait_pages += f.nr_pages();
+            }
+        }
         self.folio_clear_dirty_file(pfn);
         self.folios.get_mut(pfn).set(pg::WRITEBACK);
         let n = f.nr_pages();
