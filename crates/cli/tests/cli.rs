@@ -1,5 +1,8 @@
 //! The command line as a user meets it: listing, errors, and the compare table.
 
+mod common;
+
+use common::write_doc;
 use std::process::Command;
 
 fn bin() -> Command {
@@ -44,27 +47,6 @@ fn scenario_errors_name_key_and_origin() {
     let (code, _, err) = run(&["bench", "stress-vm", "--swap", "disk:4G"]);
     assert_eq!(code, 2);
     assert!(err.contains("use zram:SIZE"), "{err}");
-}
-
-fn write_doc(dir: &std::path::Path, name: &str, shoot: &[u64], thr: &[f64]) -> String {
-    let runs: Vec<serde_json::Value> = shoot
-        .iter()
-        .zip(thr)
-        .map(|(s, t)| {
-            serde_json::json!({"counters": {"tlb_shootdowns": s, "pgsteal_anon": 1000},
-                "wall_seconds": 60.0, "throughput": {"value": t, "unit": "bogo_ops_per_sec"}})
-        })
-        .collect();
-    let mut doc: reclaimlab_core::ResultDoc = serde_json::from_value(serde_json::json!({
-        "schema": reclaimlab_core::SCHEMA, "scenario": "stress-vm", "backend": "host",
-        "kernel": "6.18.0", "machine": {"cpus": 2, "memory_bytes": 1, "arch": "x86", "cgroup": "v1",
-        "swap": {"kind": "zram", "devices": [], "bytes": 0}}, "config": {}, "runs": runs,
-        "median": {}, "min": {}, "max": {}}))
-    .unwrap();
-    doc.summarize();
-    let p = dir.join(name);
-    std::fs::write(&p, serde_json::to_string(&doc).unwrap()).unwrap();
-    p.to_string_lossy().into_owned()
 }
 
 #[test]

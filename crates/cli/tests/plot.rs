@@ -1,6 +1,9 @@
 //! `compare --plot` and `sweep --plot`: the format follows the extension, a bad one is refused
 //! before anything is simulated or read, and the output is what it claims to be.
 
+mod common;
+
+use common::write_doc;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -24,28 +27,6 @@ fn tmpdir(tag: &str) -> PathBuf {
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
-}
-
-/// A host-style result with three runs (so overlapping ranges make a delta "n.s.").
-fn write_doc(dir: &Path, name: &str, shoot: &[u64], thr: &[f64]) -> String {
-    let runs: Vec<serde_json::Value> = shoot
-        .iter()
-        .zip(thr)
-        .map(|(s, t)| {
-            serde_json::json!({"counters": {"tlb_shootdowns": s, "pgsteal_anon": 1000},
-                "wall_seconds": 60.0, "throughput": {"value": t, "unit": "bogo_ops_per_sec"}})
-        })
-        .collect();
-    let mut doc: reclaimlab_core::ResultDoc = serde_json::from_value(serde_json::json!({
-        "schema": reclaimlab_core::SCHEMA, "scenario": "stress-vm", "backend": "host",
-        "kernel": "6.18.0", "machine": {"cpus": 2, "memory_bytes": 1, "arch": "x86", "cgroup": "v1",
-        "swap": {"kind": "zram", "devices": [], "bytes": 0}}, "config": {}, "runs": runs,
-        "median": {}, "min": {}, "max": {}}))
-    .unwrap();
-    doc.summarize();
-    let p = dir.join(name);
-    std::fs::write(&p, serde_json::to_string(&doc).unwrap()).unwrap();
-    p.to_string_lossy().into_owned()
 }
 
 /// A PNG signature, then the IHDR chunk: its width and height (big-endian u32s).

@@ -172,3 +172,25 @@ pub fn assert_clean(before: &MachineState, cg_root: &Path, pids: &[i32]) {
         assert!(!alive, "workload process {p} is still running");
     }
 }
+
+/// A host-style result with three runs (so overlapping ranges make a delta "n.s.").
+pub fn write_doc(dir: &Path, name: &str, shoot: &[u64], thr: &[f64]) -> String {
+    let runs: Vec<serde_json::Value> = shoot
+        .iter()
+        .zip(thr)
+        .map(|(s, t)| {
+            serde_json::json!({"counters": {"tlb_shootdowns": s, "pgsteal_anon": 1000},
+                "wall_seconds": 60.0, "throughput": {"value": t, "unit": "bogo_ops_per_sec"}})
+        })
+        .collect();
+    let mut doc: reclaimlab_core::ResultDoc = serde_json::from_value(serde_json::json!({
+        "schema": reclaimlab_core::SCHEMA, "scenario": "stress-vm", "backend": "host",
+        "kernel": "6.18.0", "machine": {"cpus": 2, "memory_bytes": 1, "arch": "x86", "cgroup": "v1",
+        "swap": {"kind": "zram", "devices": [], "bytes": 0}}, "config": {}, "runs": runs,
+        "median": {}, "min": {}, "max": {}}))
+    .unwrap();
+    doc.summarize();
+    let p = dir.join(name);
+    std::fs::write(&p, serde_json::to_string(&doc).unwrap()).unwrap();
+    p.to_string_lossy().into_owned()
+}

@@ -113,21 +113,13 @@ impl Kernel {
         // kswapd_age_node would deactivate anon pages here when the inactive anon list is
         // low; the workload that runs kswapd has no anon pages, so it is not modelled.
         // kswapd_shrink_node: reclaim up to the high watermark (one zone).
-        let mut sc = ScanControl {
-            nr_to_reclaim: self.pgdat.wmark_high.max(SWAP_CLUSTER_MAX),
-            nr_reclaimed: 0,
-            nr_scanned: 0,
-            priority: self.kswapd.priority,
-            may_deactivate: 0,
-            force_deactivate: false,
-            skipped_deactivate: false,
-            may_swap: true,
-        };
-        let scanned = self.vmstat.pgscan_anon + self.vmstat.pgscan_file;
-        let stolen = self.vmstat.pgsteal_anon + self.vmstat.pgsteal_file;
-        self.shrink_node(cpu, &mut sc);
-        self.kswapd.pgscan += self.vmstat.pgscan_anon + self.vmstat.pgscan_file - scanned;
-        self.kswapd.pgsteal += self.vmstat.pgsteal_anon + self.vmstat.pgsteal_file - stolen;
+        let mut sc = ScanControl::new(
+            self.pgdat.wmark_high.max(SWAP_CLUSTER_MAX),
+            self.kswapd.priority,
+        );
+        let (scanned, stolen) = self.shrink_node_counted(cpu, &mut sc);
+        self.kswapd.pgscan += scanned;
+        self.kswapd.pgsteal += stolen;
         self.kswapd.run_reclaimed += sc.nr_reclaimed;
         // Raise the priority if the pass scanned less than the target or reclaimed nothing.
         if sc.nr_scanned < sc.nr_to_reclaim || sc.nr_reclaimed == 0 {

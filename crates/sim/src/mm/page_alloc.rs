@@ -155,21 +155,11 @@ impl Kernel {
                 }
             }
         };
-        let mut sc = ScanControl {
-            nr_to_reclaim: SWAP_CLUSTER_MAX,
-            nr_reclaimed: st.reclaimed,
-            nr_scanned: 0,
-            priority: st.priority,
-            may_deactivate: 0,
-            force_deactivate: false,
-            skipped_deactivate: false,
-            may_swap: true,
-        };
-        let scanned = self.vmstat.pgscan_anon + self.vmstat.pgscan_file;
-        let stolen = self.vmstat.pgsteal_anon + self.vmstat.pgsteal_file;
-        self.shrink_node(cpu, &mut sc);
-        self.pgdat.pgscan_direct += self.vmstat.pgscan_anon + self.vmstat.pgscan_file - scanned;
-        self.pgdat.pgsteal_direct += self.vmstat.pgsteal_anon + self.vmstat.pgsteal_file - stolen;
+        let mut sc = ScanControl::new(SWAP_CLUSTER_MAX, st.priority);
+        sc.nr_reclaimed = st.reclaimed;
+        let (scanned, stolen) = self.shrink_node_counted(cpu, &mut sc);
+        self.pgdat.pgscan_direct += scanned;
+        self.pgdat.pgsteal_direct += stolen;
         if sc.nr_reclaimed > st.reclaimed {
             // shrink_node: a node where reclaim made progress is no longer hopeless for kswapd.
             self.kswapd.failures = 0;

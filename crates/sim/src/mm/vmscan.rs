@@ -25,6 +25,22 @@ pub struct ScanControl {
     pub may_swap: bool,
 }
 
+impl ScanControl {
+    /// A scan_control for one reclaim call: `nr_to_reclaim` pages at `priority`, swap allowed.
+    pub fn new(nr_to_reclaim: u64, priority: i32) -> ScanControl {
+        ScanControl {
+            nr_to_reclaim,
+            nr_reclaimed: 0,
+            nr_scanned: 0,
+            priority,
+            may_deactivate: 0,
+            force_deactivate: false,
+            skipped_deactivate: false,
+            may_swap: true,
+        }
+    }
+}
+
 #[derive(PartialEq, Eq, Clone, Copy, Debug)]
 enum FolioRef {
     Reclaim,
@@ -56,16 +72,7 @@ impl Kernel {
     pub fn try_to_free_mem_cgroup_pages(&mut self, cpu: CpuId, nr_pages: u64) -> u64 {
         let t0 = self.cpus[cpu].clock;
         self.direct_reclaims += 1;
-        let mut sc = ScanControl {
-            nr_to_reclaim: nr_pages.max(SWAP_CLUSTER_MAX),
-            nr_reclaimed: 0,
-            nr_scanned: 0,
-            priority: DEF_PRIORITY,
-            may_deactivate: 0,
-            force_deactivate: false,
-            skipped_deactivate: false,
-            may_swap: true,
-        };
+        let mut sc = ScanControl::new(nr_pages.max(SWAP_CLUSTER_MAX), DEF_PRIORITY);
         loop {
             loop {
                 self.shrink_node(cpu, &mut sc);
@@ -122,6 +129,18 @@ impl Kernel {
     }
 
     /// shrink_node with prepare_scan_control, for the one memcg lruvec.
+    /// shrink_node, returning the (scanned, stolen) pages it added to the vmstat counters (for
+    /// the per-reclaimer counts kswapd and global direct reclaim keep).
+    pub(crate) fn shrink_node_counted(&mut self, cpu: CpuId, sc: &mut ScanControl) -> (u64, u64) {
+        let scanned = self.vmstat.pgscan_anon + self.vmstat.pgscan_file;
+        let stolen = self.vmstat.pgsteal_anon + self.vmstat.pgsteal_file;
+        self.shrink_node(cpu, sc);
+        (
+            self.vmstat.pgscan_anon + self.vmstat.pgscan_file - scanned,
+            self.vmstat.pgsteal_anon + self.vmstat.pgsteal_file - stolen,
+        )
+    }
+
     pub(crate) fn shrink_node(&mut self, cpu: CpuId, sc: &mut ScanControl) {
         sc.may_deactivate = 0;
         let refaults = [
