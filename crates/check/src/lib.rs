@@ -109,7 +109,7 @@ fn modelled(p: Patch) -> bool {
 
 impl CheckConfig {
     /// Defaults: x86, 3 CPUs (reclaim + 2 user), 2 pages (an anon page and a one-page file
-    /// folio shared by 2 mms), one pass, unbounded depth: ~0.8 M states, a few seconds.
+    /// folio shared by 2 mms), one pass, unbounded depth: ~1.3 M states, a few seconds.
     /// For a file *large* folio (seed 001) use `pages = 3` with `cpus = 2`, or
     /// `file_pages = Some(2)`.
     pub fn new(policy_spec: &str) -> Result<CheckConfig, String> {
