@@ -2,6 +2,7 @@
 
 pub mod compare;
 pub mod policy;
+pub mod profile;
 pub mod result;
 pub mod scenario;
 pub mod source;
