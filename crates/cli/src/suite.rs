@@ -196,6 +196,9 @@ pub fn run_suite(
             .and_then(|s| {
                 s.skip_section("host");
                 s.skip_section("sim");
+                // Read by the sim backend (the scheduler model) when it runs.
+                s.skip_section("machine.topology");
+                s.skip_section("machine.background_load");
                 s.finish()
             })
             .map_err(|e| anyhow::anyhow!("configuration {:?}: {e}", c.name))?;

@@ -16,6 +16,8 @@ pub const RATIOS: &[&str] = &[
     "workingset_refault_anon",
 ];
 pub const DENOMINATOR: &str = "pgsteal_anon";
+/// The `placement` field compared by [`ratio_table`].
+pub const MIGRATIONS_PER_TASK_PER_S: &str = "worker_migrations_per_task_per_second";
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct RatioRow {
@@ -79,6 +81,21 @@ pub fn ratio_table(host: &ResultDoc, sim: &ResultDoc) -> Vec<RatioRow> {
             )
         })
         .collect();
+    // Placement beside its consequence: how often a worker migrates (the result's
+    // `placement` section; host: /proc/PID/sched, sim: the scheduler model).
+    let placement = |r: &&RunResult| {
+        r.extra
+            .get("placement")?
+            .get(MIGRATIONS_PER_TASK_PER_S)?
+            .as_f64()
+    };
+    let (hp, sp): (Vec<f64>, Vec<f64>) = (
+        h.iter().filter_map(placement).collect(),
+        s.iter().filter_map(placement).collect(),
+    );
+    if !hp.is_empty() && !sp.is_empty() {
+        rows.push(row("migrations per worker per second".into(), hp, sp));
+    }
     if host.throughput_unit() == sim.throughput_unit() {
         rows.push(row(
             format!("throughput ({})", host.throughput_unit()),

@@ -30,6 +30,9 @@ pub fn kernel_release() -> String {
 pub fn bench(scn: &Scenario, opts: &BenchOptions) -> Result<ResultDoc> {
     crate::workload::reject_sim_only(scn)?;
     scn.skip_section("sim");
+    // The live machine has its own topology and load.
+    scn.skip_section("machine.topology");
+    scn.skip_section("machine.background_load");
     let cfg = HostConfig::read(scn)?;
     let root = preflight()?;
     let mut wl = for_scenario(scn, &cfg)?;
@@ -176,6 +179,7 @@ impl RunCtx<'_> {
             .and_then(|l| l.split_whitespace().next()?.parse().ok());
         let mut meter = Meter::new(&cg, tracer);
         let out = wl.run(&env, &mut meter)?;
+        let placement = meter.placement_report.take();
         let (d, wall, hist) = meter.finish()?;
         let oom_kills = cg.oom_kills()?;
         undo.run()?;
@@ -204,6 +208,17 @@ impl RunCtx<'_> {
         }
         if let Some(h) = hist {
             extra.insert("tlb_flush_trace".into(), serde_json::to_value(h)?);
+        }
+        if let Some(mut p) = placement {
+            // Per-CPU TLB shootdowns received, beside each CPU's busy time.
+            if let (Some(cpus), Some(tlb)) =
+                (p["cpus"].as_array_mut(), d.per_cpu.get("tlb_shootdowns"))
+            {
+                for (c, n) in cpus.iter_mut().zip(tlb) {
+                    c["tlb_shootdowns"] = (*n).into();
+                }
+            }
+            extra.insert("placement".into(), p);
         }
         Ok(RunResult {
             counters,

@@ -13,6 +13,7 @@ pub mod cgroup;
 pub mod cleanup;
 pub mod counters;
 pub mod leftovers;
+pub mod placement;
 pub mod proc;
 pub mod stress;
 pub mod swap;

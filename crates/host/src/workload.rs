@@ -67,6 +67,9 @@ pub struct Meter<'a> {
     before: Option<(Snapshot, Instant)>,
     rec: Option<Recording>,
     done: Option<(Deltas, f64, Option<Histogram>)>,
+    placement: Option<crate::placement::Sampler>,
+    /// The `placement` section, once stopped.
+    pub placement_report: Option<serde_json::Value>,
 }
 
 impl<'a> Meter<'a> {
@@ -77,6 +80,8 @@ impl<'a> Meter<'a> {
             before: None,
             rec: None,
             done: None,
+            placement: None,
+            placement_report: None,
         }
     }
 
@@ -86,11 +91,13 @@ impl<'a> Meter<'a> {
             None => None,
         };
         self.before = Some((Snapshot::take(Some(self.cg)), Instant::now()));
+        self.placement = Some(crate::placement::Sampler::start(self.cg.procs_path()));
         Ok(())
     }
 
     pub fn stop(&mut self) {
         let after = Snapshot::take(Some(self.cg));
+        self.placement_report = self.placement.take().map(|s| s.finish());
         if let Some((before, t0)) = self.before.take() {
             let wall = t0.elapsed().as_secs_f64();
             let hist = self.rec.take().map(|r| r.finish());
@@ -100,6 +107,7 @@ impl<'a> Meter<'a> {
 
     /// (counter deltas, wall seconds of the measured part, trace histogram).
     pub fn finish(self) -> Result<(Deltas, f64, Option<Histogram>)> {
+        // (bench takes `placement_report` before this)
         match self.done {
             Some(d) => Ok(d),
             None => bail!("internal: the workload never stopped its meter"),

@@ -30,15 +30,9 @@ pub struct SimConfig {
     pub tlb_ways: usize,
     /// Scheduler tick (HZ = 250 → 4 ms).
     pub tick_ns: u64,
-    /// Probability that an unpinned running task is migrated at one of its CPU's ticks.
-    /// Default 0.0015, measured on this machine (see docs/sim-model.md): stress-ng vm workers
-    /// showed 2-3 se.nr_migrations per ~6.5 s of runtime (~1600 ticks at HZ 250).
-    pub migrate_per_tick: f64,
-    /// The same when other runnable tasks wait on the task's CPU (more tasks than CPUs): the
-    /// periodic load balancer keeps moving them. Default 0.034, measured on this machine
-    /// (docs/validation.md): 4 stress-ng vm workers on 2 CPUs, 333 se.nr_migrations in 39.1 s
-    /// of runtime (9 800 ticks at HZ 250).
-    pub migrate_per_tick_shared: f64,
+    /// The scheduler's machine settings: `machine.topology` and `machine.background_load`
+    /// (sched/). Task placement and migration come from the scheduler model.
+    pub sched: crate::sched::SchedConfig,
     /// stress-ng vm bogo counter units per page per pass (one op = 4096 units, VM_BOGO_SHIFT).
     pub bogo_units_per_page: u64,
     /// Longest stretch of resident-page touches done in one engine step.
@@ -174,8 +168,7 @@ impl Default for SimConfig {
             tlb_entries: 2048,
             tlb_ways: 16,
             tick_ns: 4_000_000,
-            migrate_per_tick: 0.0015,
-            migrate_per_tick_shared: 0.034,
+            sched: Default::default(),
             bogo_units_per_page: 512,
             step_pages: 64,
             progress_every_ns: 5_000_000,
@@ -192,13 +185,23 @@ impl SimConfig {
     pub fn from_scenario(scn: &Scenario) -> anyhow::Result<SimConfig> {
         let s = &scn.source;
         let d = SimConfig::default();
+        for key in ["sim.migrate_per_tick", "sim.migrate_per_tick_shared"] {
+            if s.has(key) {
+                return Err(s
+                    .err(
+                        key,
+                        "was removed: tasks now migrate for the scheduler model's reasons \
+                         (wake-up placement, load balancing); describe the machine with \
+                         machine.topology.* and its other load with machine.background_load.*",
+                    )
+                    .into());
+            }
+        }
         let cfg = SimConfig {
             tlb_entries: s.u64_or("sim.tlb_entries", d.tlb_entries as u64)? as usize,
             tlb_ways: s.u64_or("sim.tlb_ways", d.tlb_ways as u64)? as usize,
             tick_ns: s.duration_ns_or("sim.tick", d.tick_ns)?,
-            migrate_per_tick: s.f64_or("sim.migrate_per_tick", d.migrate_per_tick)?,
-            migrate_per_tick_shared: s
-                .f64_or("sim.migrate_per_tick_shared", d.migrate_per_tick_shared)?,
+            sched: crate::sched::SchedConfig::from_scenario(scn)?,
             bogo_units_per_page: s.u64_or("sim.bogo_units_per_page", d.bogo_units_per_page)?,
             step_pages: s.u64_or("sim.step_pages", d.step_pages)?,
             progress_every_ns: s.duration_ns_or("sim.progress_every", d.progress_every_ns)?,
@@ -228,14 +231,6 @@ impl SimConfig {
                     "sim.tlb_entries",
                     "must be a non-zero multiple of sim.tlb_ways",
                 )
-                .into());
-        }
-        if !(0.0..=1.0).contains(&cfg.migrate_per_tick) {
-            return Err(s.err("sim.migrate_per_tick", "must be in 0..=1").into());
-        }
-        if !(0.0..=1.0).contains(&cfg.migrate_per_tick_shared) {
-            return Err(s
-                .err("sim.migrate_per_tick_shared", "must be in 0..=1")
                 .into());
         }
         if s.u64_or("sim.file_folio_order", 0)? > 9 {

@@ -49,19 +49,35 @@ impl<'a> Engine<'a> {
         Engine { k, progress: None }
     }
 
-    /// Place the tasks: pinned ones on their CPU, unpinned ones round-robin.
+    /// Place the tasks: pinned ones on their CPU, unpinned ones round-robin (what fork
+    /// balancing, find_idlest_cpu, gives tasks that start together), then create the
+    /// background load (asleep until its first period).
     pub fn place_tasks(&mut self) {
         let n = self.k.nr_cpus();
         for t in 0..self.k.tasks.len() {
             let cpu = self.k.tasks[t].pinned.unwrap_or(t % n);
             self.k.with_rqs(|k, rqs| k.enqueue(rqs, cpu, t, 0));
         }
+        self.k.background_spawn();
     }
 
     /// Run until every busy CPU's clock reaches `until` (or no task is left).
     pub fn run_until(&mut self, until: u64, total: u64) {
         let mut next_progress = 0;
-        while let Some(cpu) = self.k.next_cpu(None) {
+        loop {
+            let cpu = self.k.next_cpu(None);
+            // A sleeping task's timer fires once every busy CPU has reached it.
+            if let Some(at) = self.k.next_timer() {
+                if at < until && cpu.is_none_or(|c| at <= self.k.cpus[c].clock) {
+                    self.k.with_rqs(|k, rqs| k.run_next_timer(rqs));
+                    continue;
+                }
+            }
+            let Some(cpu) = cpu else { break };
+            if until == u64::MAX && self.k.only_background_left() {
+                // A run to completion ends with the workload, not with the foreign load.
+                break;
+            }
             let now = self.k.cpus[cpu].clock;
             if now >= until {
                 break;
@@ -73,20 +89,29 @@ impl<'a> Engine<'a> {
                 next_progress = now + self.k.cfg.progress_every_ns;
             }
             if now >= self.k.cpus[cpu].next_tick {
-                self.k.with_rqs(|k, rqs| k.scheduler_tick(rqs, cpu));
+                self.k.with_rqs(|k, rqs| {
+                    k.scheduler_tick(rqs, cpu);
+                    if k.paranoid() {
+                        k.check_sched(rqs, "after a tick");
+                    }
+                });
                 continue;
             }
             // Writeback completions and the flusher's timers (mm/page_writeback.rs).
             self.k.writeback_poll(cpu);
             let t = self.k.cpus[cpu].curr.expect("busy CPU");
-            if self.k.tasks[t].kthread {
+            if self.k.sched.se[t].class == crate::sched::Class::Background {
+                self.k.with_rqs(|k, rqs| k.background_step(rqs, cpu, t));
+            } else if self.k.tasks[t].kthread {
                 self.k.with_rqs(|k, rqs| k.kswapd_step(rqs, cpu));
             } else {
                 self.k.engine_step(cpu, t);
             }
             // A wakeup_kswapd during the step places kswapd now (mm/kswapd.rs).
-            self.k.with_rqs(|k, rqs| k.kthread_wakeups(rqs, now));
+            self.k.with_rqs(|k, rqs| k.kthread_wakeups(rqs, cpu, now));
         }
+        self.k.sched_account_running();
+        self.k.with_rqs(|k, rqs| k.check_sched(rqs, "end of run"));
     }
 }
 
@@ -147,8 +172,12 @@ impl Kernel {
                 .min_by_key(|&i| (self.cpus[i].clock, i));
             let Some(c) = next else { break };
             let t = self.cpus[c].curr.expect("busy CPU");
-            if self.cpus[c].clock >= self.cpus[c].next_tick || self.tasks[t].kthread {
-                // Ticks wait for the window to close; kswapd is reclaim itself (no nesting).
+            if self.cpus[c].clock >= self.cpus[c].next_tick
+                || self.tasks[t].kthread
+                || self.sched.se[t].class == crate::sched::Class::Background
+            {
+                // Ticks wait for the window to close; kswapd is reclaim itself (no nesting);
+                // a background task's step may block (that needs the run queues).
                 parked.push(c);
                 continue;
             }

@@ -153,6 +153,8 @@ pub struct Kernel {
     pub kswapd: crate::mm::kswapd::Kswapd,
     /// Page-cache readahead (off unless a workload sets it).
     pub ra: crate::mm::readahead::Readahead,
+    /// The scheduler's state: domains, per-task entities, timers, placement counters.
+    pub sched: crate::sched::Sched,
 }
 
 impl Kernel {
@@ -223,6 +225,7 @@ impl Kernel {
             pgdat: Default::default(),
             kswapd: Default::default(),
             ra: Default::default(),
+            sched: crate::sched::Sched::new(&cfg.sched, nr_cpus),
             cfg,
             policy,
         }
@@ -271,6 +274,10 @@ impl Kernel {
             bogo_units: 0,
             kthread: false,
             done_at: None,
+        });
+        self.sched.se.push(crate::sched::SchedEntity {
+            avg: crate::sched::pelt::Avg::new_task(0),
+            ..Default::default()
         });
         self.tasks.len() - 1
     }

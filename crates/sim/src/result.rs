@@ -65,6 +65,10 @@ pub fn build(
     }
     extra.insert("swap_used_pages".into(), j(k.swap.used));
     extra.insert("ttu_steps".into(), j(k.ttu_steps));
+    extra.insert(
+        "placement".into(),
+        crate::sched::stats::report(k, sim_seconds),
+    );
     extra.insert("ttu_ptes".into(), j(k.ttu_ptes));
     extra.insert(
         "mm_cpumask_weight".into(),

@@ -74,12 +74,16 @@ fn kswapd_wakes_below_low_runs_lazily_and_sleeps_at_high() {
         "free {free}"
     );
     assert_eq!(k.kswapd.wakeups, 1);
-    // The wakeup places kswapd on its previous CPU (0), preempting the reader there: a
+    // The wakeup from CPU 1 places kswapd on its previous CPU (0): no CPU is idle and
+    // wake_affine_weight prefers prev; it preempts the reader there (which has had its slice): a
     // kernel thread keeps the reader's mm loaded and the CPU is lazy.
     let mut rqs = RunQueues::new(2);
     let now = k.cpus[1].clock;
+    // CPU 0's reader has been running as long (past its slice: a wake-up may preempt it).
+    k.cpus[0].clock = now;
+    assert!(now > 3_000_000, "{now}");
     k.cpus[0].next_tick = u64::MAX;
-    k.kthread_wakeups(&mut rqs, now);
+    k.kthread_wakeups(&mut rqs, 1, now);
     let kswapd = k.kswapd.task.unwrap();
     assert_eq!(k.cpus[0].curr, Some(kswapd));
     assert!(k.cpus[0].is_lazy);
@@ -149,7 +153,7 @@ fn kswapd_unmaps(policy: Policy) -> (u64, u64, u64) {
     let now = k.cpus[0].clock;
     // No tick: kswapd keeps CPU 0 (the scheduler is not part of this test).
     k.cpus[0].next_tick = u64::MAX;
-    k.kthread_wakeups(&mut rqs, now);
+    k.kthread_wakeups(&mut rqs, 0, now);
     let (ipi0, ipi1, rss1) = (
         k.irq.tlb_shootdowns[0],
         k.irq.tlb_shootdowns[1],

@@ -295,57 +295,6 @@ fn batch_dirty_flush_sends_one_ipi_per_batch_where_618_sends_one_per_folio() {
     assert!(batched <= 3, "batch-dirty-flush: {batched} IPIs");
 }
 
-/// Ticks 2 CPUs running `ntasks` unpinned tasks (placed round-robin) with the given migration
-/// rates; returns how many times some task ended a tick on another CPU than before.
-fn cpu_changes(ntasks: usize, alone: f64, shared: f64) -> usize {
-    use reclaimlab_sim::sched::RunQueues;
-    let mut c = cfg();
-    c.migrate_per_tick = alone;
-    c.migrate_per_tick_shared = shared;
-    let mut k = Kernel::new(c, Policy::linux_6_18(), 2, 1024, 1 << 20, 60, 1);
-    let mut rqs = RunQueues::new(2);
-    for i in 0..ntasks {
-        let mm = k.mm_alloc(1, Backing::Anon, true);
-        let t = k.task_new(mm, None, 0, 1);
-        k.enqueue(&mut rqs, i % 2, t, 0);
-    }
-    let where_is = |k: &Kernel, rqs: &RunQueues, t: usize| {
-        k.tasks[t]
-            .cpu
-            .or_else(|| rqs.rq.iter().position(|q| q.contains(&t)))
-            .expect("every task is somewhere")
-    };
-    let mut changes = 0;
-    for _ in 0..100 {
-        for cpu in 0..2 {
-            let before: Vec<usize> = (0..ntasks).map(|t| where_is(&k, &rqs, t)).collect();
-            k.scheduler_tick(&mut rqs, cpu);
-            changes += (0..ntasks)
-                .filter(|&t| where_is(&k, &rqs, t) != before[t])
-                .count();
-            // Migrations never leave the run queues uneven (the balancer's exchange).
-            let on = |c: usize| (0..ntasks).filter(|&t| where_is(&k, &rqs, t) == c).count();
-            assert!(
-                on(0).abs_diff(on(1)) <= ntasks % 2,
-                "{} vs {}",
-                on(0),
-                on(1)
-            );
-        }
-    }
-    changes
-}
-
-#[test]
-fn tasks_sharing_a_cpu_migrate_at_the_shared_rate() {
-    // One task per CPU: only the alone rate applies.
-    assert_eq!(cpu_changes(2, 0.0, 1.0), 0);
-    assert!(cpu_changes(2, 1.0, 0.0) > 0);
-    // Two tasks per CPU: the one running is not alone, so the shared rate applies.
-    assert!(cpu_changes(4, 0.0, 1.0) > 0);
-    assert_eq!(cpu_changes(4, 1.0, 0.0), 0);
-}
-
 #[test]
 fn two_calls_queued_to_one_busy_cpu_share_an_interrupt() {
     use reclaimlab_sim::arch::x86::tlb::ArchTlbBatch;

@@ -50,6 +50,8 @@ impl Kernel {
     pub fn kswapd_run(&mut self) -> TaskId {
         let t = self.task_new(usize::MAX, None, 0, 0);
         self.tasks[t].kthread = true;
+        self.sched.se[t].class = crate::sched::Class::Kthread;
+        self.sched.se[t].sleeping = true;
         self.kswapd = Kswapd {
             task: Some(t),
             priority: DEF_PRIORITY,
@@ -72,11 +74,10 @@ impl Kernel {
         self.kswapd.wakeups += 1;
     }
 
-    /// try_to_wake_up for a pending kswapd wakeup (called by the engine between steps):
-    /// kswapd goes to its previous CPU and, as a wakeup preemption by a task that slept,
-    /// runs at once there; the preempted task waits at the head of that CPU's queue. An idle
-    /// CPU starts it at the waker's time.
-    pub fn kthread_wakeups(&mut self, rqs: &mut RunQueues, now: u64) {
+    /// try_to_wake_up for a pending kswapd wakeup (called by the engine between steps, the
+    /// allocating CPU `waker` being the waker): select_task_rq_fair places it (sched/fair.rs)
+    /// and it preempts a task that has had its slice there.
+    pub fn kthread_wakeups(&mut self, rqs: &mut RunQueues, waker: CpuId, now: u64) {
         if !self.kswapd.wake_pending {
             return;
         }
@@ -86,15 +87,12 @@ impl Kernel {
         self.kswapd.priority = DEF_PRIORITY;
         self.kswapd.run_reclaimed = 0;
         self.kswapd.pageoutrun += 1;
-        let cpu = self.kswapd.prev_cpu;
         self.kswapd.woken_at = now;
-        match self.cpus[cpu].curr {
-            Some(curr) => {
-                rqs.rq[cpu].push_front(curr);
-                self.context_switch(cpu, Some(t));
-            }
-            None => self.enqueue(rqs, cpu, t, now),
+        if self.sched.se[t].last_cpu.is_none() {
+            // kthread_run at boot: its first CPU.
+            self.sched.se[t].last_cpu = Some(self.kswapd.prev_cpu);
         }
+        self.try_to_wake_up(rqs, t, waker, now);
     }
 
     /// One engine step of kswapd on `cpu`: sleep if the node is balanced, else one pass of

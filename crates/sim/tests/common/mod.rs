@@ -4,14 +4,13 @@
 use reclaimlab_core::{ResultDoc, Scenario, Target};
 use reclaimlab_sim::config::{CheckLevel, SimConfig};
 
-/// A tiny, fully checked machine: small TLBs, no migration, invariants after every step.
+/// A tiny, fully checked machine: small TLBs, invariants after every step.
 pub fn cfg(file_folio_order: u8) -> SimConfig {
     SimConfig {
         tlb_entries: 64,
         tlb_ways: 4,
         tick_ns: 4_000_000,
-        migrate_per_tick: 0.0,
-        migrate_per_tick_shared: 0.0,
+        sched: Default::default(),
         bogo_units_per_page: 512,
         step_pages: 16,
         progress_every_ns: 1_000_000_000,

@@ -1,0 +1,227 @@
+//! Where the workload's tasks ran on the live machine, for the result's `placement` section
+//! (the same section the simulator writes; docs/result-schema.md).
+//!
+//! A sampler thread reads, every [`SAMPLE_EVERY`], every thread of every process in the run's
+//! memcg: `/proc/PID/task/TID/sched` gives `se.nr_migrations` and `se.sum_exec_runtime` (ms).
+//! The last reading of each thread is kept, so a thread's final < 100 ms is not counted.
+//! Per-CPU busy time comes from the `cpuN` rows of `/proc/stat` before and after (all
+//! non-idle time, so other users' load is in it too).
+
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+pub const SAMPLE_EVERY: Duration = Duration::from_millis(100);
+
+/// A thread's last reading.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TaskSched {
+    pub comm: String,
+    pub nr_migrations: u64,
+    pub sum_exec_ms: f64,
+}
+
+/// Parse `/proc/PID/sched`: the command from the first line, and the two fields.
+pub fn parse_sched(text: &str) -> Option<TaskSched> {
+    let comm = text.lines().next()?.split(" (").next()?.trim().to_string();
+    let field = |name: &str| {
+        text.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == name).then(|| v.trim().parse::<f64>().ok())?
+        })
+    };
+    Some(TaskSched {
+        comm,
+        nr_migrations: field("se.nr_migrations")? as u64,
+        sum_exec_ms: field("se.sum_exec_runtime")?,
+    })
+}
+
+/// Per-CPU (busy, total) jiffies from `/proc/stat` (busy = all but idle and iowait).
+pub fn parse_stat_cpus(text: &str) -> Vec<(u64, u64)> {
+    text.lines()
+        .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+        .map(|l| {
+            let v: Vec<u64> = l
+                .split_whitespace()
+                .skip(1)
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            let total: u64 = v.iter().take(8).sum();
+            let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
+            (total - idle, total)
+        })
+        .collect()
+}
+
+fn read_stat() -> Vec<(u64, u64)> {
+    std::fs::read_to_string("/proc/stat")
+        .map(|t| parse_stat_cpus(&t))
+        .unwrap_or_default()
+}
+
+/// Every thread of every process listed in `procs` (a cgroup.procs file).
+fn sample(procs: &PathBuf, into: &Mutex<BTreeMap<i32, TaskSched>>) {
+    let Ok(text) = std::fs::read_to_string(procs) else {
+        return;
+    };
+    for pid in text.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+        let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        for e in dir.flatten() {
+            let Ok(tid) = e.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            if let Some(s) = std::fs::read_to_string(e.path().join("sched"))
+                .ok()
+                .and_then(|t| parse_sched(&t))
+            {
+                into.lock().expect("sampler lock").insert(tid, s);
+            }
+        }
+    }
+}
+
+/// The running sampler.
+pub struct Sampler {
+    stop: Arc<AtomicBool>,
+    seen: Arc<Mutex<BTreeMap<i32, TaskSched>>>,
+    thread: Option<JoinHandle<()>>,
+    stat0: Vec<(u64, u64)>,
+    t0: Instant,
+}
+
+impl Sampler {
+    /// Start sampling the processes of the memcg whose `cgroup.procs` is `procs`.
+    pub fn start(procs: PathBuf) -> Sampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        let seen = Arc::new(Mutex::new(BTreeMap::new()));
+        let (s2, seen2) = (stop.clone(), seen.clone());
+        let thread = std::thread::spawn(move || {
+            while !s2.load(Ordering::Relaxed) {
+                sample(&procs, &seen2);
+                std::thread::sleep(SAMPLE_EVERY);
+            }
+        });
+        Sampler {
+            stop,
+            seen,
+            thread: Some(thread),
+            stat0: read_stat(),
+            t0: Instant::now(),
+        }
+    }
+
+    /// Stop and build `placement` (per-CPU TLB counts are added by the caller).
+    pub fn finish(mut self) -> Value {
+        let wall = self.t0.elapsed().as_secs_f64();
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let stat1 = read_stat();
+        let seen = self.seen.lock().expect("sampler lock").clone();
+        report(&seen, &self.stat0, &stat1, wall)
+    }
+}
+
+/// Threads that ran at least this share of the wall time count as workers (the stress-ng
+/// parent and helper processes mostly sleep).
+pub const WORKER_MIN_CPU_SHARE: f64 = 0.05;
+
+pub fn report(
+    seen: &BTreeMap<i32, TaskSched>,
+    stat0: &[(u64, u64)],
+    stat1: &[(u64, u64)],
+    wall: f64,
+) -> Value {
+    let tasks: Vec<Value> = seen
+        .iter()
+        .map(|(tid, s)| {
+            json!({
+                "tid": tid,
+                "comm": s.comm,
+                "kind": if s.sum_exec_ms / 1e3 >= WORKER_MIN_CPU_SHARE * wall { "worker" } else { "helper" },
+                "cpu_seconds": s.sum_exec_ms / 1e3,
+                "migrations": s.nr_migrations,
+            })
+        })
+        .collect();
+    let workers: Vec<&TaskSched> = seen
+        .values()
+        .filter(|s| s.sum_exec_ms / 1e3 >= WORKER_MIN_CPU_SHARE * wall)
+        .collect();
+    let per = if workers.is_empty() || wall <= 0.0 {
+        0.0
+    } else {
+        workers.iter().map(|s| s.nr_migrations as f64).sum::<f64>() / workers.len() as f64 / wall
+    };
+    // USER_HZ is 100 on every Linux ABI.
+    let cpus: Vec<Value> = stat0
+        .iter()
+        .zip(stat1)
+        .enumerate()
+        .map(|(c, (a, b))| {
+            let busy = b.0.saturating_sub(a.0) as f64 / 100.0;
+            let total = b.1.saturating_sub(a.1) as f64 / 100.0;
+            json!({"cpu": c, "busy_seconds": busy, "busy_share": if total > 0.0 { busy / total } else { 0.0 }})
+        })
+        .collect();
+    json!({
+        "worker_migrations_per_task_per_second": per,
+        "tasks": tasks,
+        "cpus": cpus,
+        "wall_seconds": wall,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn parses_proc_sched_and_stat() {
+        let t = "stress-ng-vm (4242, #threads: 1)\n-------------------\nse.exec_start                                :        123.456\nse.sum_exec_runtime                          :       6512.125000\nse.nr_migrations                             :                    3\nnr_switches                                  :                  100\n";
+        let s = parse_sched(t).unwrap();
+        assert_eq!(s.comm, "stress-ng-vm");
+        assert_eq!(s.nr_migrations, 3);
+        assert!((s.sum_exec_ms - 6512.125).abs() < 1e-9);
+        let st = "cpu  10 0 5 100 2 0 0 0 0 0\ncpu0 6 0 3 50 1 0 0 0 0 0\ncpu1 4 0 2 50 1 0 0 0 0 0\nintr 1\n";
+        assert_eq!(parse_stat_cpus(st), vec![(9, 60), (6, 57)]);
+    }
+    #[test]
+    fn workers_are_the_threads_that_ran() {
+        let mut m = BTreeMap::new();
+        m.insert(
+            1,
+            TaskSched {
+                comm: "stress-ng".into(),
+                nr_migrations: 9,
+                sum_exec_ms: 10.0,
+            },
+        );
+        m.insert(
+            2,
+            TaskSched {
+                comm: "stress-ng-vm".into(),
+                nr_migrations: 4,
+                sum_exec_ms: 9000.0,
+            },
+        );
+        m.insert(
+            3,
+            TaskSched {
+                comm: "stress-ng-vm".into(),
+                nr_migrations: 6,
+                sum_exec_ms: 9000.0,
+            },
+        );
+        let r = report(&m, &[(0, 0)], &[(500, 1000)], 10.0);
+        assert!((r["worker_migrations_per_task_per_second"].as_f64().unwrap() - 0.5).abs() < 1e-9);
+        assert_eq!(r["cpus"][0]["busy_seconds"], 5.0);
+    }
+}

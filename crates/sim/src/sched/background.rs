@@ -1,0 +1,155 @@
+//! Foreign load on the machine (`machine.background_load`): tasks of other programs that wake
+//! every `period`, run for `duty` of it and sleep again, on the given CPUs. Each is a process
+//! of its own (an mm with nothing mapped that matters here), so running it switches the CPU
+//! away from the workload's mm: it competes for CPUs, takes part in load balancing and
+//! wake-up placement, and its CPU drops out of flush IPIs for the workload's mms while it
+//! runs (should_flush_tlb). A quiet machine is `tasks = 0` (the default).
+
+use super::{Class, RunQueues};
+use crate::cpumask::CpuMask;
+use crate::kernel::{Backing, CpuId, Kernel, TaskId};
+use reclaimlab_core::Scenario;
+
+/// `machine.background_load.*`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BackgroundLoad {
+    /// `tasks`: how many foreign tasks.
+    pub tasks: usize,
+    /// `duty`: the fraction of each period a task runs (0 < duty ≤ 1).
+    pub duty: f64,
+    /// `period` (ns).
+    pub period_ns: u64,
+    /// `cpus`: where they may run (None: every CPU).
+    pub cpus: Option<Vec<usize>>,
+}
+
+/// A background task's burst in progress.
+#[derive(Clone, Debug, Default)]
+pub struct BgState {
+    pub task: TaskId,
+    /// Start of the current period.
+    pub period_start: u64,
+    /// Run time left in this period's burst.
+    pub left_ns: u64,
+}
+
+impl BackgroundLoad {
+    /// Read `machine.background_load.*` (None when `tasks` is 0 or unset).
+    pub fn from_scenario(scn: &Scenario) -> anyhow::Result<Option<BackgroundLoad>> {
+        let s = &scn.source;
+        let p = "machine.background_load";
+        let tasks = s.u64_or(&format!("{p}.tasks"), 0)? as usize;
+        let duty = s.f64_or(&format!("{p}.duty"), 0.5)?;
+        let period_ns = s.duration_ns_or(&format!("{p}.period"), 10_000_000)?;
+        let cpus = s.str_or(&format!("{p}.cpus"), "all")?;
+        if !(duty > 0.0 && duty <= 1.0) {
+            return Err(s
+                .err(
+                    &format!("{p}.duty"),
+                    "must be in (0, 1]: the fraction of each period a task runs",
+                )
+                .into());
+        }
+        if period_ns < 100_000 {
+            return Err(s
+                .err(&format!("{p}.period"), "must be at least 100us")
+                .into());
+        }
+        let cpus = if cpus.trim() == "all" {
+            None
+        } else {
+            let l = reclaimlab_core::scenario::parse_cpu_list(&cpus)
+                .map_err(|m| s.err(&format!("{p}.cpus"), m))?;
+            if let Some(bad) = l.iter().find(|&&c| c >= scn.machine.cpus) {
+                return Err(s
+                    .err(
+                        &format!("{p}.cpus"),
+                        format!(
+                            "CPU {bad} does not exist (machine.cpus = {})",
+                            scn.machine.cpus
+                        ),
+                    )
+                    .into());
+            }
+            if l.is_empty() {
+                return Err(s.err(&format!("{p}.cpus"), "empty CPU list").into());
+            }
+            Some(l)
+        };
+        Ok((tasks > 0).then_some(BackgroundLoad {
+            tasks,
+            duty,
+            period_ns,
+            cpus,
+        }))
+    }
+
+    /// Run time per period.
+    pub fn run_ns(&self) -> u64 {
+        ((self.period_ns as f64 * self.duty) as u64).max(1)
+    }
+}
+
+impl Kernel {
+    /// Create the background tasks, asleep, their first wake-ups staggered over one period.
+    pub fn background_spawn(&mut self) {
+        let Some(b) = self.sched.background.clone() else {
+            return;
+        };
+        let n = self.nr_cpus();
+        for i in 0..b.tasks {
+            let mm = self.mm_alloc(1, Backing::Anon, false);
+            let t = self.task_new(mm, None, 0, 1);
+            let se = &mut self.sched.se[t];
+            se.class = Class::Background;
+            se.sleeping = true;
+            se.avg.avg = 0;
+            if let Some(l) = &b.cpus {
+                let mut m = CpuMask::new(n);
+                l.iter().for_each(|&c| m.set(c));
+                se.allowed = Some(m);
+                // Its first CPU: spread over the allowed ones.
+                se.last_cpu = Some(l[i % l.len()]);
+            } else {
+                se.last_cpu = Some(i % n);
+            }
+            let first = b.period_ns * i as u64 / b.tasks as u64;
+            self.sched.bg_state.push(BgState {
+                task: t,
+                period_start: first,
+                left_ns: b.run_ns(),
+            });
+            self.sched.timers.insert((first, t));
+        }
+    }
+
+    /// One engine step of a background task: run until its burst ends or the tick, then
+    /// sleep to the next period (or at once, if it fell a whole period behind).
+    pub fn background_step(&mut self, rqs: &mut RunQueues, cpu: CpuId, t: TaskId) {
+        let b = self.sched.background.clone().expect("background task");
+        let i = self
+            .sched
+            .bg_state
+            .iter()
+            .position(|s| s.task == t)
+            .expect("background state");
+        let now = self.cpus[cpu].clock;
+        let to_tick = self.cpus[cpu].next_tick.saturating_sub(now).max(1);
+        let run = self.sched.bg_state[i].left_ns.min(to_tick);
+        self.charge(cpu, run);
+        let st = &mut self.sched.bg_state[i];
+        st.left_ns -= run;
+        if st.left_ns > 0 {
+            return;
+        }
+        let now = self.cpus[cpu].clock;
+        let mut next = st.period_start + b.period_ns;
+        while next + b.period_ns <= now {
+            next += b.period_ns;
+        }
+        st.period_start = next;
+        st.left_ns = b.run_ns();
+        let wake = next.max(now);
+        self.block_task(rqs, cpu, Some(wake));
+    }
+}

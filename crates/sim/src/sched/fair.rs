@@ -1,0 +1,437 @@
+//! kernel/sched/fair.c's placement decisions: where a waking task runs
+//! (select_task_rq_fair, wake_affine, select_idle_sibling) and how load balancing moves
+//! tasks (sched_balance_rq with find_busiest_group's rules, calculate_imbalance,
+//! detach_tasks with can_migrate_task's cache-hot rule, active balancing), triggered
+//! periodically per domain at a busy CPU's tick, for idle CPUs by a nohz kick, and when a
+//! CPU goes idle (sched_balance_newidle).
+//!
+//! Simplified (docs/sim-model.md): every task weighs NICE_0_LOAD; CPU capacity is 1024 for
+//! every CPU (SMT siblings too); group_is_overloaded looks at task counts only (not
+//! utilisation against capacity); no wake_wide, recent_used_cpu, NUMA or misfit handling;
+//! new-idle balancing does not check avg_idle against its cost.
+
+use super::pelt::NICE_0_LOAD;
+use super::{RunQueues, BUSY_FACTOR, MAX_BALANCE_INTERVAL_MS, SCHED_MIGRATION_COST_NS};
+use crate::kernel::{CpuId, Kernel, TaskId};
+
+/// enum cpu_idle_type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IdleType {
+    NotIdle,
+    Idle,
+    NewlyIdle,
+}
+
+/// enum group_type (the ones modelled), least busy first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum GroupType {
+    HasSpare,
+    FullyBusy,
+    Overloaded,
+}
+
+/// struct sg_lb_stats.
+#[derive(Clone, Copy, Debug)]
+pub struct SgStats {
+    pub nr_running: usize,
+    pub load: u64,
+    pub idle_cpus: usize,
+    pub weight: usize,
+    pub ty: GroupType,
+    /// load × SCHED_CAPACITY_SCALE / capacity.
+    pub avg_load: u64,
+}
+
+/// enum migration_type (the ones modelled).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Migration {
+    Load,
+    Task,
+}
+
+impl Kernel {
+    /// cpu_load: the PELT load of the tasks on a CPU, runnable or blocked there (a sleeping
+    /// task's load stays on its last CPU's cfs_rq and decays).
+    pub fn cpu_load(&self, cpu: CpuId) -> u64 {
+        self.sched
+            .se
+            .iter()
+            .enumerate()
+            .filter(|(t, se)| se.last_cpu == Some(cpu) && !self.tasks[*t].done)
+            .map(|(_, se)| se.avg.avg)
+            .sum()
+    }
+
+    /// select_task_rq_fair for a wake-up of `t` that last ran on `prev`, woken from `waker`.
+    pub fn select_task_rq_fair(
+        &self,
+        rqs: &RunQueues,
+        t: TaskId,
+        prev: CpuId,
+        waker: CpuId,
+    ) -> CpuId {
+        let mut target = prev;
+        if waker != prev && self.cpu_allowed(t, waker) {
+            // The lowest domain of the waker spanning prev (every level has SD_WAKE_AFFINE).
+            if let Some(sd) = self.sched.sd[waker].iter().find(|d| d.span.contains(&prev)) {
+                target = self.wake_affine(rqs, t, waker, prev, sd.imbalance_pct);
+            }
+        }
+        let target = self.select_idle_sibling(rqs, t, prev, target);
+        if self.cpu_allowed(t, target) {
+            target
+        } else {
+            // select_fallback_rq: the first allowed CPU.
+            (0..self.nr_cpus())
+                .find(|&c| self.cpu_allowed(t, c))
+                .unwrap_or(prev)
+        }
+    }
+
+    /// wake_affine: wake_affine_idle, then wake_affine_weight (a non-sync wake-up).
+    fn wake_affine(
+        &self,
+        rqs: &RunQueues,
+        t: TaskId,
+        this: CpuId,
+        prev: CpuId,
+        imbalance_pct: u64,
+    ) -> CpuId {
+        let share = self.cpus_share_cache(this, prev);
+        if self.idle_cpu(rqs, this) && share {
+            return if self.idle_cpu(rqs, prev) { prev } else { this };
+        }
+        if self.idle_cpu(rqs, prev) {
+            return prev;
+        }
+        let task_load = self.sched.se[t].avg.avg;
+        let this_eff = (self.cpu_load(this) + task_load) * 100;
+        let prev_eff =
+            self.cpu_load(prev).saturating_sub(task_load) * (100 + (imbalance_pct - 100) / 2);
+        if this_eff < prev_eff {
+            this
+        } else {
+            prev
+        }
+    }
+
+    /// cpus_share_cache: same LLC (socket).
+    pub fn cpus_share_cache(&self, a: CpuId, b: CpuId) -> bool {
+        self.sched
+            .topo
+            .as_ref()
+            .is_none_or(|t| t.socket_of(a) == t.socket_of(b))
+    }
+
+    /// select_idle_sibling: the target if idle, else prev if idle and cache-affine, else an
+    /// idle core (all SMT siblings idle) then an idle CPU in the target's LLC, scanning from
+    /// the CPU after the target; else the target.
+    fn select_idle_sibling(&self, rqs: &RunQueues, t: TaskId, prev: CpuId, target: CpuId) -> CpuId {
+        let ok = |c: CpuId| self.idle_cpu(rqs, c) && self.cpu_allowed(t, c);
+        if ok(target) {
+            return target;
+        }
+        if prev != target && self.cpus_share_cache(prev, target) && ok(prev) {
+            return prev;
+        }
+        let Some(llc) = self.sched.sd[target].iter().rev().find(|d| d.share_llc) else {
+            return target;
+        };
+        let n = llc.span.len();
+        let start = llc.span.iter().position(|&c| c == target).unwrap_or(0);
+        let order = (1..=n).map(|i| llc.span[(start + i) % n]);
+        let topo = self.sched.topo.expect("topology");
+        if topo.threads_per_core > 1 {
+            // select_idle_core
+            for c in order.clone() {
+                let core = topo.core_of(c);
+                if ok(c)
+                    && (0..self.nr_cpus()).all(|s| topo.core_of(s) != core || self.idle_cpu(rqs, s))
+                {
+                    return c;
+                }
+            }
+        }
+        order.into_iter().find(|&c| ok(c)).unwrap_or(target)
+    }
+
+    /// trigger_load_balance at a tick of busy `cpu`: its own periodic balancing, then the
+    /// nohz kick (nohz_balancer_kick: this run queue has ≥ 2 tasks, so an idle CPU runs
+    /// the balancer for the idle CPUs).
+    pub fn trigger_load_balance(&mut self, rqs: &mut RunQueues, cpu: CpuId, now: u64) {
+        self.sched_balance_domains(rqs, cpu, now);
+        if self.nr_running(rqs, cpu) >= 2 {
+            for c in 0..self.nr_cpus() {
+                if c != cpu && self.idle_cpu(rqs, c) {
+                    self.sched_balance_domains(rqs, c, now);
+                }
+            }
+        }
+    }
+
+    /// sched_balance_domains: each level whose interval has passed balances; a busy CPU's
+    /// interval is busy_factor times longer.
+    fn sched_balance_domains(&mut self, rqs: &mut RunQueues, cpu: CpuId, now: u64) {
+        for lvl in 0..self.sched.sd[cpu].len() {
+            if now < self.sched.next_balance[cpu][lvl] {
+                continue;
+            }
+            let idle = if self.idle_cpu(rqs, cpu) {
+                IdleType::Idle
+            } else {
+                IdleType::NotIdle
+            };
+            self.sched_balance_rq(rqs, cpu, lvl, idle, now);
+            let mut ms = self.sched.balance_interval[cpu][lvl];
+            if idle == IdleType::NotIdle {
+                ms *= BUSY_FACTOR;
+            }
+            let ms = ms.clamp(1, MAX_BALANCE_INTERVAL_MS);
+            self.sched.next_balance[cpu][lvl] = now + ms * 1_000_000;
+        }
+    }
+
+    /// sched_balance_newidle: a CPU about to idle pulls from the lowest domain that yields a
+    /// task.
+    pub fn sched_balance_newidle(&mut self, rqs: &mut RunQueues, cpu: CpuId, now: u64) {
+        for lvl in 0..self.sched.sd[cpu].len() {
+            if !self.idle_cpu(rqs, cpu) {
+                return;
+            }
+            if self.sched_balance_rq(rqs, cpu, lvl, IdleType::NewlyIdle, now) > 0 {
+                return;
+            }
+        }
+    }
+
+    /// update_sg_lb_stats for a group of CPUs.
+    pub fn group_stats(&self, rqs: &RunQueues, cpus: &[CpuId]) -> SgStats {
+        let nr_running = cpus.iter().map(|&c| self.nr_running(rqs, c)).sum::<usize>();
+        let load = cpus.iter().map(|&c| self.cpu_load(c)).sum::<u64>();
+        let idle_cpus = cpus.iter().filter(|&&c| self.idle_cpu(rqs, c)).count();
+        let weight = cpus.len();
+        let ty = if nr_running > weight {
+            GroupType::Overloaded
+        } else if nr_running < weight {
+            GroupType::HasSpare
+        } else {
+            GroupType::FullyBusy
+        };
+        SgStats {
+            nr_running,
+            load,
+            idle_cpus,
+            weight,
+            ty,
+            avg_load: load * NICE_0_LOAD / (weight as u64 * NICE_0_LOAD),
+        }
+    }
+
+    /// sched_balance_rq (load_balance) for `this` CPU at domain level `lvl`; returns how many
+    /// tasks moved to `this`.
+    pub fn sched_balance_rq(
+        &mut self,
+        rqs: &mut RunQueues,
+        this: CpuId,
+        lvl: usize,
+        idle: IdleType,
+        now: u64,
+    ) -> usize {
+        let Some((kind, imbalance, src)) = self.find_busiest(rqs, this, lvl, idle) else {
+            let i = &mut self.sched.balance_interval[this][lvl];
+            *i = (*i * 2).min(self.sched.sd[this][lvl].max_interval_ms);
+            return 0;
+        };
+        let sd = &self.sched.sd[this][lvl];
+        let (cache_nice_tries, min_ms) = (sd.cache_nice_tries, sd.min_interval_ms);
+        let failed = self.sched.nr_balance_failed[this][lvl];
+        // detach_tasks: from the tail of the source queue (the least recently run).
+        let mut left = imbalance as i64;
+        let mut moved = 0;
+        let mut i = rqs.rq[src].len();
+        let mut loops = 0;
+        while i > 0 && left > 0 && loops < 32 {
+            i -= 1;
+            loops += 1;
+            let t = rqs.rq[src][i];
+            if !self.can_migrate_task(t, this, now, failed <= cache_nice_tries) {
+                continue;
+            }
+            if kind == Migration::Load {
+                let load = self.sched.se[t].avg.avg;
+                if (load >> failed.min(63)) as i64 > left {
+                    continue;
+                }
+                left -= load as i64;
+            } else {
+                left -= 1;
+            }
+            rqs.rq[src].remove(i);
+            self.enqueue(rqs, this, t, now);
+            moved += 1;
+            match idle {
+                IdleType::NewlyIdle => self.sched.newidle_migrations += 1,
+                _ => self.sched.balance_migrations += 1,
+            }
+            if idle == IdleType::NewlyIdle {
+                // A newly idle CPU takes one task and runs it.
+                break;
+            }
+        }
+        if moved > 0 {
+            self.sched.nr_balance_failed[this][lvl] = 0;
+            self.sched.balance_interval[this][lvl] = min_ms;
+            return moved;
+        }
+        if idle != IdleType::NewlyIdle {
+            self.sched.nr_balance_failed[this][lvl] += 1;
+        }
+        // need_active_balance: too many failures in a row; the stopper pushes the source's
+        // running task here (only when the source has more than it can run).
+        if self.sched.nr_balance_failed[this][lvl] > cache_nice_tries + 2
+            && self.nr_running(rqs, src) > 1
+        {
+            if let Some(curr) = self.cpus[src].curr {
+                if self.cpu_allowed(curr, this) && !self.tasks[curr].kthread {
+                    let t_src = self.cpus[src].clock;
+                    // The pushed task is runnable: it goes back to no queue until placed.
+                    let next = rqs.rq[src].pop_front();
+                    self.context_switch(src, next);
+                    self.enqueue(rqs, this, curr, now.max(t_src));
+                    self.sched.active_migrations += 1;
+                    self.sched.nr_balance_failed[this][lvl] = cache_nice_tries + 1;
+                    return 1;
+                }
+            }
+        }
+        0
+    }
+
+    /// can_migrate_task for a queued task: allowed on `dst`, and not cache-hot
+    /// (task_hot: it ran within sysctl_sched_migration_cost) unless balancing keeps failing.
+    fn can_migrate_task(&self, t: TaskId, dst: CpuId, now: u64, hot_matters: bool) -> bool {
+        if !self.cpu_allowed(t, dst) || self.tasks[t].kthread {
+            return false;
+        }
+        let hot = now.saturating_sub(self.sched.se[t].exec_start) < SCHED_MIGRATION_COST_NS;
+        !(hot && hot_matters)
+    }
+
+    /// find_busiest_group + calculate_imbalance + find_busiest_queue: what to move and from
+    /// which CPU, or None when the domain is balanced.
+    fn find_busiest(
+        &self,
+        rqs: &RunQueues,
+        this: CpuId,
+        lvl: usize,
+        idle: IdleType,
+    ) -> Option<(Migration, u64, CpuId)> {
+        let sd = &self.sched.sd[this][lvl];
+        let stats: Vec<SgStats> = sd.groups.iter().map(|g| self.group_stats(rqs, g)).collect();
+        let local = stats[0];
+        // update_sd_pick_busiest: the busiest type; among overloaded/fully busy groups the
+        // highest avg_load; among groups with spare capacity the fewest idle CPUs, then the
+        // most tasks.
+        let (bi, busiest) = stats
+            .iter()
+            .enumerate()
+            .skip(1)
+            .max_by(|(ia, a), (ib, b)| {
+                a.ty.cmp(&b.ty)
+                    .then(match a.ty {
+                        GroupType::HasSpare => b
+                            .idle_cpus
+                            .cmp(&a.idle_cpus)
+                            .then(a.nr_running.cmp(&b.nr_running)),
+                        _ => a.avg_load.cmp(&b.avg_load),
+                    })
+                    .then(ib.cmp(ia))
+            })
+            .map(|(i, s)| (i, *s))?;
+        if busiest.nr_running == 0 || local.ty > busiest.ty {
+            return None;
+        }
+        let total_load: u64 = stats.iter().map(|s| s.load).sum();
+        let total_w: u64 = stats.iter().map(|s| s.weight as u64).sum();
+        let sds_avg = total_load / total_w;
+        if local.ty == GroupType::Overloaded
+            && (local.avg_load >= busiest.avg_load
+                || local.avg_load >= sds_avg
+                || 100 * busiest.avg_load <= sd.imbalance_pct * local.avg_load)
+        {
+            return None;
+        }
+        let sib = sibling_imbalance(idle, &local, &busiest);
+        let force = sd.prefer_sibling && local.ty == GroupType::HasSpare && sib > 1;
+        if !force && busiest.ty != GroupType::Overloaded {
+            if idle == IdleType::NotIdle {
+                return None;
+            }
+            if busiest.weight > 1 && local.idle_cpus <= busiest.idle_cpus + 1 {
+                return None;
+            }
+            if busiest.nr_running == 1 {
+                return None;
+            }
+        }
+        // calculate_imbalance
+        let (kind, imbalance) = if local.ty == GroupType::HasSpare {
+            if busiest.ty == GroupType::Overloaded && !sd.share_llc {
+                // Fill the spare capacity (migrate_util, as a task count here).
+                (Migration::Task, local.idle_cpus.max(1) as u64)
+            } else if busiest.weight == 1 || sd.prefer_sibling {
+                (Migration::Task, sib >> 1)
+            } else {
+                (
+                    Migration::Task,
+                    (local.idle_cpus.saturating_sub(busiest.idle_cpus) >> 1) as u64,
+                )
+            }
+        } else {
+            if local.ty < GroupType::Overloaded
+                && (local.avg_load >= busiest.avg_load || local.avg_load >= sds_avg)
+            {
+                return None;
+            }
+            let imb = (busiest.avg_load.saturating_sub(sds_avg) * busiest.weight as u64)
+                .min(sds_avg.saturating_sub(local.avg_load) * local.weight as u64);
+            (Migration::Load, imb)
+        };
+        if imbalance == 0 {
+            return None;
+        }
+        // find_busiest_queue: most tasks (migrate_task) or highest load (migrate_load) among
+        // CPUs with something queued to pull; a lone task is never pulled.
+        let src = sd.groups[bi]
+            .iter()
+            .copied()
+            .filter(|&c| self.nr_running(rqs, c) > 1)
+            .max_by_key(|&c| {
+                let key = match kind {
+                    Migration::Task => self.nr_running(rqs, c) as u64,
+                    Migration::Load => self.cpu_load(c),
+                };
+                (key, std::cmp::Reverse(c))
+            })?;
+        Some((kind, imbalance, src))
+    }
+}
+
+/// sibling_imbalance: twice the task-count difference that evens out the two groups,
+/// scaled by their sizes (2 when an empty local group faces a group with several tasks).
+fn sibling_imbalance(idle: IdleType, local: &SgStats, busiest: &SgStats) -> u64 {
+    if idle == IdleType::NotIdle || busiest.nr_running == 0 {
+        return 0;
+    }
+    let (nl, nb) = (local.weight as u64, busiest.weight as u64);
+    let (rl, rb) = (local.nr_running as u64, busiest.nr_running as u64);
+    if nl == nb {
+        return rb.saturating_sub(rl);
+    }
+    let mut imb = (nl * rb).saturating_sub(nb * rl);
+    imb = (2 * imb + nl + nb) / (nl + nb);
+    if imb <= 1 && rl == 0 && rb > 1 {
+        imb = 2;
+    }
+    imb
+}

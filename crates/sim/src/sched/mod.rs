@@ -1,0 +1,458 @@
+//! The scheduler model (kernel/sched): per-CPU run queues with a CFS-shaped policy.
+//!
+//! - `core` (this file): context switches, enqueue/dequeue, blocking and timed wake-ups,
+//!   scheduler_tick (time-slice rotation, then the load balancer's trigger), and the
+//!   accounting behind the result's `placement` section.
+//! - [`pelt`]: the load signal (per-entity load tracking, simplified).
+//! - [`topology`]: `machine.topology` and the sched domains built from it.
+//! - [`fair`]: kernel/sched/fair.c's placement decisions: select_task_rq_fair on wake-up,
+//!   periodic, nohz-idle and new-idle load balancing with the imbalance rules and the
+//!   cache-hot rule.
+//! - [`background`]: foreign tasks (`machine.background_load`) that wake and run with a duty
+//!   cycle.
+//! - [`stats`]: the `placement` report.
+//!
+//! A task migrates only for the kernel's reasons: a wake-up placed it elsewhere, a balancer
+//! pulled it, or an active balance pushed it. There is no migration probability.
+
+pub mod background;
+pub mod fair;
+pub mod pelt;
+pub mod stats;
+pub mod topology;
+
+use crate::cpumask::CpuMask;
+use crate::kernel::{CpuId, Kernel, TaskId};
+use pelt::{Avg, NICE_0_LOAD};
+use std::collections::{BTreeSet, VecDeque};
+use topology::{SchedDomain, Topology};
+
+#[derive(Default)]
+pub struct RunQueues {
+    pub rq: Vec<VecDeque<TaskId>>,
+}
+
+impl RunQueues {
+    pub fn new(cpus: usize) -> RunQueues {
+        RunQueues {
+            rq: vec![VecDeque::new(); cpus],
+        }
+    }
+}
+
+/// What a task is, for the engine and the report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Class {
+    /// A workload thread.
+    #[default]
+    Worker,
+    /// A kernel thread the model runs (kswapd).
+    Kthread,
+    /// A foreign task of `machine.background_load`.
+    Background,
+}
+
+/// The scheduler's per-task state (struct sched_entity and the task's CPU fields).
+#[derive(Clone, Debug, Default)]
+pub struct SchedEntity {
+    pub class: Class,
+    /// p->cpus_mask when narrower than "any CPU" and not a single pinned CPU.
+    pub allowed: Option<CpuMask>,
+    /// task_cpu(p): the CPU it last ran or was queued on (None before its first placement).
+    pub last_cpu: Option<CpuId>,
+    pub avg: Avg,
+    /// se.exec_start: when it last stopped (or, running, started) executing.
+    pub exec_start: u64,
+    /// When it got its CPU this time (for sum_exec_runtime).
+    pub run_start: u64,
+    /// Not runnable (blocked or finished).
+    pub sleeping: bool,
+    pub nr_migrations: u64,
+    pub sum_exec_runtime: u64,
+    pub wakeups: u64,
+}
+
+/// `[machine]` scheduler settings (SimConfig::sched).
+#[derive(Clone, Debug, Default)]
+pub struct SchedConfig {
+    /// `machine.topology` (None: one socket, no SMT).
+    pub topology: Option<Topology>,
+    /// `machine.background_load` (None: a quiet machine).
+    pub background: Option<background::BackgroundLoad>,
+}
+
+impl SchedConfig {
+    /// Read `machine.topology.{sockets,cores_per_socket,threads_per_core}` and
+    /// `machine.background_load.*`.
+    pub fn from_scenario(scn: &reclaimlab_core::Scenario) -> anyhow::Result<SchedConfig> {
+        let s = &scn.source;
+        let keys = [
+            "machine.topology.sockets",
+            "machine.topology.cores_per_socket",
+            "machine.topology.threads_per_core",
+        ];
+        let topology = if keys.iter().any(|k| s.has(k)) {
+            let sockets = s.u64_or(keys[0], 1)? as usize;
+            let threads = s.u64_or(keys[2], 1)? as usize;
+            let per = sockets.max(1) * threads.max(1);
+            let cores = s.u64_or(keys[1], (scn.machine.cpus / per) as u64)? as usize;
+            let t = Topology {
+                sockets,
+                cores_per_socket: cores,
+                threads_per_core: threads,
+            };
+            if sockets == 0 || cores == 0 || threads == 0 || t.nr_cpus() != scn.machine.cpus {
+                return Err(s
+                    .err(
+                        keys[1],
+                        format!(
+                            "sockets ({sockets}) x cores_per_socket ({cores}) x threads_per_core \
+                             ({threads}) must equal machine.cpus ({})",
+                            scn.machine.cpus
+                        ),
+                    )
+                    .into());
+            }
+            Some(t)
+        } else {
+            None
+        };
+        Ok(SchedConfig {
+            topology,
+            background: background::BackgroundLoad::from_scenario(scn)?,
+        })
+    }
+}
+
+/// Scheduler state of the whole machine.
+#[derive(Clone, Debug, Default)]
+pub struct Sched {
+    pub topo: Option<Topology>,
+    /// Per CPU, its domains lowest first.
+    pub sd: Vec<Vec<SchedDomain>>,
+    /// Per CPU and level: sd->last_balance + interval, sd->balance_interval (ms),
+    /// sd->nr_balance_failed.
+    pub next_balance: Vec<Vec<u64>>,
+    pub balance_interval: Vec<Vec<u64>>,
+    pub nr_balance_failed: Vec<Vec<u32>>,
+    pub se: Vec<SchedEntity>,
+    /// Sleeping tasks' wake-up times (hrtimers).
+    pub timers: BTreeSet<(u64, TaskId)>,
+    /// Per CPU: time spent running tasks.
+    pub busy_ns: Vec<u64>,
+    pub background: Option<background::BackgroundLoad>,
+    pub bg_state: Vec<background::BgState>,
+    /// mm_cpumask weight samples at ticks: per mm (sum, max), and the sample count.
+    pub cpumask_sum: Vec<u64>,
+    pub cpumask_max: Vec<u64>,
+    pub samples: u64,
+    pub next_sample: u64,
+    /// Migrations by cause.
+    pub wake_migrations: u64,
+    pub balance_migrations: u64,
+    pub newidle_migrations: u64,
+    pub active_migrations: u64,
+}
+
+/// sysctl_sched_migration_cost: a task that ran within this long is cache-hot (0.5 ms).
+pub const SCHED_MIGRATION_COST_NS: u64 = 500_000;
+/// sd->busy_factor: a busy CPU balances this many times less often.
+pub const BUSY_FACTOR: u64 = 16;
+/// max_load_balance_interval: HZ/10 (100 ms).
+pub const MAX_BALANCE_INTERVAL_MS: u64 = 100;
+
+impl Sched {
+    pub fn new(cfg: &SchedConfig, nr_cpus: usize) -> Sched {
+        let topo = cfg.topology.unwrap_or(Topology::flat(nr_cpus));
+        let sd = topology::build_sched_domains(&topo);
+        let per = |f: &dyn Fn(&SchedDomain) -> u64| -> Vec<Vec<u64>> {
+            sd.iter().map(|d| d.iter().map(f).collect()).collect()
+        };
+        Sched {
+            topo: Some(topo),
+            next_balance: per(&|_| 0),
+            balance_interval: per(&|d| d.min_interval_ms),
+            nr_balance_failed: sd.iter().map(|d| vec![0; d.len()]).collect(),
+            sd,
+            busy_ns: vec![0; nr_cpus],
+            background: cfg.background.clone(),
+            ..Default::default()
+        }
+    }
+
+    /// sysctl_sched_base_slice: 0.75 ms × (1 + ilog2(min(CPUs, 8))) (SCHED_TUNABLESCALING_LOG).
+    pub fn base_slice_ns(nr_cpus: usize) -> u64 {
+        let n = nr_cpus.clamp(1, 8) as u64;
+        750_000 * (1 + u64::from(n.ilog2()))
+    }
+}
+
+impl Kernel {
+    /// The task's scheduler state (created with the task).
+    pub fn se(&self, t: TaskId) -> &SchedEntity {
+        &self.sched.se[t]
+    }
+
+    /// Can `t` run on `cpu` (p->cpus_mask)?
+    pub fn cpu_allowed(&self, t: TaskId, cpu: CpuId) -> bool {
+        if let Some(p) = self.tasks[t].pinned {
+            return p == cpu;
+        }
+        self.sched.se[t]
+            .allowed
+            .as_ref()
+            .is_none_or(|m| m.test(cpu))
+    }
+
+    /// nr_running of a CPU's run queue (the current task included).
+    pub fn nr_running(&self, rqs: &RunQueues, cpu: CpuId) -> usize {
+        usize::from(self.cpus[cpu].curr.is_some()) + rqs.rq[cpu].len()
+    }
+
+    /// available_idle_cpu: nothing runs or waits there.
+    pub fn idle_cpu(&self, rqs: &RunQueues, cpu: CpuId) -> bool {
+        self.cpus[cpu].curr.is_none() && rqs.rq[cpu].is_empty()
+    }
+
+    /// Bring a task's PELT average up to `now` (runnable weight unless it sleeps).
+    pub fn update_load_avg(&mut self, t: TaskId, now: u64) {
+        let se = &mut self.sched.se[t];
+        let w = if se.sleeping { 0 } else { NICE_0_LOAD };
+        se.avg.update(now, w);
+    }
+
+    /// set_task_cpu: a task moving to another CPU counts a migration (se.nr_migrations).
+    fn set_task_cpu(&mut self, t: TaskId, cpu: CpuId) {
+        let se = &mut self.sched.se[t];
+        if se.last_cpu.is_some_and(|c| c != cpu) {
+            se.nr_migrations += 1;
+        }
+        se.last_cpu = Some(cpu);
+    }
+
+    /// context_switch to `next` (None = the idle task, lazy TLB).
+    pub fn context_switch(&mut self, cpu: CpuId, next: Option<TaskId>) {
+        let now = self.cpus[cpu].clock;
+        if let Some(prev) = self.cpus[cpu].curr {
+            self.tasks[prev].cpu = None;
+            let se = &mut self.sched.se[prev];
+            let ran = now.saturating_sub(se.run_start);
+            se.sum_exec_runtime += ran;
+            se.exec_start = now;
+            self.sched.busy_ns[cpu] += ran;
+        }
+        self.cpus[cpu].curr = next;
+        match next {
+            Some(t) => {
+                self.tasks[t].cpu = Some(cpu);
+                self.set_task_cpu(t, cpu);
+                let se = &mut self.sched.se[t];
+                se.run_start = now;
+                se.exec_start = now;
+                let mm = self.tasks[t].mm;
+                self.charge(cpu, self.cost.context_switch);
+                if self.tasks[t].kthread {
+                    // A kernel thread has no mm: enter_lazy_tlb keeps the previous one loaded.
+                    self.switch_mm(cpu, None);
+                } else {
+                    self.switch_mm(cpu, Some(mm));
+                }
+            }
+            None => self.switch_mm(cpu, None),
+        }
+    }
+
+    /// Put a task on a CPU: run it now if the CPU is idle, else queue it.
+    pub fn enqueue(&mut self, rqs: &mut RunQueues, cpu: CpuId, t: TaskId, now: u64) {
+        if self.cpus[cpu].curr.is_none() {
+            let c = &mut self.cpus[cpu];
+            if c.clock < now {
+                c.clock = now;
+            }
+            while c.next_tick <= c.clock {
+                c.next_tick += self.cfg.tick_ns;
+            }
+            self.context_switch(cpu, Some(t));
+        } else {
+            self.set_task_cpu(t, cpu);
+            rqs.rq[cpu].push_back(t);
+        }
+    }
+
+    /// The current task leaves the CPU (it blocks or is done): __schedule picks the next
+    /// queued task; an empty queue first tries new-idle balancing, else runs the idle task.
+    pub fn schedule(&mut self, rqs: &mut RunQueues, cpu: CpuId) {
+        let now = self.cpus[cpu].clock;
+        if let Some(prev) = self.cpus[cpu].curr {
+            self.update_load_avg(prev, now);
+            self.sched.se[prev].sleeping = true;
+        }
+        match rqs.rq[cpu].pop_front() {
+            Some(next) => self.context_switch(cpu, Some(next)),
+            None => {
+                self.context_switch(cpu, None);
+                self.sched_balance_newidle(rqs, cpu, now);
+            }
+        }
+    }
+
+    /// The current task sleeps until `wake_at` (an hrtimer), or until someone wakes it.
+    pub fn block_task(&mut self, rqs: &mut RunQueues, cpu: CpuId, wake_at: Option<u64>) {
+        if let (Some(t), Some(at)) = (self.cpus[cpu].curr, wake_at) {
+            self.sched.timers.insert((at, t));
+        }
+        self.schedule(rqs, cpu);
+    }
+
+    /// Every workload task has finished (only foreign load would keep the machine busy).
+    pub fn only_background_left(&self) -> bool {
+        (0..self.tasks.len()).all(|t| self.tasks[t].done || self.sched.se[t].class != Class::Worker)
+    }
+
+    /// The earliest pending timer wake-up.
+    pub fn next_timer(&self) -> Option<u64> {
+        self.sched.timers.first().map(|&(at, _)| at)
+    }
+
+    /// Fire the earliest timer: its task wakes at the timer's time on the CPU it slept on
+    /// (hrtimers run where they were armed), so that is the waker CPU too.
+    pub fn run_next_timer(&mut self, rqs: &mut RunQueues) {
+        let Some((at, t)) = self.sched.timers.pop_first() else {
+            return;
+        };
+        let waker = self.sched.se[t].last_cpu.unwrap_or(0);
+        self.try_to_wake_up(rqs, t, waker, at);
+    }
+
+    /// try_to_wake_up: choose the CPU (select_task_rq_fair), then enqueue; the woken task
+    /// preempts the current one if that has had its base slice (check_preempt_wakeup_fair,
+    /// reduced to EEVDF's common case: a sleeper's deadline comes before a long runner's).
+    /// A busy target sees the wake-up at its own clock (CPUs' clocks differ by up to a step).
+    pub fn try_to_wake_up(&mut self, rqs: &mut RunQueues, t: TaskId, waker: CpuId, now: u64) {
+        self.update_load_avg(t, now);
+        let se = &mut self.sched.se[t];
+        se.sleeping = false;
+        se.wakeups += 1;
+        let prev = se.last_cpu.unwrap_or(waker);
+        let cpu = self.select_task_rq_fair(rqs, t, prev, waker);
+        if self.sched.se[t].last_cpu.is_some_and(|c| c != cpu) {
+            self.sched.wake_migrations += 1;
+        }
+        match self.cpus[cpu].curr {
+            None => self.enqueue(rqs, cpu, t, now),
+            Some(curr) => {
+                let clock = self.cpus[cpu].clock;
+                let ran = clock.saturating_sub(self.sched.se[curr].run_start);
+                if ran >= Sched::base_slice_ns(self.nr_cpus()) {
+                    self.set_task_cpu(t, cpu);
+                    rqs.rq[cpu].push_front(curr);
+                    self.context_switch(cpu, Some(t));
+                } else {
+                    self.set_task_cpu(t, cpu);
+                    rqs.rq[cpu].push_front(t);
+                }
+            }
+        }
+    }
+
+    /// scheduler_tick on `cpu`: load tracking, time-slice rotation (the slice, 0.75–3 ms,
+    /// is below the 4 ms tick, so a waiting task always gets the CPU at the tick), the
+    /// mm_cpumask sample, then trigger_load_balance.
+    pub fn scheduler_tick(&mut self, rqs: &mut RunQueues, cpu: CpuId) {
+        self.cpus[cpu].next_tick += self.cfg.tick_ns;
+        let now = self.cpus[cpu].clock;
+        self.sample_cpumasks(now);
+        let Some(curr) = self.cpus[cpu].curr else {
+            return;
+        };
+        self.update_load_avg(curr, now);
+        for i in 0..rqs.rq[cpu].len() {
+            let t = rqs.rq[cpu][i];
+            self.update_load_avg(t, now);
+        }
+        if let Some(next) = rqs.rq[cpu].pop_front() {
+            rqs.rq[cpu].push_back(curr);
+            self.context_switch(cpu, Some(next));
+        }
+        self.trigger_load_balance(rqs, cpu, now);
+    }
+
+    /// Every tick period, record each mm's cpumask weight (the placement report's mean/max).
+    fn sample_cpumasks(&mut self, now: u64) {
+        if now < self.sched.next_sample {
+            return;
+        }
+        self.sched.next_sample = (now / self.cfg.tick_ns + 1) * self.cfg.tick_ns;
+        let s = &mut self.sched;
+        s.cpumask_sum.resize(self.mms.len(), 0);
+        s.cpumask_max.resize(self.mms.len(), 0);
+        for (i, m) in self.mms.iter().enumerate() {
+            let w = m.cpumask.weight() as u64;
+            s.cpumask_sum[i] += w;
+            s.cpumask_max[i] = s.cpumask_max[i].max(w);
+        }
+        s.samples += 1;
+    }
+
+    /// The scheduler's invariants: a runnable task is on exactly one CPU (running there or
+    /// queued on one run queue), a sleeping one on none, and every task is where its
+    /// affinity allows. Violations go to the run's invariant errors.
+    pub fn check_sched(&mut self, rqs: &RunQueues, when: &str) {
+        let mut seen = vec![0usize; self.tasks.len()];
+        let mut errs = Vec::new();
+        for cpu in 0..self.nr_cpus() {
+            let on = self.cpus[cpu]
+                .curr
+                .into_iter()
+                .chain(rqs.rq[cpu].iter().copied());
+            for t in on {
+                seen[t] += 1;
+                if !self.cpu_allowed(t, cpu) {
+                    errs.push(format!(
+                        "{when}: task {t} is on CPU {cpu} outside its affinity"
+                    ));
+                }
+                if self.sched.se[t].last_cpu != Some(cpu) {
+                    errs.push(format!(
+                        "{when}: task {t} is on CPU {cpu} but task_cpu says {:?}",
+                        self.sched.se[t].last_cpu
+                    ));
+                }
+            }
+            if let Some(t) = self.cpus[cpu].curr {
+                if self.tasks[t].cpu != Some(cpu) {
+                    errs.push(format!(
+                        "{when}: CPU {cpu} runs task {t}, which says {:?}",
+                        self.tasks[t].cpu
+                    ));
+                }
+            }
+        }
+        for (t, &n) in seen.iter().enumerate() {
+            let runnable = !self.sched.se[t].sleeping && !self.tasks[t].done;
+            if runnable && n != 1 || !runnable && n > 1 {
+                errs.push(format!(
+                    "{when}: task {t} ({}) is on {n} CPUs",
+                    if runnable { "runnable" } else { "sleeping" }
+                ));
+            }
+        }
+        for e in errs {
+            self.invariant_fail(e);
+        }
+    }
+
+    /// Charge the running tasks' time up to their CPU's clock (end of the run).
+    pub fn sched_account_running(&mut self) {
+        for cpu in 0..self.nr_cpus() {
+            if let Some(t) = self.cpus[cpu].curr {
+                let now = self.cpus[cpu].clock;
+                let se = &mut self.sched.se[t];
+                let ran = now.saturating_sub(se.run_start);
+                se.sum_exec_runtime += ran;
+                se.run_start = now;
+                self.sched.busy_ns[cpu] += ran;
+            }
+        }
+    }
+}

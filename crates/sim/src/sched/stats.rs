@@ -1,0 +1,79 @@
+//! The result's `placement` section: where tasks ran and what that did to the mm_cpumasks
+//! (docs/result-schema.md).
+
+use super::Class;
+use crate::kernel::Kernel;
+use serde_json::{json, Value};
+
+/// Build `placement` for a run of `secs` simulated seconds.
+pub fn report(k: &Kernel, secs: f64) -> Value {
+    let tasks: Vec<Value> = k
+        .sched
+        .se
+        .iter()
+        .enumerate()
+        .map(|(t, se)| {
+            let kind = match se.class {
+                Class::Worker if k.tasks[t].kthread => "kthread",
+                Class::Worker => "worker",
+                Class::Kthread => "kthread",
+                Class::Background => "background",
+            };
+            let cpu_s = se.sum_exec_runtime as f64 / 1e9;
+            json!({
+                "task": t,
+                "kind": kind,
+                "mm": (!k.tasks[t].kthread).then_some(k.tasks[t].mm),
+                "cpu_seconds": cpu_s,
+                "migrations": se.nr_migrations,
+                "wakeups": se.wakeups,
+            })
+        })
+        .collect();
+    let workers: Vec<usize> = (0..k.sched.se.len())
+        .filter(|&t| k.sched.se[t].class == Class::Worker && !k.tasks[t].kthread)
+        .collect();
+    let per_task_per_s = if workers.is_empty() || secs <= 0.0 {
+        0.0
+    } else {
+        workers
+            .iter()
+            .map(|&t| k.sched.se[t].nr_migrations as f64)
+            .sum::<f64>()
+            / workers.len() as f64
+            / secs
+    };
+    let n = k.sched.samples.max(1) as f64;
+    let mms: Vec<Value> = (0..k.mms.len())
+        .map(|m| {
+            json!({
+                "mm": m,
+                "cpumask_weight_mean": k.sched.cpumask_sum.get(m).copied().unwrap_or(0) as f64 / n,
+                "cpumask_weight_max": k.sched.cpumask_max.get(m).copied().unwrap_or(0),
+                "cpumask_weight_end": k.mms[m].cpumask.weight(),
+            })
+        })
+        .collect();
+    let cpus: Vec<Value> = (0..k.nr_cpus())
+        .map(|c| {
+            json!({
+                "cpu": c,
+                "busy_seconds": k.sched.busy_ns[c] as f64 / 1e9,
+                "tlb_shootdowns": k.irq.tlb_shootdowns[c],
+            })
+        })
+        .collect();
+    json!({
+        "worker_migrations_per_task_per_second": per_task_per_s,
+        "migrations_by_cause": {
+            "wakeup": k.sched.wake_migrations,
+            "periodic_balance": k.sched.balance_migrations,
+            "newidle_balance": k.sched.newidle_migrations,
+            "active_balance": k.sched.active_migrations,
+        },
+        "cpumask_samples": k.sched.samples,
+        "tasks": tasks,
+        "mms": mms,
+        "cpus": cpus,
+    })
+}

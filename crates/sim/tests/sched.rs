@@ -1,0 +1,281 @@
+//! The scheduler model (sched/): wake-up placement, load balancing, the cache-hot rule,
+//! affinity, and its invariants over every shipped scenario.
+
+mod common;
+
+use reclaimlab_core::{Scenario, Target};
+use reclaimlab_sim::config::Policy;
+use reclaimlab_sim::kernel::{Backing, Kernel};
+use reclaimlab_sim::sched::RunQueues;
+
+/// A machine of `cpus` CPUs and `n` unpinned tasks (each its own mm), none placed yet.
+fn machine(cpus: usize, n: usize) -> (Kernel, RunQueues) {
+    let mut k = Kernel::new(
+        common::cfg(0),
+        Policy::linux_6_18(),
+        cpus,
+        1024,
+        1 << 20,
+        60,
+        1,
+    );
+    for _ in 0..n {
+        let mm = k.mm_alloc(1, Backing::Anon, true);
+        k.task_new(mm, None, 0, 1);
+    }
+    (k, RunQueues::new(cpus))
+}
+
+fn where_is(k: &Kernel, rqs: &RunQueues, t: usize) -> Option<usize> {
+    k.tasks[t]
+        .cpu
+        .or_else(|| rqs.rq.iter().position(|q| q.contains(&t)))
+}
+
+fn check(k: &mut Kernel, rqs: &RunQueues) {
+    k.check_sched(rqs, "test");
+    let errs = k.check_invariants_tlb_only();
+    assert!(errs.is_empty(), "{errs:?}");
+}
+
+#[test]
+fn a_waking_task_goes_to_an_idle_cpu_else_stays_on_its_previous_one() {
+    let (mut k, mut rqs) = machine(2, 2);
+    // Task 0 runs on CPU 0; task 1 ran on CPU 0 and sleeps.
+    k.enqueue(&mut rqs, 0, 0, 0);
+    k.enqueue(&mut rqs, 0, 1, 0);
+    k.cpus[0].clock = 5_000_000;
+    // Task 0 runs; task 1 blocks from the queue head when it gets the CPU: take it off.
+    rqs.rq[0].clear();
+    let t1 = 1;
+    // Mark it asleep the way schedule() does, by running and blocking it on CPU 0.
+    k.context_switch(0, Some(t1));
+    k.block_task(&mut rqs, 0, None);
+    assert_eq!(k.cpus[0].curr, None, "nothing queued: CPU 0 idles");
+    k.enqueue(&mut rqs, 0, 0, 5_000_000);
+    // Woken by CPU 0 while CPU 0 is busy and CPU 1 idle: select_idle_sibling picks CPU 1.
+    k.try_to_wake_up(&mut rqs, t1, 0, 6_000_000);
+    assert_eq!(where_is(&k, &rqs, t1), Some(1));
+    assert_eq!(k.se(t1).nr_migrations, 1);
+    check(&mut k, &rqs);
+    // Now it sleeps on CPU 1 and is woken from CPU 0 while CPU 1 is idle: prev wins.
+    k.cpus[1].clock = 7_000_000;
+    k.block_task(&mut rqs, 1, None);
+    k.try_to_wake_up(&mut rqs, t1, 0, 8_000_000);
+    assert_eq!(where_is(&k, &rqs, t1), Some(1));
+    assert_eq!(k.se(t1).nr_migrations, 1, "no new migration");
+    check(&mut k, &rqs);
+}
+
+#[test]
+fn a_waking_task_with_no_idle_cpu_queues_on_its_previous_cpu() {
+    let (mut k, mut rqs) = machine(2, 3);
+    k.enqueue(&mut rqs, 0, 2, 0);
+    k.block_task(&mut rqs, 0, None);
+    k.enqueue(&mut rqs, 0, 0, 0);
+    k.enqueue(&mut rqs, 1, 1, 0);
+    k.try_to_wake_up(&mut rqs, 2, 0, 100_000);
+    // Both CPUs busy and equally loaded: wake_affine keeps prev (CPU 0); the current task
+    // ran less than its slice, so the woken one waits at the head of the queue.
+    assert_eq!(rqs.rq[0].front(), Some(&2));
+    assert_eq!(k.cpus[0].curr, Some(0));
+    check(&mut k, &rqs);
+}
+
+#[test]
+fn an_idle_cpu_pulls_from_an_overloaded_one_at_the_nohz_kick() {
+    let (mut k, mut rqs) = machine(2, 3);
+    for t in 0..3 {
+        k.enqueue(&mut rqs, 0, t, 0);
+    }
+    assert_eq!(k.nr_running(&rqs, 0), 3);
+    // CPU 0's tick (past the cache-hot window): the nohz kick balances idle CPU 1.
+    k.cpus[0].clock = k.cpus[0].next_tick;
+    k.scheduler_tick(&mut rqs, 0);
+    assert_eq!(k.nr_running(&rqs, 0), 2);
+    assert_eq!(k.nr_running(&rqs, 1), 1);
+    assert_eq!(k.sched.balance_migrations, 1);
+    check(&mut k, &rqs);
+}
+
+#[test]
+fn cache_hot_and_pinned_tasks_are_not_pulled_by_a_newly_idle_cpu() {
+    let (mut k, mut rqs) = machine(2, 3);
+    k.tasks[2].pinned = Some(0);
+    k.enqueue(&mut rqs, 0, 0, 0);
+    k.enqueue(&mut rqs, 0, 1, 0);
+    k.enqueue(&mut rqs, 0, 2, 0);
+    // Task 1 ran until 1 ms: at 1.2 ms it is cache-hot; task 2 is pinned to CPU 0.
+    k.cpus[0].clock = 1_000_000;
+    k.context_switch(0, Some(1));
+    k.cpus[0].clock = 1_000_000;
+    rqs.rq[0].retain(|&t| t != 1);
+    rqs.rq[0].push_back(0);
+    k.context_switch(0, Some(1)); // (re-run task 1; task 0 waits)
+    k.cpus[0].clock = 1_000_000;
+    rqs.rq[0].retain(|&t| t != 0);
+    rqs.rq[0].push_front(0);
+    let cur = k.cpus[0].curr.unwrap();
+    assert_eq!(cur, 1);
+    // Task 0 stopped running at 1 ms: hot until 1.5 ms.
+    k.sched.se[0].exec_start = 1_000_000;
+    k.sched_balance_newidle(&mut rqs, 1, 1_200_000);
+    assert!(k.idle_cpu(&rqs, 1), "hot and pinned tasks stay");
+    // At 2 ms task 0 is no longer hot: a newly idle CPU 1 takes it (never task 2).
+    k.sched_balance_newidle(&mut rqs, 1, 2_000_000);
+    assert_eq!(where_is(&k, &rqs, 0), Some(1));
+    assert_eq!(where_is(&k, &rqs, 2), Some(0));
+    check(&mut k, &rqs);
+}
+
+#[test]
+fn three_tasks_on_two_cpus_keep_moving_and_stay_consistent() {
+    let (mut k, mut rqs) = machine(2, 3);
+    for t in 0..3 {
+        k.enqueue(&mut rqs, t % 2, t, 0);
+    }
+    let mut moves = 0;
+    for _ in 0..400 {
+        let cpu = if k.cpus[0].next_tick <= k.cpus[1].next_tick {
+            0
+        } else {
+            1
+        };
+        let before: Vec<_> = (0..3).map(|t| where_is(&k, &rqs, t)).collect();
+        k.cpus[cpu].clock = k.cpus[cpu].next_tick;
+        k.scheduler_tick(&mut rqs, cpu);
+        moves += (0..3)
+            .filter(|&t| where_is(&k, &rqs, t) != before[t])
+            .count();
+        check(&mut k, &rqs);
+        // Balancing never leaves a CPU idle while the other has two.
+        assert!(k.nr_running(&rqs, 0) >= 1 && k.nr_running(&rqs, 1) >= 1);
+    }
+    // The load balancer moves a waiting task once its load passes the shifted threshold
+    // (detach_tasks' shr_bound by nr_balance_failed): the odd task out migrates now and then.
+    assert!(moves > 0);
+    let migr: u64 = (0..3).map(|t| k.se(t).nr_migrations).sum();
+    assert!(migr > 0 && migr < 200, "{migr}");
+}
+
+#[test]
+fn one_task_per_cpu_never_migrates_on_a_quiet_machine() {
+    let (mut k, mut rqs) = machine(4, 4);
+    for t in 0..4 {
+        k.enqueue(&mut rqs, t, t, 0);
+    }
+    for i in 0..400 {
+        let cpu = i % 4;
+        k.cpus[cpu].clock = k.cpus[cpu].next_tick;
+        k.scheduler_tick(&mut rqs, cpu);
+    }
+    assert!((0..4).all(|t| k.se(t).nr_migrations == 0));
+}
+
+const SHORT: &[&str] = &["run.duration=200ms", "sim.check=full"];
+
+/// Every shipped scenario, small: the scheduler's invariants hold throughout (checked at
+/// every tick with sim.check = full, and at the end), with and without background load and
+/// on an SMT topology.
+#[test]
+fn every_shipped_scenario_keeps_the_scheduler_invariants() {
+    let extra: &[&[&str]] = &[
+        &[],
+        &[
+            "machine.background_load.tasks=3",
+            "machine.background_load.duty=0.3",
+            "machine.background_load.period=5ms",
+        ],
+    ];
+    for name in [
+        "anon-sweep",
+        "stress-vm",
+        "file-mmap-rw",
+        "file-reclaim",
+        "kswapd-mmap-read",
+        "ycsb-b",
+    ] {
+        for e in extra {
+            let mut sets: Vec<&str> = SHORT.to_vec();
+            sets.extend_from_slice(e);
+            sets.extend_from_slice(small(name));
+            let d = common::sim_with(name, &sets, &[]);
+            let p = &d.runs[0].extra["placement"];
+            assert!(p["cpus"].as_array().unwrap().len() >= 2, "{name}");
+        }
+    }
+}
+
+/// Shrink a shipped scenario so that it runs in a test.
+fn small(name: &str) -> &'static [&'static str] {
+    match name {
+        "stress-vm" => &[
+            "machine.cpus=4",
+            "workload.workers=4",
+            "workload.bytes=32M",
+            "memcg.limit=8M",
+        ],
+        "anon-sweep" => &["machine.cpus=4", "memcg.limit=8M", "workload.bytes=16M"],
+        "kswapd-mmap-read" => &["machine.cpus=4", "machine.memory=64M"],
+        "file-reclaim" => &["workload.file_bytes=32M", "workload.reclaim_bytes=16M"],
+        "ycsb-b" => &["memcg.limit=8M", "workload.records=16384"],
+        _ => &[
+            "machine.cpus=4",
+            "memcg.limit=8M",
+            "workload.file_bytes=32M",
+        ],
+    }
+}
+
+#[test]
+fn smt_topology_and_background_load_are_deterministic() {
+    let sets = [
+        "machine.cpus=8",
+        "machine.topology.sockets=2",
+        "machine.topology.threads_per_core=2",
+        "machine.background_load.tasks=4",
+        "machine.background_load.duty=0.5",
+        "machine.background_load.cpus=0-3",
+        "workload.workers=6",
+        "workload.bytes=32M",
+        "memcg.limit=8M",
+        "run.duration=200ms",
+    ];
+    let a = serde_json::to_string(&common::sim_with("stress-vm", &sets, &[])).unwrap();
+    let b = serde_json::to_string(&common::sim_with("stress-vm", &sets, &[])).unwrap();
+    assert_eq!(a, b);
+    let d: serde_json::Value = serde_json::from_str(&a).unwrap();
+    let tasks = d["runs"][0]["extra"]["placement"]["tasks"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let bg: Vec<_> = tasks.iter().filter(|t| t["kind"] == "background").collect();
+    assert_eq!(bg.len(), 4);
+    // Background tasks ran about half the time (they compete with 6 workers on 8 CPUs).
+    for t in bg {
+        let s = t["cpu_seconds"].as_f64().unwrap();
+        assert!(s > 0.03 && s <= 0.101, "{t}");
+    }
+}
+
+#[test]
+fn removed_migration_knobs_are_a_clear_error() {
+    let scn = Scenario::load("stress-vm", &["sim.migrate_per_tick=0".into()], Target::Sim).unwrap();
+    let e = reclaimlab_sim::run(&scn, &Default::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("sim.migrate_per_tick") && e.contains("machine.background_load"),
+        "{e}"
+    );
+    let scn = Scenario::load(
+        "stress-vm",
+        &["machine.topology.sockets=3".into()],
+        Target::Sim,
+    )
+    .unwrap();
+    let e = reclaimlab_sim::run(&scn, &Default::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("machine.cpus"), "{e}");
+}
