@@ -129,6 +129,34 @@ mod tests {
     }
 
     #[test]
+    fn placement_row_when_both_sides_have_it() {
+        let mut host = doc(&[(200, 100), (100, 100)]);
+        let mut sim = doc(&[(250, 100)]);
+        assert!(!ratio_table(&host, &sim)
+            .iter()
+            .any(|r| r.ratio.starts_with("migrations")));
+        for (r, v) in host.runs.iter_mut().zip([0.1, 0.3]) {
+            r.extra.insert(
+                "placement".into(),
+                serde_json::json!({ MIGRATIONS_PER_TASK_PER_S: v }),
+            );
+        }
+        sim.runs[0].extra.insert(
+            "placement".into(),
+            serde_json::json!({ MIGRATIONS_PER_TASK_PER_S: 0.4 }),
+        );
+        let t = ratio_table(&host, &sim);
+        let r = t
+            .iter()
+            .find(|r| r.ratio == "migrations per worker per second")
+            .unwrap();
+        assert_eq!(
+            (r.host_min, r.host_max, r.sim),
+            (Some(0.1), Some(0.3), Some(0.4))
+        );
+    }
+
+    #[test]
     fn ratios_and_error() {
         let host = doc(&[(200, 100), (100, 100), (300, 100)]);
         let sim = doc(&[(250, 100)]);

@@ -279,3 +279,51 @@ fn removed_migration_knobs_are_a_clear_error() {
         .to_string();
     assert!(e.contains("machine.cpus"), "{e}");
 }
+
+/// "Quiet" and "busy" are two settings of one mechanism: two processes on two CPUs never
+/// migrate alone, and do once foreign tasks compete for the CPUs (load balancing moves them).
+#[test]
+fn background_load_makes_unpinned_processes_migrate() {
+    let base = [
+        "workload.processes=2",
+        "workload.bytes=16M",
+        "memcg.limit=8M",
+        "run.duration=5s",
+    ];
+    let migr = |d: &reclaimlab_core::ResultDoc| {
+        d.runs[0].extra["placement"]["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["kind"] == "worker")
+            .map(|t| t["migrations"].as_u64().unwrap())
+            .sum::<u64>()
+    };
+    let quiet = common::sim_with("anon-sweep", &base, &[]);
+    assert_eq!(migr(&quiet), 0);
+    let p = &quiet.runs[0].extra["placement"];
+    assert!(p["mms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|m| m["cpumask_weight_max"] == 1));
+    let busy = common::sim_with(
+        "anon-sweep",
+        &base,
+        &[
+            // The load measured on this machine's /proc/stat (docs/results/2026-11-25-scheduler.md).
+            "machine.background_load.tasks=9",
+            "machine.background_load.duty=0.9",
+            "machine.background_load.period=20ms",
+        ],
+    );
+    assert!(migr(&busy) > 0);
+    // The workers now share the CPUs: each got well under the whole run.
+    let tasks = busy.runs[0].extra["placement"]["tasks"]
+        .as_array()
+        .unwrap()
+        .clone();
+    for t in tasks.iter().filter(|t| t["kind"] == "worker") {
+        assert!(t["cpu_seconds"].as_f64().unwrap() < 3.0, "{t}");
+    }
+}
