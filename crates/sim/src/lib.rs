@@ -40,6 +40,7 @@ pub fn run(scn: &Scenario, opts: &SimOptions) -> anyhow::Result<ResultDoc> {
     let cfg = SimConfig::from_scenario(scn)?;
     let policy = Policy::from_scenario(scn)?;
     arch::arm64_tlbi_range(scn)?;
+    cost::CostTable::for_scenario(scn)?;
     // Every key is read by now: reject unknown ones before a long simulation, not after.
     scn.finish()?;
     let (k, doc) = simulate(scn, cfg.clone(), policy.clone(), opts)?;
@@ -120,6 +121,7 @@ fn simulate_with(
         scn.run.seed,
     );
     k.set_arch((&scn.machine.arch).into());
+    k.cost = cost::CostTable::for_scenario(scn)?;
     k.arm64_tlbi_range = arch::arm64_tlbi_range(scn)?;
     setup(&mut k);
     let duration = scn.run.duration_ns;

@@ -121,6 +121,10 @@ pub fn build(
         j(k.tasks.iter().map(|t| t.pages_touched).sum()),
     );
     crate::mm::kswapd::report(k, sim_seconds, &mut extra);
+    if let Some(p) = &scn.profile {
+        // Only with a profile, so that documents without one stay as they were.
+        extra.insert("profile".into(), p.summary());
+    }
     let run = RunResult {
         counters,
         per_cpu,
