@@ -1,6 +1,7 @@
 //! `reclaimlab`: measure (host), predict (sim) and compare TLB-flush batching in page reclaim.
 
 mod plot;
+mod profiles;
 mod render;
 mod suite;
 mod sweep;
@@ -221,6 +222,16 @@ enum Cmd {
     },
     /// List kernel presets and policies (the seed series), one line each.
     Policies,
+    /// List the shipped machine profiles (CPU, arch, kernel, how many costs are measured,
+    /// published or estimated), or show one profile's every cost with its provenance and source.
+    Profiles {
+        /// A shipped profile name or a profile file to show in full.
+        #[arg(value_name = "NAME|FILE")]
+        name: Option<String>,
+        /// Print JSON instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
     /// List the shipped scenarios, or print one.
     Scenarios {
         /// Print this scenario's TOML.
@@ -490,6 +501,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             for p in Patch::ALL {
                 println!("  {:<24} {}", p.name(), p.summary());
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Profiles { name, json } => {
+            profiles::run(name.as_deref(), json)?;
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Scenarios { name } => {

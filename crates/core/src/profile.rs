@@ -182,7 +182,7 @@ pub struct ProfileMachine {
     pub topology: Option<Topology>,
     /// The kernel the measurements ran on (or the one the publication used).
     pub kernel: String,
-    /// When the figures were taken (YYYY-MM-DD).
+    /// When the figures were taken (YYYY-MM-DD, or YYYY-MM when only the month is known).
     pub date: String,
 }
 

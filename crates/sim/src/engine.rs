@@ -207,12 +207,19 @@ impl Kernel {
             if sweep != Some(Sweep::Populate) {
                 task.pages_touched += 1;
             }
-            task.bogo_units += match sweep {
+            let units = match sweep {
                 Some(Sweep::WriteUnits(u)) => u64::from(u),
                 Some(Sweep::Pass(p)) => u64::from(p.units_at(i, n)),
                 _ if write => m.bogo_units_per_store,
                 _ => 0,
             };
+            task.bogo_units += units;
+            if units > 0 && !m.random {
+                if task.bogo_units_by_phase.len() < m.sweeps.len() {
+                    task.bogo_units_by_phase.resize(m.sweeps.len(), 0);
+                }
+                task.bogo_units_by_phase[task.phase] += units;
+            }
             if !m.random {
                 task.cursor += 1;
                 if task.cursor - task.start == m.sweeps[task.phase].len(n) {

@@ -81,6 +81,8 @@ pub struct Task {
     pub phase: usize,
     /// stress-ng bogo counter units.
     pub bogo_units: u64,
+    /// The same units split by sweep index (`phase`), for stress-vm's per-method rates.
+    pub bogo_units_by_phase: Vec<u64>,
     /// A kernel thread (kswapd): no mm of its own, runs lazily on the previous one.
     pub kthread: bool,
     /// When a one-cycle task finished (its CPU's clock).
@@ -269,6 +271,7 @@ impl Kernel {
             done: false,
             phase: 0,
             bogo_units: 0,
+            bogo_units_by_phase: Vec::new(),
             kthread: false,
             done_at: None,
         });

@@ -609,3 +609,48 @@ pub fn names_by_phase(method: &str) -> Vec<&'static str> {
     }
     v
 }
+
+/// Rates that do not depend on where each worker is in the method cycle when the run stops
+/// (stress-ng's bogo ops/s does: the methods' bogo ops per page differ by 5000x):
+/// `pages_touched_per_sec` (method pages visited, populate passes not counted),
+/// `bogo_ops_by_method` (each method's share of the bogo ops, fractional) and
+/// `stress_vm_end_methods` (the method each worker is in at the end).
+pub fn report_rates(
+    k: &crate::kernel::Kernel,
+    method: &str,
+    secs: f64,
+    extra: &mut std::collections::BTreeMap<String, serde_json::Value>,
+) {
+    let names = names_by_phase(method);
+    let touched: u64 = k.tasks.iter().map(|t| t.pages_touched).sum();
+    extra.insert(
+        "pages_touched_per_sec".into(),
+        serde_json::Value::from(touched as f64 / secs),
+    );
+    let mut by_method: std::collections::BTreeMap<&str, u64> = Default::default();
+    for t in &k.tasks {
+        for (phase, u) in t.bogo_units_by_phase.iter().enumerate() {
+            if *u > 0 {
+                *by_method.entry(names[phase]).or_insert(0) += u;
+            }
+        }
+    }
+    let ops: serde_json::Map<String, serde_json::Value> = by_method
+        .into_iter()
+        .map(|(m, u)| {
+            let ops = u as f64 / (1u64 << VM_BOGO_SHIFT) as f64;
+            (m.to_string(), serde_json::Value::from(ops))
+        })
+        .collect();
+    extra.insert("bogo_ops_by_method".into(), serde_json::Value::Object(ops));
+    let ends: Vec<&str> = k
+        .tasks
+        .iter()
+        .filter(|t| !t.kthread)
+        .map(|t| names[t.phase])
+        .collect();
+    extra.insert(
+        "stress_vm_end_methods".into(),
+        serde_json::Value::from(ends),
+    );
+}
