@@ -161,6 +161,32 @@ pub fn compare(before: &ResultDoc, after: &ResultDoc, all: bool) -> Comparison {
             );
         }
     }
+    // With `all`: each stress-vm method's own bogo ops/s (the rate while the workers are in
+    // it), for the methods both sides ran.
+    if all {
+        let rates = |d: &ResultDoc| -> Option<serde_json::Map<String, serde_json::Value>> {
+            d.runs
+                .first()?
+                .extra
+                .get("bogo_ops_per_sec_by_method")?
+                .as_object()
+                .cloned()
+        };
+        if let (Some(b), Some(a)) = (rates(before), rates(after)) {
+            for (m, bv) in &b {
+                if let (Some(bv), Some(av)) = (bv.as_f64(), a.get(m).and_then(|v| v.as_f64())) {
+                    rows.push(Row {
+                        metric: format!("bogo_ops_per_sec:{m}"),
+                        before: bv,
+                        after: av,
+                        delta: av - bv,
+                        delta_pct: pct_change(bv, av),
+                        significant: nb <= 1 && na <= 1,
+                    });
+                }
+            }
+        }
+    }
     let mut notes = Vec::new();
     let end_methods = match (end_methods(before), end_methods(after)) {
         (Some(b), Some(a)) => {
@@ -319,6 +345,10 @@ mod tests {
             false,
         );
         assert!(c.end_methods.as_ref().unwrap().differ);
+        assert!(!c
+            .rows
+            .iter()
+            .any(|r| r.metric.starts_with("bogo_ops_per_sec:")));
         assert_eq!(c.notes.len(), 1);
         assert!(
             c.notes[0].contains("before: swap; after: swap, flip"),

@@ -224,6 +224,12 @@ impl Kernel {
                 task.cursor += 1;
                 if task.cursor - task.start == m.sweeps[task.phase].len(n) {
                     task.cursor = task.start;
+                    if task.ns_by_phase.len() < m.sweeps.len() {
+                        task.ns_by_phase.resize(m.sweeps.len(), 0);
+                    }
+                    let now = k.cpus[cpu].clock;
+                    task.ns_by_phase[task.phase] += now.saturating_sub(task.phase_entered_ns);
+                    task.phase_entered_ns = now;
                     task.phase += 1;
                     if task.phase == m.sweeps.len() {
                         task.phase = 0;
