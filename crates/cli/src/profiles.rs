@@ -42,6 +42,14 @@ pub fn run(name: Option<&str>, as_json: bool) -> Result<()> {
         }
         Some(n) => {
             let p = profile::load(n)?;
+            // The same check a run makes: every cost must name a simulator cost.
+            let arch = match p.profile.machine.arch.as_str() {
+                "arm64" => reclaimlab_sim::arch::Arch::Arm64,
+                _ => reclaimlab_sim::arch::Arch::X86,
+            };
+            reclaimlab_sim::cost::CostTable::for_arch(arch)
+                .overlay(p.profile.costs.iter().map(|(k, c)| (k.as_str(), c.ns)))
+                .map_err(|e| anyhow::anyhow!("profile {}: {e}", p.origin))?;
             if as_json {
                 let mut v = row(&p);
                 v["costs_detail"] = serde_json::to_value(&p.profile.costs)?;

@@ -15,6 +15,16 @@ fn run(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// The shipped generic-x86 profile's text.
+fn generic_x86_text() -> String {
+    reclaimlab_core::profile::SHIPPED
+        .iter()
+        .find(|(n, _)| *n == "generic-x86")
+        .unwrap()
+        .1
+        .to_string()
+}
+
 const SMALL: &[&str] = &[
     "--set",
     "workload.file_bytes=32M",
@@ -53,6 +63,16 @@ fn lists_profiles_and_shows_one() {
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["costs_detail"]["fault_base"]["ns"], 700.0);
+    let bad = std::env::temp_dir().join(format!("reclaimlab-prof-{}.toml", std::process::id()));
+    std::fs::write(
+        &bad,
+        generic_x86_text().replace("[costs.ipi_send]", "[costs.ipi_sned]"),
+    )
+    .unwrap();
+    let (code, _, err) = run(&["profiles", bad.to_str().unwrap()]);
+    std::fs::remove_file(&bad).unwrap();
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown cost \"ipi_sned\""), "{err}");
     let (code, _, err) = run(&["profiles", "nope"]);
     assert_eq!(code, 2);
     assert!(err.contains("no profile named \"nope\""), "{err}");
