@@ -135,6 +135,16 @@ fn the_result_records_the_profile_and_its_costs_reach_the_model() {
     assert_eq!(rec["costs"]["published"], 1);
     assert_eq!(rec["sha256"].as_str().unwrap().len(), 64);
     assert_eq!(generic.config["machine"]["profile"], "generic-x86");
+    // generic-x86 describes 16 CPUs; SMALL simulates 4.
+    assert!(
+        generic.runs[0]
+            .notes
+            .iter()
+            .any(|n| n.contains("16-CPU machine") && n.contains("has 4 CPUs")),
+        "{:?}",
+        generic.runs[0].notes
+    );
+    assert!(!plain.runs[0].notes.iter().any(|n| n.contains("profile")));
     // The generic profile is the built-in table: the same figures.
     assert_eq!(generic.runs[0].throughput, plain.runs[0].throughput);
     assert_eq!(generic.runs[0].counters, plain.runs[0].counters);
