@@ -1,6 +1,7 @@
 //! `reclaimlab`: measure (host), predict (sim) and compare TLB-flush batching in page reclaim.
 
 mod plot;
+mod profiles;
 mod render;
 mod suite;
 mod sweep;
@@ -67,6 +68,10 @@ enum Cmd {
         /// Random seed (sets run.seed); the same scenario and seed give the same output, bit for bit.
         #[arg(long)]
         seed: Option<u64>,
+        /// Machine profile for the simulator's costs: a shipped NAME (see `reclaimlab profiles`)
+        /// or a FILE.toml; sets machine.profile (and wins over the scenario's).
+        #[arg(long, value_name = "NAME|FILE")]
+        profile: Option<String>,
         #[command(flatten)]
         out: OutputArgs,
     },
@@ -106,6 +111,10 @@ enum Cmd {
         /// Override a scenario key for both simulations (repeatable).
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
+        /// Machine profile for the simulator's costs: a shipped NAME (see `reclaimlab profiles`)
+        /// or a FILE.toml; sets machine.profile (and wins over the scenario's).
+        #[arg(long, value_name = "NAME|FILE")]
+        profile: Option<String>,
         /// Print the comparison as JSON.
         #[arg(long)]
         json: bool,
@@ -128,6 +137,10 @@ enum Cmd {
         /// Override a scenario key (repeatable; with --suite, in every configuration, last).
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
+        /// Machine profile for the simulator's costs: a shipped NAME (see `reclaimlab profiles`)
+        /// or a FILE.toml; sets machine.profile (and wins over the scenario's).
+        #[arg(long, value_name = "NAME|FILE")]
+        profile: Option<String>,
         /// Run every configuration of a suite file instead, e.g. validation/default.toml.
         #[arg(long, value_name = "FILE", conflicts_with_all = ["scenario", "host_result"])]
         suite: Option<PathBuf>,
@@ -163,6 +176,10 @@ enum Cmd {
         /// Override a scenario key at every grid point (repeatable).
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
+        /// Machine profile for the simulator's costs: a shipped NAME (see `reclaimlab profiles`)
+        /// or a FILE.toml; sets machine.profile (and wins over the scenario's).
+        #[arg(long, value_name = "NAME|FILE")]
+        profile: Option<String>,
         /// Draw each metric's delta % against the first varied key; FILE.svg or FILE.png
         /// (format by extension).
         #[arg(long, value_name = "FILE.svg|FILE.png")]
@@ -205,6 +222,16 @@ enum Cmd {
     },
     /// List kernel presets and policies (the seed series), one line each.
     Policies,
+    /// List the shipped machine profiles (CPU, arch, kernel, how many costs are measured,
+    /// published or estimated), or show one profile's every cost with its provenance and source.
+    Profiles {
+        /// A shipped profile name or a profile file to show in full.
+        #[arg(value_name = "NAME|FILE")]
+        name: Option<String>,
+        /// Print JSON instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
     /// List the shipped scenarios, or print one.
     Scenarios {
         /// Print this scenario's TOML.
@@ -230,8 +257,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             kernel,
             patches,
             seed,
+            profile,
             out,
         } => {
+            push_profile(&mut scn.sets, profile);
             if let Some(k) = kernel {
                 scn.sets.push(format!("kernel.preset={k:?}"));
             }
@@ -296,12 +325,17 @@ fn run(cli: Cli) -> Result<ExitCode> {
             inputs,
             before,
             after,
-            sets,
+            mut sets,
+            profile,
             json,
             markdown,
             all,
             plot,
         } => {
+            if profile.is_some() && before.is_none() {
+                bail!("--profile applies to simulations: give one scenario with --before and --after, not result files");
+            }
+            push_profile(&mut sets, profile);
             if let Some(p) = &plot {
                 plot::Format::of(p)?;
             }
@@ -351,44 +385,50 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Cmd::Validate {
             scenario,
-            sets,
+            mut sets,
+            profile,
             suite,
             repeat,
             swap,
             host_result,
             markdown,
             out,
-        } => match (suite, scenario) {
-            (Some(f), _) => suite::run_suite(
-                &f,
-                &sets,
-                repeat,
-                swap,
-                markdown,
-                out.json,
-                out.out.as_deref(),
-            ),
-            (None, scenario) => validate(
-                ScenarioArgs {
-                    scenario: scenario.unwrap_or_default(),
-                    sets,
-                },
-                repeat,
-                swap,
-                host_result,
-                markdown,
-                out,
-            ),
-        },
+        } => {
+            push_profile(&mut sets, profile);
+            match (suite, scenario) {
+                (Some(f), _) => suite::run_suite(
+                    &f,
+                    &sets,
+                    repeat,
+                    swap,
+                    markdown,
+                    out.json,
+                    out.out.as_deref(),
+                ),
+                (None, scenario) => validate(
+                    ScenarioArgs {
+                        scenario: scenario.unwrap_or_default(),
+                        sets,
+                    },
+                    repeat,
+                    swap,
+                    host_result,
+                    markdown,
+                    out,
+                ),
+            }
+        }
         Cmd::Sweep {
             scenario,
             vary,
             before,
             after,
-            sets,
+            mut sets,
+            profile,
             plot,
             json,
         } => {
+            push_profile(&mut sets, profile);
             if let Some(p) = &plot {
                 plot::Format::of(p)?;
             }
@@ -463,6 +503,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Cmd::Profiles { name, json } => {
+            profiles::run(name.as_deref(), json)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Cmd::Scenarios { name } => {
             match name {
                 Some(n) => {
@@ -482,6 +526,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+/// `--profile X` is `--set machine.profile=X`, given last so that it wins.
+fn push_profile(sets: &mut Vec<String>, profile: Option<String>) {
+    if let Some(p) = profile {
+        sets.push(format!("machine.profile={p:?}"));
     }
 }
 

@@ -377,6 +377,8 @@ mod tests {
                     delta_pct: Some(d),
                     significant: true,
                 }],
+                end_methods: None,
+                notes: Vec::new(),
             },
         }
     }

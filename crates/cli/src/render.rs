@@ -106,10 +106,14 @@ pub fn compare_table(c: &Comparison) -> String {
             r.delta_text(),
         ]);
     }
-    format!(
+    let mut out = format!(
         "Before: {}\nAfter:  {}\n{t}\n(n.s. = min–max ranges overlap)",
         c.before, c.after
-    )
+    );
+    for n in &c.notes {
+        out.push_str(&format!("\nNote: {n}"));
+    }
+    out
 }
 
 fn opt(v: Option<f64>) -> String {

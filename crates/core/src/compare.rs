@@ -33,12 +33,62 @@ pub struct Row {
     pub significant: bool,
 }
 
+/// Rates a simulator result keeps in `extra` that belong beside `throughput` in the table.
+pub const EXTRA_RATES: &[&str] = &["pages_touched_per_sec"];
+
+/// stress-vm: the method each worker of each side ends in (`stress_vm_end_methods`).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct EndMethods {
+    pub before: Vec<String>,
+    pub after: Vec<String>,
+    /// The two sides end in different methods: their bogo ops/s are not comparable as a
+    /// throughput (each method counts bogo ops at its own rate per page).
+    pub differ: bool,
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct Comparison {
     pub before: String,
     pub after: String,
     pub throughput_unit: String,
     pub rows: Vec<Row>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_methods: Option<EndMethods>,
+    /// Caveats for a reader of the table (printed under it).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// Median, min and max of a numeric `extra` key over a result's valid runs.
+fn extra_summary(d: &ResultDoc, key: &str) -> Option<crate::stats::Summary> {
+    let v: Vec<f64> = d
+        .runs
+        .iter()
+        .filter(|r| r.valid)
+        .filter_map(|r| r.extra.get(key)?.as_f64())
+        .collect();
+    crate::stats::summarize(&v)
+}
+
+fn end_methods(d: &ResultDoc) -> Option<Vec<String>> {
+    let v = d
+        .runs
+        .first()?
+        .extra
+        .get("stress_vm_end_methods")?
+        .as_array()?;
+    v.iter().map(|m| m.as_str().map(str::to_string)).collect()
+}
+
+/// The distinct methods of one side, in order of first appearance.
+fn distinct(v: &[String]) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
+    for m in v {
+        if !out.contains(&m.as_str()) {
+            out.push(m);
+        }
+    }
+    out
 }
 
 fn label(d: &ResultDoc) -> String {
@@ -62,7 +112,7 @@ pub fn compare(before: &ResultDoc, after: &ResultDoc, all: bool) -> Comparison {
     }
     let nb = before.runs.iter().filter(|r| r.valid).count();
     let na = after.runs.iter().filter(|r| r.valid).count();
-    let rows = keys
+    let mut rows: Vec<Row> = keys
         .into_iter()
         .filter_map(|k| {
             let (b, a) = (*before.median.get(&k)?, *after.median.get(&k)?);
@@ -90,11 +140,79 @@ pub fn compare(before: &ResultDoc, after: &ResultDoc, all: bool) -> Comparison {
             })
         })
         .collect();
+    // Rates kept in `extra` (the simulator's), right after throughput.
+    let at = rows
+        .iter()
+        .position(|r| r.metric == "throughput")
+        .map_or(0, |i| i + 1);
+    for (i, k) in EXTRA_RATES.iter().enumerate() {
+        if let (Some(b), Some(a)) = (extra_summary(before, k), extra_summary(after, k)) {
+            let overlap = b.min <= a.max && a.min <= b.max;
+            rows.insert(
+                (at + i).min(rows.len()),
+                Row {
+                    metric: k.to_string(),
+                    before: b.median,
+                    after: a.median,
+                    delta: a.median - b.median,
+                    delta_pct: pct_change(b.median, a.median),
+                    significant: !(overlap && (nb > 1 || na > 1)),
+                },
+            );
+        }
+    }
+    // With `all`: each stress-vm method's own bogo ops/s (the rate while the workers are in
+    // it), for the methods both sides ran.
+    if all {
+        let rates = |d: &ResultDoc| -> Option<serde_json::Map<String, serde_json::Value>> {
+            d.runs
+                .first()?
+                .extra
+                .get("bogo_ops_per_sec_by_method")?
+                .as_object()
+                .cloned()
+        };
+        if let (Some(b), Some(a)) = (rates(before), rates(after)) {
+            for (m, bv) in &b {
+                if let (Some(bv), Some(av)) = (bv.as_f64(), a.get(m).and_then(|v| v.as_f64())) {
+                    rows.push(Row {
+                        metric: format!("bogo_ops_per_sec:{m}"),
+                        before: bv,
+                        after: av,
+                        delta: av - bv,
+                        delta_pct: pct_change(bv, av),
+                        significant: nb <= 1 && na <= 1,
+                    });
+                }
+            }
+        }
+    }
+    let mut notes = Vec::new();
+    let end_methods = match (end_methods(before), end_methods(after)) {
+        (Some(b), Some(a)) => {
+            let differ = distinct(&b) != distinct(&a);
+            if differ {
+                notes.push(format!(
+                    "the two sides end in different stress-ng methods (before: {}; after: {}): bogo ops/s counts each method's ops at its own rate, so its delta mixes the policies' effect with where the method cycle stopped; pages_touched_per_sec does not",
+                    distinct(&b).join(", "),
+                    distinct(&a).join(", ")
+                ));
+            }
+            Some(EndMethods {
+                before: b,
+                after: a,
+                differ,
+            })
+        }
+        _ => None,
+    };
     Comparison {
         before: label(before),
         after: label(after),
         throughput_unit: before.throughput_unit().to_string(),
         rows,
+        end_methods,
+        notes,
     }
 }
 
@@ -141,6 +259,9 @@ impl Comparison {
                 fmt_num(r.after),
                 r.delta_text()
             ));
+        }
+        for n in &self.notes {
+            s.push_str(&format!("\nNote: {n}\n"));
         }
         s
     }
@@ -189,5 +310,62 @@ mod tests {
             .unwrap();
         assert!(!r.significant);
         assert!(c.markdown().contains("n.s."));
+    }
+
+    fn stress_doc(ends: &[&str], pages_per_sec: f64) -> ResultDoc {
+        let mut d = doc(&[100]);
+        let e = &mut d.runs[0].extra;
+        e.insert("stress_vm_end_methods".into(), serde_json::json!(ends));
+        e.insert(
+            "pages_touched_per_sec".into(),
+            serde_json::json!(pages_per_sec),
+        );
+        d
+    }
+
+    #[test]
+    fn notes_when_the_sides_end_in_different_methods() {
+        let c = compare(
+            &stress_doc(&["swap", "swap"], 1000.0),
+            &stress_doc(&["swap", "swap"], 1100.0),
+            false,
+        );
+        let em = c.end_methods.as_ref().unwrap();
+        assert!(!em.differ);
+        assert!(c.notes.is_empty());
+        let r = c
+            .rows
+            .iter()
+            .find(|r| r.metric == "pages_touched_per_sec")
+            .unwrap();
+        assert!((r.delta_pct.unwrap() - 10.0).abs() < 1e-9);
+        let c = compare(
+            &stress_doc(&["swap", "swap"], 1000.0),
+            &stress_doc(&["swap", "flip"], 1000.0),
+            false,
+        );
+        assert!(c.end_methods.as_ref().unwrap().differ);
+        assert!(!c
+            .rows
+            .iter()
+            .any(|r| r.metric.starts_with("bogo_ops_per_sec:")));
+        assert_eq!(c.notes.len(), 1);
+        assert!(
+            c.notes[0].contains("before: swap; after: swap, flip"),
+            "{}",
+            c.notes[0]
+        );
+        assert!(c
+            .markdown()
+            .contains("Note: the two sides end in different"));
+        let j = serde_json::to_value(&c).unwrap();
+        assert_eq!(j["end_methods"]["differ"], true);
+        // Results without the stress-vm extras (host, other workloads) get neither.
+        let c = compare(&doc(&[1]), &doc(&[2]), false);
+        assert!(c.end_methods.is_none() && c.notes.is_empty());
+        assert!(serde_json::to_value(&c)
+            .unwrap()
+            .get("end_methods")
+            .is_none());
     }
 }

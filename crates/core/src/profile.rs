@@ -32,7 +32,97 @@
 //! citation for a published one, the reasoning for an estimate.
 
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Profiles shipped in `profiles/`, compiled in so `--profile NAME` works from any directory.
+pub const SHIPPED: &[(&str, &str)] = &[
+    (
+        "generic-x86",
+        include_str!("../../../profiles/generic-x86.toml"),
+    ),
+    (
+        "generic-arm64",
+        include_str!("../../../profiles/generic-arm64.toml"),
+    ),
+    (
+        "seed000-x86-16cpu",
+        include_str!("../../../profiles/seed000-x86-16cpu.toml"),
+    ),
+    (
+        "seed001-arm64-32core",
+        include_str!("../../../profiles/seed001-arm64-32core.toml"),
+    ),
+    (
+        "seed003-x86-4socket",
+        include_str!("../../../profiles/seed003-x86-4socket.toml"),
+    ),
+];
+
+/// A profile as loaded for a run: what the user named, the parsed profile and its text's hash.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoadedProfile {
+    /// `profiles/NAME.toml` for a shipped profile, else the path as given.
+    pub origin: String,
+    pub profile: Profile,
+    /// SHA-256 of the file's text (hex), so a result names the exact costs it ran with.
+    pub sha256: String,
+}
+
+/// Find a profile by shipped name or by path; returns (origin, text). A value ending in `.toml`
+/// or naming an existing file is a path; anything else must be a shipped name.
+pub fn locate(name_or_path: &str) -> anyhow::Result<(String, String)> {
+    let p = Path::new(name_or_path);
+    if p.extension().is_some_and(|e| e == "toml") || p.exists() {
+        let text = std::fs::read_to_string(p)
+            .map_err(|e| anyhow::anyhow!("profile {name_or_path}: cannot read: {e}"))?;
+        return Ok((name_or_path.to_string(), text));
+    }
+    if let Some((n, t)) = SHIPPED.iter().find(|(n, _)| *n == name_or_path) {
+        return Ok((format!("profiles/{n}.toml"), t.to_string()));
+    }
+    let names: Vec<&str> = SHIPPED.iter().map(|(n, _)| *n).collect();
+    anyhow::bail!(
+        "no profile named {name_or_path:?}: give a path to a .toml file or one of {}",
+        names.join(", ")
+    )
+}
+
+/// Locate and parse a profile (`--profile`, `machine.profile`).
+pub fn load(name_or_path: &str) -> anyhow::Result<LoadedProfile> {
+    let (origin, text) = locate(name_or_path)?;
+    let profile = Profile::parse(&text, &origin)?;
+    let sha256 = Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    Ok(LoadedProfile {
+        origin,
+        profile,
+        sha256,
+    })
+}
+
+impl LoadedProfile {
+    /// What a result records about the profile it ran with.
+    pub fn summary(&self) -> serde_json::Value {
+        let c = self.profile.counts();
+        let n = |p| c.get(&p).copied().unwrap_or(0);
+        serde_json::json!({
+            "name": self.profile.profile.name,
+            "origin": self.origin,
+            "sha256": self.sha256,
+            "cpu_model": self.profile.machine.cpu_model,
+            "arch": self.profile.machine.arch,
+            "costs": {
+                "measured": n(Provenance::Measured),
+                "published": n(Provenance::Published),
+                "estimate": n(Provenance::Estimate),
+            },
+        })
+    }
+}
 
 /// Where a cost's figure comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -92,7 +182,7 @@ pub struct ProfileMachine {
     pub topology: Option<Topology>,
     /// The kernel the measurements ran on (or the one the publication used).
     pub kernel: String,
-    /// When the figures were taken (YYYY-MM-DD).
+    /// When the figures were taken (YYYY-MM-DD, or YYYY-MM when only the month is known).
     pub date: String,
 }
 

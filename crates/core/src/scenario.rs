@@ -85,6 +85,10 @@ pub struct Machine {
     pub arch: Arch,
     /// Simulated RAM (the host backend uses the live machine's).
     pub memory_bytes: u64,
+    /// `machine.profile` (or `--profile`): the machine profile whose costs the simulator uses,
+    /// as given (a shipped name or a path).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -268,6 +272,9 @@ pub struct Scenario {
     pub workload: Workload,
     #[serde(skip)]
     pub source: Source,
+    /// The loaded `machine.profile`, if any (the simulator overlays its costs).
+    #[serde(skip)]
+    pub profile: Option<crate::profile::LoadedProfile>,
 }
 
 /// Find a scenario by builtin name or by path; returns (display name, text).
@@ -310,9 +317,21 @@ impl Scenario {
             .ok_or_else(|| ScenarioError(format!("{}: missing key name", src.file())))?;
         let description = src.str_or("description", "")?;
 
+        let profile = match src.str_opt("machine.profile")? {
+            Some(p) => Some(
+                crate::profile::load(&p)
+                    .map_err(|e| src.err("machine.profile", format!("{e:#}")))?,
+            ),
+            None => None,
+        };
+        // A profile's arch is the machine's when machine.arch is not given; a different
+        // machine.arch is an error (its costs belong to the other architecture).
+        let arch_default = profile
+            .as_ref()
+            .map_or("x86", |p| p.profile.machine.arch.as_str());
         let machine = Machine {
             cpus: src.u64_or("machine.cpus", 2)? as usize,
-            arch: match src.str_or("machine.arch", "x86")?.as_str() {
+            arch: match src.str_or("machine.arch", arch_default)?.as_str() {
                 "x86" | "x86_64" => Arch::X86,
                 "arm64" | "aarch64" => Arch::Arm64,
                 other => {
@@ -323,7 +342,24 @@ impl Scenario {
                 }
             },
             memory_bytes: src.size_or("machine.memory", 32 << 30)?,
+            profile: src.str_opt("machine.profile")?,
         };
+        if let Some(p) = &profile {
+            let want = p.profile.machine.arch.as_str();
+            let have = match machine.arch {
+                Arch::X86 => "x86",
+                Arch::Arm64 => "arm64",
+            };
+            if want != have {
+                return Err(src.err(
+                    "machine.arch",
+                    format!(
+                        "{have} does not match profile {:?} (arch {want}): set machine.arch = \"{want}\" or use a {have} profile",
+                        p.profile.profile.name
+                    ),
+                ));
+            }
+        }
         if machine.cpus == 0 || machine.cpus > 4096 {
             return Err(src.err(
                 "machine.cpus",
@@ -544,6 +580,7 @@ impl Scenario {
             kernel,
             workload,
             source: src,
+            profile,
         })
     }
 

@@ -4,8 +4,12 @@
 //! figure in one place. docs/cost-model.md repeats the table with the full citations. None of
 //! these is fitted to a seed's result.
 
-/// Costs in nanoseconds of simulated time.
-#[derive(Clone, Debug)]
+use serde::{Deserialize, Serialize};
+
+/// Costs in nanoseconds of simulated time. Serde gives each field its name as a profile's cost
+/// name (`[costs.NAME]`), so a field added here is at once settable from a profile.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CostTable {
     /// Workload store bandwidth for one 4 KiB page (one pass of stores over the page).
     /// ~10 GB/s single-core streaming store bandwidth on a Zen-class core: 4096 B / 10 B/ns.
@@ -127,6 +131,77 @@ impl CostTable {
         }
     }
 
+    /// The architecture's built-in table.
+    pub fn for_arch(arch: crate::arch::Arch) -> CostTable {
+        match arch {
+            crate::arch::Arch::X86 => CostTable::x86(),
+            crate::arch::Arch::Arm64 => CostTable::arm64(),
+        }
+    }
+
+    /// Every cost's name (the fields of the table), sorted.
+    pub fn names() -> Vec<String> {
+        match serde_json::to_value(CostTable::x86()) {
+            Ok(serde_json::Value::Object(m)) => m.keys().cloned().collect(),
+            _ => unreachable!("CostTable serializes to an object"),
+        }
+    }
+
+    /// Overlay a profile's costs on this table by name; returns how many were set. A cost the
+    /// table has no field for is an error naming it and listing the valid names.
+    ///
+    /// Profiles give ns as f64; the simulator's clocks count whole ns, so an integer field gets
+    /// the value rounded to the nearest ns (halves away from zero). Rounding is a pure function
+    /// of the profile's text, so a run with a profile stays deterministic.
+    pub fn overlay<'a>(
+        &mut self,
+        costs: impl IntoIterator<Item = (&'a str, f64)>,
+    ) -> anyhow::Result<usize> {
+        let mut v = serde_json::to_value(&*self)?;
+        let m = v
+            .as_object_mut()
+            .expect("CostTable serializes to an object");
+        let mut n = 0;
+        for (name, ns) in costs {
+            let Some(slot) = m.get_mut(name) else {
+                let mut valid: Vec<&String> = m.keys().collect();
+                valid.sort();
+                let valid: Vec<&str> = valid.iter().map(|s| s.as_str()).collect();
+                anyhow::bail!(
+                    "unknown cost {name:?}: the simulator's costs are {}",
+                    valid.join(", ")
+                );
+            };
+            if !ns.is_finite() || ns < 0.0 {
+                anyhow::bail!("cost {name}: {ns} ns is not a finite number >= 0");
+            }
+            *slot = if slot.is_u64() {
+                serde_json::Value::from(ns.round() as u64)
+            } else {
+                serde_json::Value::from(ns)
+            };
+            n += 1;
+        }
+        *self = serde_json::from_value(v)?;
+        Ok(n)
+    }
+
+    /// The table a scenario runs with: the arch's built-in one with `machine.profile`'s costs
+    /// laid over it.
+    pub fn for_scenario(scn: &reclaimlab_core::Scenario) -> anyhow::Result<CostTable> {
+        let mut t = CostTable::for_arch((&scn.machine.arch).into());
+        if let Some(p) = &scn.profile {
+            t.overlay(
+                p.profile
+                    .costs
+                    .iter()
+                    .map(|(name, c)| (name.as_str(), c.ns)),
+            )
+            .map_err(|e| anyhow::anyhow!("profile {}: {e}", p.origin))?;
+        }
+        Ok(t)
+    }
+
     /// arm64 (a Neoverse-class server): the generic kernel paths keep the x86 figures (the
     /// same estimates; no arm64 measurement exists yet); the IPI costs are unused (arm64 sends
     /// none) and the TLB maintenance costs are the TLBI/DSB ones.
@@ -140,5 +215,70 @@ impl CostTable {
             dsb_ish_per_cpu: 20,
             ..CostTable::x86()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reclaimlab_core::profile::{Profile, SHIPPED};
+
+    fn shipped(name: &str) -> Profile {
+        let (_, text) = SHIPPED.iter().find(|(n, _)| *n == name).unwrap();
+        Profile::parse(text, name).unwrap()
+    }
+
+    /// The generic profiles are the built-in tables with provenance: same names, same values.
+    #[test]
+    fn builtin_tables_equal_the_generic_profiles() {
+        for (name, table) in [
+            ("generic-x86", CostTable::x86()),
+            ("generic-arm64", CostTable::arm64()),
+        ] {
+            let p = shipped(name);
+            let in_profile: Vec<String> = p.costs.keys().cloned().collect();
+            assert_eq!(in_profile, CostTable::names(), "{name}: cost names differ");
+            // Overlay on a table of zeros: every field must come from the profile.
+            let mut zero = serde_json::to_value(CostTable::x86()).unwrap();
+            for v in zero.as_object_mut().unwrap().values_mut() {
+                *v = serde_json::Value::from(0u64);
+            }
+            let mut t: CostTable = serde_json::from_value(zero).unwrap();
+            let n = t
+                .overlay(p.costs.iter().map(|(k, c)| (k.as_str(), c.ns)))
+                .unwrap();
+            assert_eq!(n, in_profile.len());
+            assert_eq!(t, table, "{name} differs from the built-in table");
+        }
+    }
+
+    #[test]
+    fn every_shipped_profile_names_only_known_costs() {
+        for (name, _) in SHIPPED {
+            let p = shipped(name);
+            let mut t = CostTable::for_arch(match p.machine.arch.as_str() {
+                "arm64" => crate::arch::Arch::Arm64,
+                _ => crate::arch::Arch::X86,
+            });
+            t.overlay(p.costs.iter().map(|(k, c)| (k.as_str(), c.ns)))
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+    }
+
+    #[test]
+    fn overlay_rounds_to_whole_ns_and_rejects_unknown_names() {
+        let mut t = CostTable::x86();
+        t.overlay([("fault_base", 812.5), ("ipi_send", 299.4)])
+            .unwrap();
+        assert_eq!(t.fault_base, 813);
+        assert_eq!(t.ipi_send, 299);
+        assert_eq!(t.rmap_walk, CostTable::x86().rmap_walk);
+        let e = t.overlay([("fault_bse", 1.0)]).unwrap_err().to_string();
+        assert!(e.contains("unknown cost \"fault_bse\""), "{e}");
+        assert!(
+            e.contains("fault_base") && e.contains("zram_compress"),
+            "{e}"
+        );
+        assert!(t.overlay([("fault_base", f64::NAN)]).is_err());
     }
 }

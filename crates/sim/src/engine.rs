@@ -236,16 +236,29 @@ impl Kernel {
             if sweep != Some(Sweep::Populate) {
                 task.pages_touched += 1;
             }
-            task.bogo_units += match sweep {
+            let units = match sweep {
                 Some(Sweep::WriteUnits(u)) => u64::from(u),
                 Some(Sweep::Pass(p)) => u64::from(p.units_at(i, n)),
                 _ if write => m.bogo_units_per_store,
                 _ => 0,
             };
+            task.bogo_units += units;
+            if units > 0 && !m.random {
+                if task.bogo_units_by_phase.len() < m.sweeps.len() {
+                    task.bogo_units_by_phase.resize(m.sweeps.len(), 0);
+                }
+                task.bogo_units_by_phase[task.phase] += units;
+            }
             if !m.random {
                 task.cursor += 1;
                 if task.cursor - task.start == m.sweeps[task.phase].len(n) {
                     task.cursor = task.start;
+                    if task.ns_by_phase.len() < m.sweeps.len() {
+                        task.ns_by_phase.resize(m.sweeps.len(), 0);
+                    }
+                    let now = k.cpus[cpu].clock;
+                    task.ns_by_phase[task.phase] += now.saturating_sub(task.phase_entered_ns);
+                    task.phase_entered_ns = now;
                     task.phase += 1;
                     if task.phase == m.sweeps.len() {
                         task.phase = 0;

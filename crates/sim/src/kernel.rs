@@ -81,6 +81,12 @@ pub struct Task {
     pub phase: usize,
     /// stress-ng bogo counter units.
     pub bogo_units: u64,
+    /// The same units split by sweep index (`phase`), for stress-vm's per-method rates.
+    pub bogo_units_by_phase: Vec<u64>,
+    /// Simulated ns spent in each sweep index (entry to exit, waits included), and when the
+    /// current one was entered.
+    pub ns_by_phase: Vec<u64>,
+    pub phase_entered_ns: u64,
     /// A kernel thread (kswapd): no mm of its own, runs lazily on the previous one.
     pub kthread: bool,
     /// When a one-cycle task finished (its CPU's clock).
@@ -272,6 +278,9 @@ impl Kernel {
             done: false,
             phase: 0,
             bogo_units: 0,
+            bogo_units_by_phase: Vec::new(),
+            ns_by_phase: Vec::new(),
+            phase_entered_ns: 0,
             kthread: false,
             done_at: None,
         });

@@ -40,6 +40,7 @@ pub fn run(scn: &Scenario, opts: &SimOptions) -> anyhow::Result<ResultDoc> {
     let cfg = SimConfig::from_scenario(scn)?;
     let policy = Policy::from_scenario(scn)?;
     arch::arm64_tlbi_range(scn)?;
+    cost::CostTable::for_scenario(scn)?;
     // Every key is read by now: reject unknown ones before a long simulation, not after.
     scn.finish()?;
     let (k, doc) = simulate(scn, cfg.clone(), policy.clone(), opts)?;
@@ -120,6 +121,7 @@ fn simulate_with(
         scn.run.seed,
     );
     k.set_arch((&scn.machine.arch).into());
+    k.cost = cost::CostTable::for_scenario(scn)?;
     k.arm64_tlbi_range = arch::arm64_tlbi_range(scn)?;
     setup(&mut k);
     let duration = scn.run.duration_ns;
@@ -160,6 +162,7 @@ fn simulate_with(
             }
             e.place_tasks();
             e.run_until(duration, duration);
+            let mut extra = std::collections::BTreeMap::new();
             let units: u64 = e.k.tasks.iter().map(|t| t.bogo_units).sum();
             let ops = (units >> workload::stress_vm::VM_BOGO_SHIFT) as f64;
             let names = workload::stress_vm::names_by_phase(&w.method);
@@ -172,18 +175,14 @@ fn simulate_with(
                 "stress-vm method each worker ends in (full cycles done + method): {}",
                 at.join(" ")
             ));
+            workload::stress_vm::report_rates(&e.k, &w.method, secs, &mut extra);
             notes.push(
                 "bogo ops: stress-ng 0.15.06's vm method table (35 methods for \"all\", one per loop iteration), units per pass from stress-vm.c (see docs/sim-model.md)"
                     .to_string(),
             );
-            Ok(finish(
-                scn,
-                e.k,
-                secs,
-                ops / secs,
-                "bogo_ops_per_sec",
-                notes,
-            ))
+            let (k, mut doc) = finish(scn, e.k, secs, ops / secs, "bogo_ops_per_sec", notes);
+            doc.runs[0].extra.append(&mut extra);
+            Ok((k, doc))
         }
         Workload::FileMmapRw(w) => {
             let pages = w.file_bytes / PAGE;

@@ -125,6 +125,18 @@ pub fn build(
         j(k.tasks.iter().map(|t| t.pages_touched).sum()),
     );
     crate::mm::kswapd::report(k, sim_seconds, &mut extra);
+    let mut notes = notes;
+    if let Some(p) = &scn.profile {
+        // Only with a profile, so that documents without one stay as they were.
+        extra.insert("profile".into(), p.summary());
+        let m = &p.profile.machine;
+        if m.cpus as usize != scn.machine.cpus {
+            notes.push(format!(
+                "profile {} describes a {}-CPU machine; the simulated machine has {} CPUs (machine.cpus), the profile's costs are used as they are",
+                p.profile.profile.name, m.cpus, scn.machine.cpus
+            ));
+        }
+    }
     let run = RunResult {
         counters,
         per_cpu,

@@ -609,3 +609,88 @@ pub fn names_by_phase(method: &str) -> Vec<&'static str> {
     }
     v
 }
+
+/// Rates that do not depend on where each worker is in the method cycle when the run stops
+/// (stress-ng's bogo ops/s does: the methods' bogo ops per page differ by 5000x):
+/// `pages_touched_per_sec` (method pages visited, populate passes not counted),
+/// `bogo_ops_by_method` (each method's share of the bogo ops, fractional) and
+/// `stress_vm_end_methods` (the method each worker is in at the end), and per method the
+/// simulated seconds its workers spent in it (`method_seconds`: entry to exit including the
+/// populate before it and any wait for a CPU, summed over workers) and the bogo ops per second
+/// of that time (`bogo_ops_per_sec_by_method`: ops / (method_seconds / workers), the
+/// aggregate rate while the workers are in that method).
+pub fn report_rates(
+    k: &crate::kernel::Kernel,
+    method: &str,
+    secs: f64,
+    extra: &mut std::collections::BTreeMap<String, serde_json::Value>,
+) {
+    let workers = k.tasks.iter().filter(|t| !t.kthread).count().max(1) as f64;
+    let end_ns = (secs * 1e9) as u64;
+    let names_ns = names_by_phase(method);
+    let mut ns_by: std::collections::BTreeMap<&str, u64> = Default::default();
+    for t in k.tasks.iter().filter(|t| !t.kthread) {
+        for (phase, ns) in t.ns_by_phase.iter().enumerate() {
+            if *ns > 0 {
+                *ns_by.entry(names_ns[phase]).or_insert(0) += ns;
+            }
+        }
+        // The phase the run ended in, up to the end of the run.
+        *ns_by.entry(names_ns[t.phase]).or_insert(0) += end_ns.saturating_sub(t.phase_entered_ns);
+    }
+    let names = names_by_phase(method);
+    let touched: u64 = k.tasks.iter().map(|t| t.pages_touched).sum();
+    extra.insert(
+        "pages_touched_per_sec".into(),
+        serde_json::Value::from(touched as f64 / secs),
+    );
+    let mut by_method: std::collections::BTreeMap<&str, u64> = Default::default();
+    for t in &k.tasks {
+        for (phase, u) in t.bogo_units_by_phase.iter().enumerate() {
+            if *u > 0 {
+                *by_method.entry(names[phase]).or_insert(0) += u;
+            }
+        }
+    }
+    let ops: serde_json::Map<String, serde_json::Value> = by_method
+        .into_iter()
+        .map(|(m, u)| {
+            let ops = u as f64 / (1u64 << VM_BOGO_SHIFT) as f64;
+            (m.to_string(), serde_json::Value::from(ops))
+        })
+        .collect();
+    let rates: serde_json::Map<String, serde_json::Value> = ops
+        .iter()
+        .filter_map(|(m, v)| {
+            let ns = *ns_by.get(m.as_str())?;
+            if ns == 0 {
+                return None;
+            }
+            let per_worker_s = ns as f64 / 1e9 / workers;
+            Some((
+                m.clone(),
+                serde_json::Value::from(v.as_f64()? / per_worker_s),
+            ))
+        })
+        .collect();
+    let seconds: serde_json::Map<String, serde_json::Value> = ns_by
+        .iter()
+        .map(|(m, ns)| (m.to_string(), serde_json::Value::from(*ns as f64 / 1e9)))
+        .collect();
+    extra.insert("bogo_ops_by_method".into(), serde_json::Value::Object(ops));
+    extra.insert(
+        "bogo_ops_per_sec_by_method".into(),
+        serde_json::Value::Object(rates),
+    );
+    extra.insert("method_seconds".into(), serde_json::Value::Object(seconds));
+    let ends: Vec<&str> = k
+        .tasks
+        .iter()
+        .filter(|t| !t.kthread)
+        .map(|t| names[t.phase])
+        .collect();
+    extra.insert(
+        "stress_vm_end_methods".into(),
+        serde_json::Value::from(ends),
+    );
+}
