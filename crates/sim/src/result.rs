@@ -65,6 +65,10 @@ pub fn build(
     }
     extra.insert("swap_used_pages".into(), j(k.swap.used));
     extra.insert("ttu_steps".into(), j(k.ttu_steps));
+    // Shared-lock waits (locking.rs) and call-function interrupts (smp.rs).
+    for (key, v) in k.lock_stats().into_iter().chain(k.smp_stats()) {
+        extra.insert(key.into(), j(v));
+    }
     extra.insert("ttu_ptes".into(), j(k.ttu_ptes));
     extra.insert(
         "mm_cpumask_weight".into(),
