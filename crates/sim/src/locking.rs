@@ -16,23 +16,23 @@
 //!   never waits for a later-processed CPU even if, in time, the later one would have taken a
 //!   gap that is now too small, and the rest of a step is not re-ordered by the wait.
 //! * Only the last [`LOCK_HISTORY`] holds are remembered; a request older than all of them
-//!   sees the lock free. Steps run ahead by at most one reclaim call, far fewer holds.
+//!   sees the lock free. Steps run ahead by about one reclaim call, far fewer holds.
 //! * Spinning is FIFO-free: whoever is processed first gets the slot (the kernel's queued
 //!   spinlock is FIFO among waiters that are spinning at the same time).
 
 use crate::kernel::{CpuId, Kernel};
-use std::collections::VecDeque;
+use std::collections::BTreeMap;
 
 /// Holds remembered per lock (see the module doc).
-pub const LOCK_HISTORY: usize = 128;
+pub const LOCK_HISTORY: usize = 4096;
 /// folio_batch capacity (PAGEVEC_SIZE, include/linux/pagevec.h): the per-CPU lru_add batch
 /// takes lru_lock once per this many folios.
 pub const FOLIO_BATCH_SIZE: u32 = 31;
 
-/// One spinlock: its holds (start, end), sorted and disjoint, and its statistics.
+/// One spinlock: its holds (start → end), disjoint, and its statistics.
 #[derive(Default, Clone, Debug)]
 pub struct SpinLock {
-    holds: VecDeque<(u64, u64)>,
+    holds: BTreeMap<u64, u64>,
     /// Acquisitions, those that had to spin, and the total spin time (ns).
     pub acquired: u64,
     pub contended: u64,
@@ -42,19 +42,23 @@ pub struct SpinLock {
 }
 
 impl SpinLock {
-    /// Acquire at time `t` for `hold` ns: returns the time the hold starts (>= t).
+    /// Acquire at time `t` for `hold` ns: returns the time the hold starts (>= t), the start
+    /// of the first gap at or after `t` that fits the hold.
     pub fn acquire(&mut self, t: u64, hold: u64) -> u64 {
         let mut s = t;
-        let mut pos = self.holds.len();
-        for (i, &(a, b)) in self.holds.iter().enumerate() {
-            if b <= s {
-                continue;
+        loop {
+            // A hold that started at or before `s` and is still on.
+            if let Some((_, &end)) = self.holds.range(..=s).next_back() {
+                if end > s {
+                    s = end;
+                    continue;
+                }
             }
-            if a >= s.saturating_add(hold) && (hold > 0 || a > s) {
-                pos = i;
-                break;
+            // A hold that starts before ours would end.
+            match self.holds.range(s..).next() {
+                Some((&a, &b)) if a < s + hold => s = b,
+                _ => break,
             }
-            s = s.max(b);
         }
         self.acquired += 1;
         self.hold_ns += hold;
@@ -63,9 +67,9 @@ impl SpinLock {
             self.wait_ns += s - t;
         }
         if hold > 0 {
-            self.holds.insert(pos, (s, s + hold));
+            self.holds.insert(s, s + hold);
             if self.holds.len() > LOCK_HISTORY {
-                self.holds.pop_front();
+                self.holds.pop_first();
             }
         }
         s

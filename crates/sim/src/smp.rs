@@ -19,64 +19,57 @@
 //! timing when the sender runs, with what the target has recorded so far.
 
 use crate::kernel::{CpuId, Kernel};
+use std::collections::BTreeMap;
 
-/// Interrupts-off windows remembered per CPU.
-pub const IRQ_OFF_HISTORY: usize = 32;
+/// Interrupts-off periods remembered per CPU (older ones are forgotten: an IPI at a time
+/// before all of them finds interrupts on).
+pub const IRQ_OFF_HISTORY: usize = 1024;
 /// Call-function interrupts remembered per CPU.
-pub const CSD_HISTORY: usize = 32;
+pub const CSD_HISTORY: usize = 1024;
 
-/// One CPU's recent interrupts-off windows [start, end).
-#[derive(Clone, Debug)]
+/// One CPU's recent interrupts-off periods (start → end), merged where they overlap or touch
+/// (interrupts stay off across back-to-back sections).
+#[derive(Clone, Debug, Default)]
 pub struct IrqOff {
-    w: Vec<(u64, u64)>,
-    pos: usize,
-    /// The latest end ever pushed: no window holds a time at or after it (a fast path).
-    latest_end: u64,
+    w: BTreeMap<u64, u64>,
 }
 
 impl IrqOff {
-    fn new() -> IrqOff {
-        IrqOff {
-            w: Vec::with_capacity(IRQ_OFF_HISTORY),
-            pos: 0,
-            latest_end: 0,
-        }
-    }
-
     /// local_irq_disable at `start` .. local_irq_enable at `end`.
     pub fn push(&mut self, start: u64, end: u64) {
         if end <= start {
             return;
         }
-        self.latest_end = self.latest_end.max(end);
-        if self.w.len() < IRQ_OFF_HISTORY {
-            self.w.push((start, end));
-        } else {
-            self.w[self.pos] = (start, end);
-            self.pos = (self.pos + 1) % IRQ_OFF_HISTORY;
+        let (mut s, mut e) = (start, end);
+        if let Some((&ps, &pe)) = self.w.range(..=s).next_back() {
+            if pe >= s {
+                s = ps;
+                e = e.max(pe);
+            }
+        }
+        while let Some((&k, &v)) = self.w.range(s..=e).next() {
+            self.w.remove(&k);
+            e = e.max(v);
+        }
+        self.w.insert(s, e);
+        if self.w.len() > IRQ_OFF_HISTORY {
+            self.w.pop_first();
         }
     }
 
-    /// The first time at or after `t` with interrupts on (windows may chain).
+    /// The first time at or after `t` with interrupts on.
     pub fn irqs_on_at(&self, t: u64) -> u64 {
-        let mut t = t;
-        if t >= self.latest_end {
-            return t;
-        }
-        loop {
-            match self.w.iter().find(|&&(a, b)| a <= t && t < b) {
-                Some(&(_, b)) => t = b,
-                None => return t,
-            }
+        match self.w.range(..=t).next_back() {
+            Some((_, &e)) if e > t => e,
+            _ => t,
         }
     }
 }
 
-/// One call-function interrupt on a CPU: when its first call was queued, when the handler
-/// took the queue (llist_del_all), and when the handler returned.
+/// One call-function interrupt on a CPU (keyed by when its first call was queued): when the
+/// handler took the queue (llist_del_all), and when it returned.
 #[derive(Clone, Copy, Debug)]
 struct CallIrq {
-    queued: u64,
     entry: u64,
     end: u64,
 }
@@ -84,8 +77,7 @@ struct CallIrq {
 /// Per-CPU call_single_queue state and the interrupts-off windows, plus counters.
 pub struct Smp {
     pub irq_off: Vec<IrqOff>,
-    irqs: Vec<Vec<CallIrq>>,
-    irq_pos: Vec<usize>,
+    irqs: Vec<BTreeMap<u64, CallIrq>>,
     /// Per CPU, the latest handler entry remembered: a call queued at or after it finds the
     /// queue empty (a fast path).
     latest_entry: Vec<u64>,
@@ -101,9 +93,8 @@ pub struct Smp {
 impl Smp {
     pub fn new(nr_cpus: usize) -> Smp {
         Smp {
-            irq_off: vec![IrqOff::new(); nr_cpus],
-            irqs: vec![Vec::with_capacity(CSD_HISTORY); nr_cpus],
-            irq_pos: vec![0; nr_cpus],
+            irq_off: vec![IrqOff::default(); nr_cpus],
+            irqs: vec![BTreeMap::new(); nr_cpus],
             latest_entry: vec![0; nr_cpus],
             calls: 0,
             calls_sharing_irq: 0,
@@ -112,14 +103,32 @@ impl Smp {
         }
     }
 
-    fn remember(&mut self, cpu: CpuId, irq: CallIrq) {
+    fn remember(&mut self, cpu: CpuId, queued: u64, irq: CallIrq) {
         self.latest_entry[cpu] = self.latest_entry[cpu].max(irq.entry);
         let v = &mut self.irqs[cpu];
-        if v.len() < CSD_HISTORY {
-            v.push(irq);
-        } else {
-            v[self.irq_pos[cpu]] = irq;
-            self.irq_pos[cpu] = (self.irq_pos[cpu] + 1) % CSD_HISTORY;
+        v.insert(queued, irq);
+        if v.len() > CSD_HISTORY {
+            v.pop_first();
+        }
+    }
+
+    /// The pending interrupt on `cpu` that a call queued at `queued` joins, if any: one whose
+    /// queue was non-empty at `queued` (queued first, handler not yet entered), or one whose
+    /// first call came after `queued` but before this call's own IPI would have been taken
+    /// (`entry`): in time this call was first and that one joined it.
+    fn pending_irq(&self, cpu: CpuId, queued: u64, entry: u64) -> Option<u64> {
+        if queued >= self.latest_entry[cpu] {
+            return None;
+        }
+        let v = &self.irqs[cpu];
+        if let Some((&q, i)) = v.range(..=queued).next_back() {
+            if queued < i.entry {
+                return Some(q);
+            }
+        }
+        match v.range(queued + 1..).next() {
+            Some((&q, _)) if q < entry => Some(q),
+            _ => None,
         }
     }
 }
@@ -147,24 +156,17 @@ impl Kernel {
         self.smp.calls += 1;
         let arrive = queued + self.cost.ipi_delivery;
         let entry = self.smp.irq_off[target].irqs_on_at(arrive);
-        // Both sharing conditions need `queued` before the interrupt's entry.
-        let shared = if queued >= self.smp.latest_entry[target] {
-            None
-        } else {
-            self.smp.irqs[target].iter().position(|i| {
-                (i.queued <= queued && queued < i.entry) || (queued < i.queued && i.queued < entry)
-            })
-        };
-        if let Some(ix) = shared {
+        if let Some(key) = self.smp.pending_irq(target, queued, entry) {
             self.smp.calls_sharing_irq += 1;
-            let irq = &mut self.smp.irqs[target][ix];
+            let mut irq = self.smp.irqs[target]
+                .remove(&key)
+                .expect("pending interrupt");
             let start = irq.end;
             irq.end += work;
-            irq.queued = irq.queued.min(queued);
-            let end = irq.end;
-            self.smp.irq_off[target].push(start, end);
+            self.smp.irqs[target].insert(key.min(queued), irq);
+            self.smp.irq_off[target].push(start, irq.end);
             self.charge(target, work);
-            return end;
+            return irq.end;
         }
         if entry > arrive {
             self.smp.irq_off_delayed += 1;
@@ -173,7 +175,7 @@ impl Kernel {
         self.irq.function_call_interrupts[target] += 1;
         let end = entry + self.cost.ipi_handle + work;
         self.smp.irq_off[target].push(entry, end);
-        self.smp.remember(target, CallIrq { queued, entry, end });
+        self.smp.remember(target, queued, CallIrq { entry, end });
         self.charge(target, self.cost.ipi_handle + work);
         end
     }
@@ -203,7 +205,7 @@ mod tests {
 
     #[test]
     fn irqs_on_at_follows_chained_windows() {
-        let mut w = IrqOff::new();
+        let mut w = IrqOff::default();
         w.push(100, 200);
         w.push(200, 250);
         w.push(400, 500);
