@@ -18,6 +18,7 @@ pub mod replay;
 pub mod result;
 pub mod sched;
 pub mod smp;
+pub mod timeline;
 pub mod workload;
 
 use config::{Policy, SimConfig};

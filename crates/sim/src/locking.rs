@@ -21,7 +21,7 @@
 //!   spinlock is FIFO among waiters that are spinning at the same time).
 
 use crate::kernel::{CpuId, Kernel};
-use std::collections::BTreeMap;
+use crate::timeline::Timeline;
 
 /// Holds remembered per lock (see the module doc).
 pub const LOCK_HISTORY: usize = 4096;
@@ -29,10 +29,10 @@ pub const LOCK_HISTORY: usize = 4096;
 /// takes lru_lock once per this many folios.
 pub const FOLIO_BATCH_SIZE: u32 = 31;
 
-/// One spinlock: its holds (start → end), disjoint, and its statistics.
-#[derive(Default, Clone, Debug)]
+/// One spinlock: its busy periods and its statistics.
+#[derive(Clone, Debug)]
 pub struct SpinLock {
-    holds: BTreeMap<u64, u64>,
+    holds: Timeline,
     /// Acquisitions, those that had to spin, and the total spin time (ns).
     pub acquired: u64,
     pub contended: u64,
@@ -41,37 +41,30 @@ pub struct SpinLock {
     pub hold_ns: u64,
 }
 
+impl Default for SpinLock {
+    fn default() -> SpinLock {
+        SpinLock {
+            holds: Timeline::new(LOCK_HISTORY),
+            acquired: 0,
+            contended: 0,
+            wait_ns: 0,
+            hold_ns: 0,
+        }
+    }
+}
+
 impl SpinLock {
     /// Acquire at time `t` for `hold` ns: returns the time the hold starts (>= t), the start
     /// of the first gap at or after `t` that fits the hold.
     pub fn acquire(&mut self, t: u64, hold: u64) -> u64 {
-        let mut s = t;
-        loop {
-            // A hold that started at or before `s` and is still on.
-            if let Some((_, &end)) = self.holds.range(..=s).next_back() {
-                if end > s {
-                    s = end;
-                    continue;
-                }
-            }
-            // A hold that starts before ours would end.
-            match self.holds.range(s..).next() {
-                Some((&a, &b)) if a < s + hold => s = b,
-                _ => break,
-            }
-        }
+        let s = self.holds.first_fit(t, hold);
         self.acquired += 1;
         self.hold_ns += hold;
         if s > t {
             self.contended += 1;
             self.wait_ns += s - t;
         }
-        if hold > 0 {
-            self.holds.insert(s, s + hold);
-            if self.holds.len() > LOCK_HISTORY {
-                self.holds.pop_first();
-            }
-        }
+        self.holds.add(s, s + hold);
         s
     }
 }

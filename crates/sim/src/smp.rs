@@ -19,7 +19,8 @@
 //! timing when the sender runs, with what the target has recorded so far.
 
 use crate::kernel::{CpuId, Kernel};
-use std::collections::BTreeMap;
+use crate::timeline::Timeline;
+use std::collections::VecDeque;
 
 /// Interrupts-off periods remembered per CPU (older ones are forgotten: an IPI at a time
 /// before all of them finds interrupts on).
@@ -27,42 +28,26 @@ pub const IRQ_OFF_HISTORY: usize = 1024;
 /// Call-function interrupts remembered per CPU.
 pub const CSD_HISTORY: usize = 1024;
 
-/// One CPU's recent interrupts-off periods (start → end), merged where they overlap or touch
-/// (interrupts stay off across back-to-back sections).
-#[derive(Clone, Debug, Default)]
-pub struct IrqOff {
-    w: BTreeMap<u64, u64>,
+/// One CPU's recent interrupts-off periods, merged where they overlap or touch (interrupts
+/// stay off across back-to-back sections).
+#[derive(Clone, Debug)]
+pub struct IrqOff(Timeline);
+
+impl Default for IrqOff {
+    fn default() -> IrqOff {
+        IrqOff(Timeline::new(IRQ_OFF_HISTORY))
+    }
 }
 
 impl IrqOff {
     /// local_irq_disable at `start` .. local_irq_enable at `end`.
     pub fn push(&mut self, start: u64, end: u64) {
-        if end <= start {
-            return;
-        }
-        let (mut s, mut e) = (start, end);
-        if let Some((&ps, &pe)) = self.w.range(..=s).next_back() {
-            if pe >= s {
-                s = ps;
-                e = e.max(pe);
-            }
-        }
-        while let Some((&k, &v)) = self.w.range(s..=e).next() {
-            self.w.remove(&k);
-            e = e.max(v);
-        }
-        self.w.insert(s, e);
-        if self.w.len() > IRQ_OFF_HISTORY {
-            self.w.pop_first();
-        }
+        self.0.add(start, end);
     }
 
     /// The first time at or after `t` with interrupts on.
     pub fn irqs_on_at(&self, t: u64) -> u64 {
-        match self.w.range(..=t).next_back() {
-            Some((_, &e)) if e > t => e,
-            _ => t,
-        }
+        self.0.busy_until(t).unwrap_or(t)
     }
 }
 
@@ -77,7 +62,8 @@ struct CallIrq {
 /// Per-CPU call_single_queue state and the interrupts-off windows, plus counters.
 pub struct Smp {
     pub irq_off: Vec<IrqOff>,
-    irqs: Vec<BTreeMap<u64, CallIrq>>,
+    /// Per CPU, (first call queued, interrupt), sorted by the first.
+    irqs: Vec<VecDeque<(u64, CallIrq)>>,
     /// Per CPU, the latest handler entry remembered: a call queued at or after it finds the
     /// queue empty (a fast path).
     latest_entry: Vec<u64>,
@@ -94,7 +80,7 @@ impl Smp {
     pub fn new(nr_cpus: usize) -> Smp {
         Smp {
             irq_off: vec![IrqOff::default(); nr_cpus],
-            irqs: vec![BTreeMap::new(); nr_cpus],
+            irqs: vec![VecDeque::new(); nr_cpus],
             latest_entry: vec![0; nr_cpus],
             calls: 0,
             calls_sharing_irq: 0,
@@ -106,30 +92,31 @@ impl Smp {
     fn remember(&mut self, cpu: CpuId, queued: u64, irq: CallIrq) {
         self.latest_entry[cpu] = self.latest_entry[cpu].max(irq.entry);
         let v = &mut self.irqs[cpu];
-        v.insert(queued, irq);
+        let at = if v.back().is_none_or(|&(q, _)| q < queued) {
+            v.len()
+        } else {
+            v.partition_point(|&(q, _)| q < queued)
+        };
+        v.insert(at, (queued, irq));
         if v.len() > CSD_HISTORY {
-            v.pop_first();
+            v.pop_front();
         }
     }
 
-    /// The pending interrupt on `cpu` that a call queued at `queued` joins, if any: one whose
-    /// queue was non-empty at `queued` (queued first, handler not yet entered), or one whose
-    /// first call came after `queued` but before this call's own IPI would have been taken
-    /// (`entry`): in time this call was first and that one joined it.
-    fn pending_irq(&self, cpu: CpuId, queued: u64, entry: u64) -> Option<u64> {
+    /// The pending interrupt on `cpu` that a call queued at `queued` joins, if any (its index):
+    /// one whose queue was non-empty at `queued` (queued first, handler not yet entered), or
+    /// one whose first call came after `queued` but before this call's own IPI would have been
+    /// taken (`entry`): in time this call was first and that one joined it.
+    fn pending_irq(&self, cpu: CpuId, queued: u64, entry: u64) -> Option<usize> {
         if queued >= self.latest_entry[cpu] {
             return None;
         }
         let v = &self.irqs[cpu];
-        if let Some((&q, i)) = v.range(..=queued).next_back() {
-            if queued < i.entry {
-                return Some(q);
-            }
+        let i = v.partition_point(|&(q, _)| q <= queued);
+        if i > 0 && queued < v[i - 1].1.entry {
+            return Some(i - 1);
         }
-        match v.range(queued + 1..).next() {
-            Some((&q, _)) if q < entry => Some(q),
-            _ => None,
-        }
+        (i < v.len() && v[i].0 < entry).then_some(i)
     }
 }
 
@@ -156,17 +143,18 @@ impl Kernel {
         self.smp.calls += 1;
         let arrive = queued + self.cost.ipi_delivery;
         let entry = self.smp.irq_off[target].irqs_on_at(arrive);
-        if let Some(key) = self.smp.pending_irq(target, queued, entry) {
+        if let Some(ix) = self.smp.pending_irq(target, queued, entry) {
             self.smp.calls_sharing_irq += 1;
-            let mut irq = self.smp.irqs[target]
-                .remove(&key)
-                .expect("pending interrupt");
+            let (q, irq) = &mut self.smp.irqs[target][ix];
+            // Keyed by its first call; this one may be earlier (the order stays sorted: no
+            // other interrupt was queued between them, or this call would have joined it).
+            *q = (*q).min(queued);
             let start = irq.end;
             irq.end += work;
-            self.smp.irqs[target].insert(key.min(queued), irq);
-            self.smp.irq_off[target].push(start, irq.end);
+            let end = irq.end;
+            self.smp.irq_off[target].push(start, end);
             self.charge(target, work);
-            return irq.end;
+            return end;
         }
         if entry > arrive {
             self.smp.irq_off_delayed += 1;
