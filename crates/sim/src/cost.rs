@@ -29,7 +29,8 @@ pub struct CostTable {
     /// Read one 4 KiB page of file data that is not cached (NVMe 4K random read ~80 us,
     /// sequential with readahead much less; we charge a readahead-amortized ~10 us).
     pub file_read_page: u64,
-    /// Reclaim: isolate one folio from the LRU under lru_lock.
+    /// Reclaim: isolate one folio from the LRU under lru_lock (also the lru_lock hold per
+    /// isolated folio, locking.rs).
     pub isolate_folio: u64,
     /// Reclaim: one rmap walk of an order-0 anon/file folio (folio_referenced or try_to_unmap),
     /// anon_vma lock + page_vma_mapped_walk: ~250 ns.
@@ -94,6 +95,15 @@ pub struct CostTable {
     /// The writeback device: one 4 KiB page written, in submission order (NVMe-class 4K
     /// writes at ~100k IOPS, 400 MB/s, the same figure as `file_read_page`). Estimate.
     pub file_write_page: u64,
+    /// lru_lock hold per folio put back on its list (move_folios_to_lru, MGLRU's putback in
+    /// evict_folios): folio_set_lru, lruvec_add_folio's list_add and update_lru_size (per-CPU
+    /// lruvec/memcg stat updates): the mirror of `isolate_folio`'s list_del, so the same
+    /// ~50 ns. Estimate, not measured.
+    pub lru_lock_putback_per_folio: u64,
+    /// lru_lock hold per folio in an lru_add folio_batch drain (folio_batch_move_lru →
+    /// lru_add: folio_set_lru, lruvec_add_folio, the same lruvec so no relock): ~50 ns, as
+    /// `lru_lock_putback_per_folio`. Estimate, not measured.
+    pub lru_lock_add_per_folio: u64,
 }
 
 impl CostTable {
@@ -128,6 +138,8 @@ impl CostTable {
             dsb_ish_per_cpu: 0,
             walk_pte: 2,
             file_write_page: 10_000,
+            lru_lock_putback_per_folio: 50,
+            lru_lock_add_per_folio: 50,
         }
     }
 

@@ -29,11 +29,6 @@ pub struct Cpu {
     pub is_lazy: bool,
     pub tlb: CpuTlb,
     pub next_tick: u64,
-    /// Send times of the last few call-function IPIs raised here: a call queued within one
-    /// delivery latency of one of them finds the queue non-empty and rides on that IPI
-    /// (smp_call_function_many sends only when llist_add finds the list empty).
-    pub ipi_recent: [u64; 8],
-    pub ipi_recent_pos: usize,
 }
 
 /// What backs an mm's single VMA.
@@ -161,6 +156,10 @@ pub struct Kernel {
     pub ra: crate::mm::readahead::Readahead,
     /// The scheduler's state: domains, per-task entities, timers, placement counters.
     pub sched: crate::sched::Sched,
+    /// Shared spinlocks as queues (locking.rs) and cross-CPU calls with interrupts-off
+    /// windows (smp.rs).
+    pub locks: crate::locking::Locks,
+    pub smp: crate::smp::Smp,
 }
 
 impl Kernel {
@@ -183,8 +182,6 @@ impl Kernel {
                 is_lazy: false,
                 tlb: CpuTlb::new(cfg.tlb_entries, cfg.tlb_ways),
                 next_tick: cfg.tick_ns,
-                ipi_recent: [u64::MAX; 8],
-                ipi_recent_pos: 0,
             })
             .collect();
         Kernel {
@@ -232,6 +229,8 @@ impl Kernel {
             kswapd: Default::default(),
             ra: Default::default(),
             sched: crate::sched::Sched::new(&cfg.sched, nr_cpus),
+            locks: crate::locking::Locks::new(nr_cpus),
+            smp: crate::smp::Smp::new(nr_cpus),
             cfg,
             policy,
         }

@@ -11,11 +11,14 @@ pub mod cpumask;
 pub mod engine;
 pub mod invariants;
 pub mod kernel;
+pub mod locking;
 pub mod mm;
 pub mod oracle;
 pub mod replay;
 pub mod result;
 pub mod sched;
+pub mod smp;
+pub mod timeline;
 pub mod workload;
 
 use config::{Policy, SimConfig};

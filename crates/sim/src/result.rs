@@ -69,6 +69,10 @@ pub fn build(
         "placement".into(),
         crate::sched::stats::report(k, sim_seconds),
     );
+    // Shared-lock waits (locking.rs) and call-function interrupts (smp.rs).
+    for (key, v) in k.lock_stats().into_iter().chain(k.smp_stats()) {
+        extra.insert(key.into(), j(v));
+    }
     extra.insert("ttu_ptes".into(), j(k.ttu_ptes));
     extra.insert(
         "mm_cpumask_weight".into(),

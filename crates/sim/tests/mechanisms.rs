@@ -299,7 +299,8 @@ fn batch_dirty_flush_sends_one_ipi_per_batch_where_618_sends_one_per_folio() {
 fn two_calls_queued_to_one_busy_cpu_share_an_interrupt() {
     use reclaimlab_sim::arch::x86::tlb::ArchTlbBatch;
     // smp_call_function_many sends an IPI only when the target's call queue was empty: two
-    // flush_tlb_func calls queued to CPU 2 within one delivery latency run in one interrupt.
+    // flush_tlb_func calls queued to CPU 2 before its handler took the queue run in one
+    // interrupt (smp.rs).
     let mut k = kernel(3, 1024);
     let mm = dirty_mm_on(&mut k, 2, 4);
     let flush_from = |k: &mut Kernel, cpu: usize| {

@@ -671,7 +671,8 @@ impl Kernel {
                 break;
             }
         }
-        self.charge(cpu, nr_folios * self.cost.isolate_folio);
+        // scan_folios runs under spin_lock_irq(&lruvec->lru_lock) (locking.rs).
+        self.lru_lock_irq_section(cpu, nr_folios * self.cost.isolate_folio);
         self.vmstat.pgrefill += sorted;
         if ty == 1 {
             self.vmstat.pgscan_file += isolated;
@@ -774,6 +775,7 @@ impl Kernel {
                 back.push(pfn);
             }
             back.reverse();
+            self.lru_putback_locked(cpu, back.len() as u64);
             for pfn in back {
                 self.lruvec.add(&mut self.folios, pfn);
             }

@@ -268,6 +268,7 @@ impl Kernel {
             self.charge(cpu, self.cost.zram_decompress);
             self.workingset_refault(pfn, pte & PTE_LOW_MASK);
             self.lru_add_fault(pfn);
+            self.lru_add_batch(cpu, 1);
             if self.swap.synchronous_io {
                 // SWP_SYNCHRONOUS_IO (zram) and __swap_count(entry) == 1 (an unshared anon
                 // page): "skip swapcache". The page is read straight into a new folio that is
@@ -288,6 +289,7 @@ impl Kernel {
             // do_anonymous_page: zeroed folio on the inactive anon list.
             self.charge(cpu, self.cost.zero_page);
             self.lru_add_fault(pfn);
+            self.lru_add_batch(cpu, 1);
             self.set_pte(mm, vp, pfn, true, write);
         }
         true
@@ -366,6 +368,7 @@ impl Kernel {
             self.workingset_refault(pfn, slot & PTE_LOW_MASK);
         }
         self.lru_add_fault(pfn);
+        self.lru_add_batch(cpu, 1);
         for p in start..start + nr {
             self.files[file].cache[p as usize] = PTE_SWPCACHE | pfn;
         }

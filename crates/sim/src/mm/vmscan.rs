@@ -292,7 +292,8 @@ impl Kernel {
             taken += self.folios.get(pfn).nr_pages();
             out.push(pfn);
         }
-        self.charge(cpu, out.len() as u64 * self.cost.isolate_folio);
+        // Under spin_lock_irq(&lruvec->lru_lock): waits when another CPU holds it.
+        self.lru_lock_irq_section(cpu, out.len() as u64 * self.cost.isolate_folio);
         out
     }
 
@@ -312,7 +313,8 @@ impl Kernel {
     }
 
     /// move_folios_to_lru: put back at the head; active putbacks age the nonresident clock.
-    fn move_folios_to_lru(&mut self, list: &[Pfn]) {
+    fn move_folios_to_lru(&mut self, cpu: CpuId, list: &[Pfn]) {
+        self.lru_putback_locked(cpu, list.len() as u64);
         for &pfn in list {
             self.lruvec.add(&mut self.folios, pfn);
             if self.folios.get(pfn).test(pg::ACTIVE) {
@@ -338,7 +340,7 @@ impl Kernel {
             f.set(pg::WORKINGSET);
             nr_deactivate += f.nr_pages();
         }
-        self.move_folios_to_lru(&list);
+        self.move_folios_to_lru(cpu, &list);
         self.vmstat.pgdeactivate += nr_deactivate;
         self.lru_note_cost(is_file_lru(lru), 0, nr_rotated);
     }
@@ -358,7 +360,7 @@ impl Kernel {
         }
         sc.nr_scanned += nr_scanned;
         let (nr_reclaimed, stat, ret) = self.shrink_folio_list(cpu, list);
-        self.move_folios_to_lru(&ret);
+        self.move_folios_to_lru(cpu, &ret);
         if file {
             self.vmstat.pgsteal_file += nr_reclaimed;
         } else {

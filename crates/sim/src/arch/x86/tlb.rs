@@ -194,8 +194,9 @@ impl Kernel {
             let mask = batch.cpumask.clone();
             self.flush_tlb_multi(cpu, &mask, &info);
         } else if batch.cpumask.test(cpu) {
+            // Run locally with interrupts off (local_irq_disable around flush_tlb_func).
             let ns = self.flush_tlb_func(cpu, cpu, &info);
-            self.charge(cpu, ns);
+            self.irq_off_local(cpu, ns);
         }
         batch.cpumask.clear_all();
         batch.unmapped_pages = false;
@@ -239,8 +240,9 @@ impl Kernel {
             let mask = self.mms[mm].cpumask.clone();
             self.flush_tlb_multi(cpu, &mask, &info);
         } else if self.cpus[cpu].loaded_mm == Some(mm) {
+            // Run locally with interrupts off (local_irq_disable around flush_tlb_func).
             let ns = self.flush_tlb_func(cpu, cpu, &info);
-            self.charge(cpu, ns);
+            self.irq_off_local(cpu, ns);
         }
     }
 
@@ -256,17 +258,18 @@ impl Kernel {
         }
     }
 
-    /// native_flush_tlb_multi: IPIs to the mask, the sender waits for every ack.
+    /// native_flush_tlb_multi: on_each_cpu_cond_mask(should_flush_tlb, flush_tlb_func, wait).
     ///
-    /// Engine approximation: the target's clock is charged the interrupt (it is interrupted,
-    /// whatever it was doing) and the sender's clock advances by its send cost plus the
-    /// slowest ack. A call queued to a CPU whose previous IPI has not reached its handler yet
-    /// rides on that IPI (no new CAL), as smp_call_function_many does.
+    /// A call is queued to each target that passes the condition (`ipi_send` each: csd setup,
+    /// llist_add, the ICR write); the queue and its IPI, the target's interrupts-off windows
+    /// and the handler are smp.rs's (`smp_queue_call`). The local flush runs with interrupts
+    /// off; then the sender waits (csd_lock_wait) for the slowest target's call to return.
+    /// The target's clock is charged its handler and flush work, whatever it was doing.
     pub fn flush_tlb_multi(&mut self, sender: CpuId, mask: &CpuMask, info: &FlushTlbInfo) {
         self.vmstat.nr_tlb_remote_flush += 1;
         let t0 = self.cpus[sender].clock;
         let mut sent = 0u64;
-        let mut max_ack = 0u64;
+        let mut last_ack = t0;
         for t in mask.iter() {
             if t == sender {
                 continue;
@@ -275,34 +278,18 @@ impl Kernel {
                 continue;
             }
             sent += 1;
-            let send_at = t0 + sent * self.cost.ipi_send;
-            let arrive = send_at + self.cost.ipi_delivery;
-            let mut handler = 0;
-            // Two calls queued to one CPU less than a delivery latency apart share one IPI,
-            // whichever the engine processed first (clocks of different CPUs drift within a
-            // step, so the check is symmetric in time).
-            let d = self.cost.ipi_delivery;
-            let c = &mut self.cpus[t];
-            let coalesced = c
-                .ipi_recent
-                .iter()
-                .any(|&s| s != u64::MAX && send_at.abs_diff(s) < d);
-            if !coalesced {
-                self.irq.function_call_interrupts[t] += 1;
-                c.ipi_recent[c.ipi_recent_pos] = send_at;
-                c.ipi_recent_pos = (c.ipi_recent_pos + 1) % c.ipi_recent.len();
-                handler = self.cost.ipi_handle;
-            }
+            let queued = t0 + sent * self.cost.ipi_send;
             let work = self.flush_tlb_func(t, sender, info);
-            self.charge(t, handler + work);
-            max_ack = max_ack.max(arrive - t0 + self.cost.ipi_handle + work);
+            let ack = self.smp_queue_call(t, queued, work);
+            last_ack = last_ack.max(ack);
         }
+        self.charge(sender, sent * self.cost.ipi_send);
         if mask.test(sender) && (info.freed_tables || self.should_flush_tlb(sender, info)) {
             let ns = self.flush_tlb_func(sender, sender, info);
-            self.charge(sender, ns);
+            self.irq_off_local(sender, ns);
         }
-        let sender_cost = (sent * self.cost.ipi_send).max(max_ack);
-        self.charge(sender, sender_cost);
+        let c = &mut self.cpus[sender].clock;
+        *c = (*c).max(last_ack);
     }
 
     /// flush_tlb_func on `cpu` (remote when `cpu != sender`); returns the flush work in ns.

@@ -1,0 +1,276 @@
+//! Cross-CPU function calls (kernel/smp.c) and the interrupts-off windows that delay them.
+//!
+//! smp_call_function_many_cond queues one call (a csd) per target on the target's
+//! call_single_queue with llist_add, and sends an IPI only to targets whose queue was empty:
+//! a call queued while an earlier one still waits for its interrupt rides on that interrupt.
+//! The target's handler (sysvec_call_function → __flush_smp_call_function_queue) takes the
+//! whole queue (llist_del_all) and runs every call in it, with interrupts off. So the x86
+//! counters differ: CAL (irq_call_count) counts interrupts, TLB (irq_tlb_count, incremented in
+//! flush_tlb_func on a remote CPU) counts calls, and CAL < TLB when calls share interrupts.
+//!
+//! An IPI reaching a CPU with interrupts off (spin_lock_irq'd lru_lock, including the spin;
+//! another call-function handler; a local flush_tlb_func) is taken when they come back on,
+//! which delays the acknowledgement the sender waits for (csd_lock_wait) and keeps the
+//! target's queue non-empty longer, so more calls share the interrupt.
+//!
+//! Engine approximation: times are absolute, so windows and interrupts placed by a CPU that ran
+//! ahead are seen by calls processed later. A window placed *after* a call was delivered (the
+//! target's clock was behind the sender's) does not move that call: the sim decides a call's
+//! timing when the sender runs, with what the target has recorded so far.
+
+use crate::kernel::{CpuId, Kernel};
+use crate::timeline::Timeline;
+use std::collections::VecDeque;
+
+/// Interrupts-off periods remembered per CPU (older ones are forgotten: an IPI at a time
+/// before all of them finds interrupts on).
+pub const IRQ_OFF_HISTORY: usize = 1024;
+/// Call-function interrupts remembered per CPU.
+pub const CSD_HISTORY: usize = 1024;
+
+/// One CPU's recent interrupts-off periods, merged where they overlap or touch (interrupts
+/// stay off across back-to-back sections).
+#[derive(Clone, Debug)]
+pub struct IrqOff(Timeline);
+
+impl Default for IrqOff {
+    fn default() -> IrqOff {
+        IrqOff(Timeline::new(IRQ_OFF_HISTORY))
+    }
+}
+
+impl IrqOff {
+    /// local_irq_disable at `start` .. local_irq_enable at `end`.
+    pub fn push(&mut self, start: u64, end: u64) {
+        self.0.add(start, end);
+    }
+
+    /// The first time at or after `t` with interrupts on.
+    pub fn irqs_on_at(&self, t: u64) -> u64 {
+        self.0.busy_until(t).unwrap_or(t)
+    }
+}
+
+/// One call-function interrupt on a CPU (keyed by when its first call was queued): when the
+/// handler took the queue (llist_del_all), and when it returned.
+#[derive(Clone, Copy, Debug)]
+struct CallIrq {
+    entry: u64,
+    end: u64,
+}
+
+/// Per-CPU call_single_queue state and the interrupts-off windows, plus counters.
+pub struct Smp {
+    pub irq_off: Vec<IrqOff>,
+    /// Per CPU, (first call queued, interrupt), sorted by the first.
+    irqs: Vec<VecDeque<(u64, CallIrq)>>,
+    /// Per CPU, the latest handler entry remembered: a call queued at or after it finds the
+    /// queue empty (a fast path).
+    latest_entry: Vec<u64>,
+    /// Calls queued to remote CPUs, and those that found the queue non-empty (no IPI sent).
+    pub calls: u64,
+    pub calls_sharing_irq: u64,
+    /// Interrupts whose handler started late because the target had interrupts off, and the
+    /// total delay (ns).
+    pub irq_off_delayed: u64,
+    pub irq_off_delay_ns: u64,
+}
+
+impl Smp {
+    pub fn new(nr_cpus: usize) -> Smp {
+        Smp {
+            irq_off: vec![IrqOff::default(); nr_cpus],
+            irqs: vec![VecDeque::new(); nr_cpus],
+            latest_entry: vec![0; nr_cpus],
+            calls: 0,
+            calls_sharing_irq: 0,
+            irq_off_delayed: 0,
+            irq_off_delay_ns: 0,
+        }
+    }
+
+    fn remember(&mut self, cpu: CpuId, queued: u64, irq: CallIrq) {
+        self.latest_entry[cpu] = self.latest_entry[cpu].max(irq.entry);
+        let v = &mut self.irqs[cpu];
+        let at = if v.back().is_none_or(|&(q, _)| q < queued) {
+            v.len()
+        } else {
+            v.partition_point(|&(q, _)| q < queued)
+        };
+        v.insert(at, (queued, irq));
+        if v.len() > CSD_HISTORY {
+            v.pop_front();
+        }
+    }
+
+    /// The pending interrupt on `cpu` that a call queued at `queued` joins, if any (its index):
+    /// one whose queue was non-empty at `queued` (queued first, handler not yet entered), or
+    /// one whose first call came after `queued` but before this call's own IPI would have been
+    /// taken (`entry`): in time this call was first and that one joined it.
+    fn pending_irq(&self, cpu: CpuId, queued: u64, entry: u64) -> Option<usize> {
+        if queued >= self.latest_entry[cpu] {
+            return None;
+        }
+        let v = &self.irqs[cpu];
+        let i = v.partition_point(|&(q, _)| q <= queued);
+        if i > 0 && queued < v[i - 1].1.entry {
+            return Some(i - 1);
+        }
+        (i < v.len() && v[i].0 < entry).then_some(i)
+    }
+}
+
+impl Default for Smp {
+    fn default() -> Smp {
+        Smp::new(0)
+    }
+}
+
+impl Kernel {
+    /// Queue one call of `work` ns on `target` at time `queued` (llist_add in
+    /// smp_call_function_many_cond) and run it there. Returns when the call's function has
+    /// returned on the target (the csd is unlocked: what the sender's csd_lock_wait waits for).
+    ///
+    /// * Queue non-empty (an earlier call's interrupt has not taken the queue yet): the call
+    ///   runs at the end of that interrupt's handler; no IPI, no CAL.
+    /// * Otherwise an IPI is sent; it arrives `ipi_delivery` later and is taken when the target
+    ///   next has interrupts on. CAL counts it; the handler costs `ipi_handle` plus the work.
+    ///
+    /// A call processed after an interrupt but queued *before* that interrupt's first call
+    /// (the engine ran the other sender ahead) shares it when its own IPI would not have been
+    /// taken before that first call was queued: in time it was first and the other rode on it.
+    pub fn smp_queue_call(&mut self, target: CpuId, queued: u64, work: u64) -> u64 {
+        self.smp.calls += 1;
+        let arrive = queued + self.cost.ipi_delivery;
+        let entry = self.smp.irq_off[target].irqs_on_at(arrive);
+        if let Some(ix) = self.smp.pending_irq(target, queued, entry) {
+            self.smp.calls_sharing_irq += 1;
+            let (q, irq) = &mut self.smp.irqs[target][ix];
+            // Keyed by its first call; this one may be earlier (the order stays sorted: no
+            // other interrupt was queued between them, or this call would have joined it).
+            *q = (*q).min(queued);
+            let start = irq.end;
+            irq.end += work;
+            let end = irq.end;
+            self.smp.irq_off[target].push(start, end);
+            self.charge(target, work);
+            return end;
+        }
+        if entry > arrive {
+            self.smp.irq_off_delayed += 1;
+            self.smp.irq_off_delay_ns += entry - arrive;
+        }
+        self.irq.function_call_interrupts[target] += 1;
+        let end = entry + self.cost.ipi_handle + work;
+        self.smp.irq_off[target].push(entry, end);
+        self.smp.remember(target, queued, CallIrq { entry, end });
+        self.charge(target, self.cost.ipi_handle + work);
+        end
+    }
+
+    /// Work done locally with interrupts off (local_irq_save ... restore around a local
+    /// flush_tlb_func): charged to `cpu` and recorded as a window.
+    pub fn irq_off_local(&mut self, cpu: CpuId, ns: u64) {
+        let t = self.cpus[cpu].clock;
+        self.smp.irq_off[cpu].push(t, t + ns);
+        self.charge(cpu, ns);
+    }
+
+    /// Call and interrupt statistics for the result's `extra`.
+    pub fn smp_stats(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("smp_calls", self.smp.calls),
+            ("smp_calls_sharing_irq", self.smp.calls_sharing_irq),
+            ("ipi_irq_off_delayed", self.smp.irq_off_delayed),
+            ("ipi_irq_off_delay_ns", self.smp.irq_off_delay_ns),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::IrqOff;
+
+    #[test]
+    fn irqs_on_at_follows_chained_windows() {
+        let mut w = IrqOff::default();
+        w.push(100, 200);
+        w.push(200, 250);
+        w.push(400, 500);
+        assert_eq!(w.irqs_on_at(50), 50);
+        assert_eq!(w.irqs_on_at(150), 250);
+        assert_eq!(w.irqs_on_at(300), 300);
+        assert_eq!(w.irqs_on_at(499), 500);
+    }
+}
+
+#[cfg(test)]
+mod kernel_tests {
+    use crate::config::{Policy, SimConfig};
+    use crate::kernel::{Backing, Kernel};
+
+    /// Three CPUs run one mm; CPU 2 holds lru_lock with interrupts off over [1000, 5000).
+    fn machine() -> (Kernel, usize) {
+        let mut k = Kernel::new(
+            SimConfig::default(),
+            Policy::linux_6_18(),
+            3,
+            1 << 20,
+            1 << 10,
+            60,
+            1,
+        );
+        let mm = k.mm_alloc(64, Backing::Anon, true);
+        for cpu in 0..3 {
+            k.x86_switch_mm(cpu, Some(mm));
+        }
+        (k, mm)
+    }
+
+    #[test]
+    fn an_ipi_to_a_cpu_with_interrupts_off_waits_and_a_second_call_shares_it() {
+        let (mut k, mm) = machine();
+        let (send, deliver, handle) = (k.cost.ipi_send, k.cost.ipi_delivery, k.cost.ipi_handle);
+        k.cpus[2].clock = 1000;
+        k.lru_lock_irq_section(2, 4000);
+        assert_eq!(k.cpus[2].clock, 5000);
+
+        // CPU 0 flushes at 1000: CPU 1 answers at once, CPU 2 only when its lock is dropped.
+        k.cpus[0].clock = 1000;
+        k.x86_flush_tlb_mm_range(0, mm, 0, 1, false);
+        assert_eq!(k.smp.irq_off_delayed, 1, "only CPU 2 had interrupts off");
+        let queued_to_2 = 1000 + 2 * send;
+        assert_eq!(k.smp.irq_off_delay_ns, 5000 - (queued_to_2 + deliver));
+        // The sender waited for CPU 2's handler, which started at 5000.
+        assert!(k.cpus[0].clock >= 5000 + handle, "{}", k.cpus[0].clock);
+
+        // CPU 1 flushes the mm again before CPU 2's handler has taken its queue: the call
+        // rides on the pending interrupt (no second CAL on CPU 2) but is a second TLB.
+        k.cpus[1].clock = 2000;
+        k.x86_flush_tlb_mm_range(1, mm, 0, 1, false);
+        assert_eq!(k.irq.function_call_interrupts[2], 1);
+        assert_eq!(k.irq.tlb_shootdowns[2], 2);
+        assert_eq!(k.smp.calls_sharing_irq, 1);
+        let cal: u64 = k.irq.function_call_interrupts.iter().sum();
+        let tlb: u64 = k.irq.tlb_shootdowns.iter().sum();
+        assert!(cal < tlb, "CAL {cal} TLB {tlb}");
+        // Its acknowledgement comes after the first call's, in the same handler.
+        assert!(k.cpus[1].clock >= 5000 + handle);
+    }
+
+    #[test]
+    fn without_the_window_the_ack_is_one_round_trip_and_calls_do_not_share() {
+        let (mut k, mm) = machine();
+        let (send, deliver, handle) = (k.cost.ipi_send, k.cost.ipi_delivery, k.cost.ipi_handle);
+        k.cpus[0].clock = 1000;
+        k.x86_flush_tlb_mm_range(0, mm, 0, 1, false);
+        assert_eq!(k.smp.irq_off_delayed, 0);
+        let work = k.cost.local_flush_one;
+        assert_eq!(k.cpus[0].clock, 1000 + 2 * send + deliver + handle + work);
+        // The next flush from CPU 1 comes after CPU 2's handler took its queue: a new IPI.
+        k.cpus[1].clock = k.cpus[0].clock;
+        k.x86_flush_tlb_mm_range(1, mm, 0, 1, false);
+        assert_eq!(k.irq.function_call_interrupts[2], 2);
+        assert_eq!(k.smp.calls_sharing_irq, 0);
+    }
+}
