@@ -97,22 +97,22 @@ impl Sizes {
     pub fn new(quick: bool) -> Sizes {
         if quick {
             Sizes {
-                samples: 3,
+                samples: 5,
                 fault_pages: 4096,
-                access_pages: 32 * 1024,
+                access_pages: 128 * 1024,
                 flush_iters: 200,
-                shootdown_iters: 500,
+                shootdown_iters: 1000,
                 zram_pages: 1024,
                 readahead_pages: 4096,
                 reclaim_pages: 4096,
             }
         } else {
             Sizes {
-                samples: 7,
+                samples: 11,
                 fault_pages: 16 * 1024,
                 access_pages: 128 * 1024,
                 flush_iters: 1000,
-                shootdown_iters: 2000,
+                shootdown_iters: 5000,
                 zram_pages: 4096,
                 readahead_pages: 16 * 1024,
                 reclaim_pages: 16 * 1024,
@@ -330,10 +330,12 @@ fn fam_flush(ctx: &Ctx) -> Result<Vec<Measurement>> {
     })?;
     let mut one = Vec::new();
     let mut all = Vec::new();
+    let mut fixed = Vec::new();
     for x in &series {
-        let (o, a) = flush::derive(x).context("mprotect series: no line fit")?;
-        one.push(o);
-        all.push(a);
+        let f = flush::derive(x).context("mprotect series: no line fit")?;
+        one.push(f.one);
+        all.push(f.all);
+        fixed.push(f.ranged_fixed);
     }
     let raw = serde_json::to_value(&series)?;
     Ok(vec![
@@ -341,7 +343,7 @@ fn fam_flush(ctx: &Ctx) -> Result<Vec<Measurement>> {
             "flush-invlpg-fit",
             "ns/page",
             &format!(
-                "mprotect of n present vs n none PTEs ({} pairs per n), n = 1..32 slope minus n = 40..256 slope: one INVLPG",
+                "median mprotect of n present minus n none PTEs ({} pairs per n): slope over n = 1..32 minus slope over n = 40..256: one INVLPG",
                 s.flush_iters
             ),
             one,
@@ -350,8 +352,14 @@ fn fam_flush(ctx: &Ctx) -> Result<Vec<Measurement>> {
         Measurement::new(
             "flush-full-fit",
             "ns",
-            "same series: n = 40..256 intercept minus n = 1..32 intercept: one full local flush",
+            "the same series: intercept over n = 40..256 (a full local flush and the flush path's fixed work)",
             all,
+        )?,
+        Measurement::new(
+            "flush-ranged-fixed-fit",
+            "ns",
+            "the same series: intercept over n = 1..32 (the fixed work of a ranged flush, beyond its PTE changes and INVLPGs)",
+            fixed,
         )?,
     ])
 }
@@ -760,8 +768,8 @@ pub fn derive_all(ms: &[Measurement]) -> (BTreeMap<String, Derived>, Vec<Check>,
             &mut costs,
             &mut notes,
             "local_flush_all",
-            direct("flush-full-fit", "the same series: intercept over n = 40..256 (one full flush) minus intercept over n = 1..32"),
-            "the fitted difference was negative",
+            direct("flush-full-fit", "the same series: intercept over n = 40..256 (a full flush with the flush path's fixed work; the PTE changes are the slope)"),
+            "the fitted intercept was negative",
         );
     }
     if find(ms, "file-read-fault-cold").is_some() {
@@ -834,6 +842,25 @@ fn checks(ms: &[Measurement], costs: &BTreeMap<String, Derived>) -> Vec<Check> {
             |t| c64(t.fault_base + t.zram_decompress) + c64(t.memcg_charge) / 64.0,
             costs,
             "not charged by the simulator: the folio allocation, swap entry lookup and free, LRU add",
+        ));
+    }
+    if let (Some(fixed), Some(one)) = (
+        find(ms, "flush-ranged-fixed-fit"),
+        find(ms, "flush-invlpg-fit"),
+    ) {
+        v.push(check_values(
+            "local flush of one page, whole path",
+            "ns",
+            &fixed
+                .samples
+                .iter()
+                .zip(&one.samples)
+                .map(|(f, o)| f + o)
+                .collect::<Vec<_>>(),
+            "local_flush_one",
+            |t| c64(t.local_flush_one),
+            costs,
+            "a ranged flush's fixed work plus one INVLPG; the simulator charges only n x local_flush_one",
         ));
     }
     let rt_charges = "ipi_send + ipi_delivery + ipi_handle + local_flush_one (flush_tlb_multi's wait for the ack)";
@@ -1012,6 +1039,7 @@ mod tests {
             m("zram-read-zero", &[3100.0, 3200.0, 3300.0]),
             m("flush-invlpg-fit", &[120.0, 130.0, 110.0]),
             m("flush-full-fit", &[400.0, 420.0, 380.0]),
+            m("flush-ranged-fixed-fit", &[1000.0, 1000.0, 1000.0]),
             m("shootdown-receiver-gap", &[5120.0, 5130.0, 5110.0])
                 .observe("gaps_per_ipi", vec![1.0, 1.02, 1.0]),
             m("mprotect-1page-one-cpu", &[1000.0, 1000.0, 1000.0]),

@@ -32,13 +32,18 @@ fn majflt() -> i64 {
     u.ru_majflt
 }
 
-fn resident(m: &Mapping, pages: usize) -> Result<u64> {
+/// Indices of the pages of a file mapping at `addr` that are in the page cache (mincore).
+pub fn cached_pages(addr: usize, pages: usize) -> Result<Vec<usize>> {
     let mut v = vec![0u8; pages];
     // SAFETY: the mapping covers `pages` pages; v has one byte per page.
-    if unsafe { libc::mincore(m.addr as *mut libc::c_void, pages * PAGE, v.as_mut_ptr()) } != 0 {
+    if unsafe { libc::mincore(addr as *mut libc::c_void, pages * PAGE, v.as_mut_ptr()) } != 0 {
         return Err(std::io::Error::last_os_error()).context("mincore");
     }
-    Ok(v.iter().filter(|b| **b & 1 != 0).count() as u64)
+    Ok((0..pages).filter(|i| v[*i] & 1 != 0).collect())
+}
+
+fn resident(m: &Mapping, pages: usize) -> Result<u64> {
+    Ok(cached_pages(m.addr, pages)?.len() as u64)
 }
 
 /// Write a file of `pages`, then `samples` times: drop its cache, sweep it cold, sweep it warm.

@@ -113,11 +113,16 @@ fn after(prep: &Prep, region: Option<Region>, rep: &mut ChildReport) -> Result<(
             },
             _,
         ) => {
+            // Only the pages still cached (mincore does not fault): touching a reclaimed
+            // page would read it back in, in folios of readahead's choosing.
             let m = crate::workers::Mapping::map(path, false)?;
-            for i in 0..*pages {
-                m.touch(i, false);
+            let cached = super::readahead::cached_pages(m.addr, *pages)?;
+            for i in &cached {
+                m.touch(*i, false);
             }
-            rep.folios = Some(pagemap::folio_count(&pagemap::entries(m.addr, *pages)?)?);
+            let e = pagemap::entries(m.addr, *pages)?;
+            let e: Vec<u64> = cached.iter().map(|i| e[*i]).collect();
+            rep.folios = Some(pagemap::folio_count(&e)?);
         }
         _ => {}
     }
