@@ -131,7 +131,7 @@ pub fn run(a: Args) -> Result<()> {
             b.set_length(n as u64);
             b.set_position(i as u64);
             b.set_message(fam.to_string());
-        } else if !a.json {
+        } else if !a.json && i < n {
             eprintln!("reclaimlab calibrate: [{}/{n}] {fam}", i + 1);
         }
     };

@@ -4,8 +4,9 @@
 //!
 //! The remote thread spins reading the page and the clock; each interruption it sees is the
 //! receiving side of one shootdown (interrupt entry, flush_tlb_func, exit; in a VM also the
-//! interrupt's delivery into the vCPU), which is `ipi_handle`. /proc/interrupts' TLB line
-//! counts the shootdowns the remote CPU received, to check that every call sent one.
+//! interrupt's delivery into the vCPU), which is `ipi_handle`; only the interruptions that
+//! overlap a slow call (one that waited for an IPI) count, not timer ticks or host preemption.
+//! /proc/interrupts' TLB line counts the shootdowns the remote CPU received.
 
 use super::mem::{ns_since, pin, Region};
 use anyhow::{Context, Result};
@@ -28,9 +29,13 @@ pub struct Shootdown {
     pub slow_fraction: Vec<f64>,
     /// TLB shootdowns the other CPU received per call (/proc/interrupts).
     pub ipis_per_call: Vec<f64>,
-    /// Median interruption the spinning thread saw, ns (one per sample).
+    /// Median of the spinning thread's interruptions that overlapped a slow call, ns (one per
+    /// sample): the receiving side of the shootdowns.
     pub receiver_gap: Vec<f64>,
-    /// Interruptions seen per shootdown received.
+    /// How many interruptions overlapped a slow call, per sample.
+    pub matched_gaps: Vec<f64>,
+    /// All interruptions the spinning thread saw per shootdown received (timer ticks and
+    /// host preemptions included).
     pub gaps_per_ipi: Vec<f64>,
 }
 
@@ -48,17 +53,34 @@ fn tlb_now(cpu: usize) -> Result<u64> {
 /// Interruptions longer than this count as one event on the spinning CPU.
 const GAP_NS: u128 = 700;
 
-/// Each call's duration, ns: `iters` pairs of mprotect of one page (write off, write on).
-fn mprotect_calls(r: &Region, iters: usize) -> Result<Vec<f64>> {
+/// Each call's (start, duration) in ns since `epoch`: `iters` pairs of mprotect of one page
+/// (write off, write on).
+fn mprotect_calls(r: &Region, iters: usize, epoch: Instant) -> Result<Vec<(f64, f64)>> {
     let mut v = Vec::with_capacity(2 * iters);
     for _ in 0..iters {
         for write in [false, true] {
             let t = Instant::now();
             r.protect(0, 1, write)?;
-            v.push(ns_since(t));
+            v.push((t.duration_since(epoch).as_nanos() as f64, ns_since(t)));
         }
     }
     Ok(v)
+}
+
+/// The durations of the `gaps` (start, duration) that overlap one of the `windows` (start,
+/// duration); both sorted by start.
+pub fn overlapping(gaps: &[(f64, f64)], windows: &[(f64, f64)]) -> Vec<f64> {
+    let mut out = Vec::new();
+    let mut w = 0;
+    for &(gs, gd) in gaps {
+        while w < windows.len() && windows[w].0 + windows[w].1 < gs {
+            w += 1;
+        }
+        if w < windows.len() && windows[w].0 <= gs + gd {
+            out.push(gd);
+        }
+    }
+    out
 }
 
 fn quantile(v: &[f64], q: f64) -> f64 {
@@ -84,13 +106,17 @@ pub fn round_trip(a: usize, b: usize, iters: usize, samples: usize) -> Result<Sh
     r.write(0, 1);
     r.write(1, 1);
     let mut out = Shootdown::default();
+    let epoch = Instant::now();
     for _ in 0..samples {
-        let one = mprotect_calls(&r, iters)?;
+        let one: Vec<f64> = mprotect_calls(&r, iters, epoch)?
+            .into_iter()
+            .map(|c| c.1)
+            .collect();
 
         let stop = Arc::new(AtomicBool::new(false));
         let ready = Arc::new(AtomicBool::new(false));
         let (r2, s2, rd2) = (r.clone(), stop.clone(), ready.clone());
-        let spinner = std::thread::spawn(move || -> Result<Vec<f64>> {
+        let spinner = std::thread::spawn(move || -> Result<Vec<(f64, f64)>> {
             pin(b)?;
             rd2.store(true, Ordering::SeqCst);
             let mut gaps = Vec::new();
@@ -100,7 +126,7 @@ pub fn round_trip(a: usize, b: usize, iters: usize, samples: usize) -> Result<Sh
                 let now = Instant::now();
                 let d = now.duration_since(last).as_nanos();
                 if d > GAP_NS {
-                    gaps.push(d as f64);
+                    gaps.push((last.duration_since(epoch).as_nanos() as f64, d as f64));
                 }
                 last = now;
             }
@@ -110,23 +136,28 @@ pub fn round_trip(a: usize, b: usize, iters: usize, samples: usize) -> Result<Sh
             std::hint::spin_loop();
         }
         let before = tlb_now(b)?;
-        let two = mprotect_calls(&r, iters)?;
+        let calls2 = mprotect_calls(&r, iters, epoch)?;
         let after = tlb_now(b)?;
         stop.store(true, Ordering::SeqCst);
         let gaps = spinner
             .join()
             .map_err(|_| anyhow::anyhow!("the spinning thread panicked"))??;
+        let two: Vec<f64> = calls2.iter().map(|c| c.1).collect();
         let calls = two.len() as f64;
         let ipis = after.saturating_sub(before) as f64;
         let (frac, slow) = slow_calls(&one, &two);
+        let cut = quantile(&one, 0.99) + 1000.0;
+        let windows: Vec<(f64, f64)> = calls2.into_iter().filter(|c| c.1 > cut).collect();
+        let matched = overlapping(&gaps, &windows);
         out.one_cpu.push(quantile(&one, 0.5));
         out.two_cpu_mean.push(two.iter().sum::<f64>() / calls);
         out.two_cpu_slow.push(slow);
         out.slow_fraction.push(frac);
         out.ipis_per_call.push(ipis / calls);
         out.gaps_per_ipi.push(gaps.len() as f64 / ipis.max(1.0));
+        out.matched_gaps.push(matched.len() as f64);
         out.receiver_gap.push(
-            reclaimlab_core::stats::summarize(&gaps)
+            reclaimlab_core::stats::summarize(&matched)
                 .map(|s| s.median)
                 .unwrap_or(0.0),
         );
@@ -147,6 +178,22 @@ mod tests {
         assert_eq!(tlb_interrupts(t, 1), Some(42));
         assert_eq!(tlb_interrupts(t, 2), None);
         assert_eq!(tlb_interrupts("CAL: 1 2\n", 0), None);
+    }
+
+    #[test]
+    fn matches_interruptions_to_the_calls_they_overlap() {
+        let windows = [(100.0, 50.0), (1000.0, 20.0)];
+        // Before, inside, straddling the end of the first, between, inside the second, after.
+        let gaps = [
+            (10.0, 5.0),
+            (120.0, 7.0),
+            (140.0, 30.0),
+            (500.0, 9.0),
+            (1005.0, 11.0),
+            (2000.0, 13.0),
+        ];
+        assert_eq!(overlapping(&gaps, &windows), vec![7.0, 30.0, 11.0]);
+        assert!(overlapping(&gaps, &[]).is_empty());
     }
 
     #[test]
