@@ -90,7 +90,7 @@ enum Cmd {
     /// Measure this machine's costs for the simulator on the live kernel (needs root): faults,
     /// page clearing, local flushes, the shootdown round trip, zram, readahead and reclaim. Writes
     /// a machine profile (--out FILE.toml) with every sample beside it (FILE.calibrate.json);
-    /// leaves nothing behind. About 5 minutes, --quick about 1.
+    /// leaves nothing behind. About a minute on an idle 2-CPU machine, --quick about 10 s.
     Calibrate {
         /// Write the profile to FILE.toml and the raw samples to FILE.calibrate.json beside it.
         #[arg(long, value_name = "FILE.toml")]
@@ -101,8 +101,8 @@ enum Cmd {
         /// Print the raw calibration (every sample, costs, checks) as JSON instead of tables.
         #[arg(long)]
         json: bool,
-        /// Run only these benchmark families: fault, access, flush, shootdown, zram, readahead,
-        /// reclaim, contention.
+        /// Run only these benchmark families: parallel, fault, access, flush, shootdown, zram,
+        /// readahead, reclaim, contention.
         #[arg(long, value_delimiter = ',', value_name = "FAMILY,...")]
         only: Option<Vec<String>>,
         /// The profile's name (default: the --out file's stem).

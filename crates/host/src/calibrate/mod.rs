@@ -429,7 +429,7 @@ fn fam_shootdown(ctx: &Ctx) -> Result<Vec<Measurement>> {
         Measurement::new(
             "shootdown-receiver-gap",
             "ns",
-            "median of the interruptions (> 0.7 us) of the thread spinning on CPU 1 that lay inside a slow two-CPU call (the receiving side of a shootdown)",
+            "median of the interruptions (> 0.7 us) of the thread spinning on CPU 1 that started inside a slow two-CPU call (the receiving side of a shootdown)",
             r.receiver_gap,
         )?
         .observe(
@@ -821,7 +821,7 @@ pub fn derive_all(ms: &[Measurement]) -> (BTreeMap<String, Derived>, Vec<Check>,
         if ipis < 30.0 || matched < 0.5 * ipis || matched > 1.5 * ipis {
             notes.push(format!(
                 "ipi_handle not set: per sample the remote CPU received {ipis:.0} shootdowns and \
-                 its spinning thread showed {matched:.0} interruptions inside slow calls (at \
+                 its spinning thread showed {matched:.0} interruptions starting inside slow calls (at \
                  least 30, and about one per shootdown, needed)"
             ));
         } else if let Some(f) = flush_one {
