@@ -693,6 +693,16 @@ fn fam_contention(ctx: &Ctx) -> Result<Vec<Measurement>> {
     ])
 }
 
+/// The receiver-gap samples with the number of interruptions behind each.
+fn per_sample_matched(gap: &Measurement) -> Vec<(f64, f64)> {
+    let n: Vec<f64> = gap
+        .observed
+        .get("matched_gaps")
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default();
+    gap.samples.iter().copied().zip(n).collect()
+}
+
 /// Set a derived cost, or say why it is not set.
 fn put(
     costs: &mut BTreeMap<String, Derived>,
@@ -830,8 +840,12 @@ pub fn derive_all(ms: &[Measurement]) -> (BTreeMap<String, Derived>, Vec<Check>,
                 &mut notes,
                 "ipi_handle",
                 Derived::new(
-                    gap.samples.iter().map(|g| g - f).collect(),
-                    "median interruption of a thread spinning on the receiving CPU per shootdown, minus local_flush_one (the simulator charges the receiver's INVLPG separately)",
+                    per_sample_matched(gap)
+                        .into_iter()
+                        .filter(|(_, n)| *n >= 10.0)
+                        .map(|(g, _)| g - f)
+                        .collect(),
+                    "median interruption of a thread spinning on the receiving CPU that started inside a call waiting for a shootdown (samples with at least 10 such), minus local_flush_one (the simulator charges the receiver's INVLPG separately)",
                     &["shootdown-receiver-gap", "flush-invlpg-fit"],
                 ),
                 "the interruption was shorter than one INVLPG",
