@@ -90,7 +90,7 @@ enum Cmd {
     /// Measure this machine's costs for the simulator on the live kernel (needs root): faults,
     /// page clearing, local flushes, the shootdown round trip, zram, readahead and reclaim. Writes
     /// a machine profile (--out FILE.toml) with every sample beside it (FILE.calibrate.json);
-    /// leaves nothing behind. About a minute on an idle 2-CPU machine, --quick about 10 s.
+    /// leaves nothing behind. About 30-60 s, --quick about 10 s.
     Calibrate {
         /// Write the profile to FILE.toml and the raw samples to FILE.calibrate.json beside it.
         #[arg(long, value_name = "FILE.toml")]
