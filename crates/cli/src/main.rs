@@ -1,5 +1,6 @@
 //! `reclaimlab`: measure (host), predict (sim) and compare TLB-flush batching in page reclaim.
 
+mod calibrate;
 mod plot;
 mod profiles;
 mod render;
@@ -90,6 +91,31 @@ enum Cmd {
         trace: bool,
         #[command(flatten)]
         out: OutputArgs,
+    },
+    /// Measure this machine's costs for the simulator on the live kernel (needs root): faults,
+    /// page clearing, local flushes, the shootdown round trip, zram, readahead and reclaim. Writes
+    /// a machine profile (--out FILE.toml) with every sample beside it (FILE.calibrate.json);
+    /// leaves nothing behind. About 30-60 s, --quick about 10 s.
+    Calibrate {
+        /// Write the profile to FILE.toml and the raw samples to FILE.calibrate.json beside it.
+        #[arg(long, value_name = "FILE.toml")]
+        out: Option<PathBuf>,
+        /// Fewer samples over smaller sets: under a minute.
+        #[arg(long)]
+        quick: bool,
+        /// Print the raw calibration (every sample, costs, checks) as JSON instead of tables.
+        #[arg(long)]
+        json: bool,
+        /// Run only these benchmark families: parallel, fault, access, flush, shootdown, zram,
+        /// readahead, reclaim, contention.
+        #[arg(long, value_delimiter = ',', value_name = "FAMILY,...")]
+        only: Option<Vec<String>>,
+        /// The profile's name (default: the --out file's stem).
+        #[arg(long)]
+        name: Option<String>,
+        /// Directory for the file benchmarks' data files (a disk filesystem, not tmpfs).
+        #[arg(long, default_value = "/var/tmp", value_name = "DIR")]
+        dir: PathBuf,
     },
     /// Before/After/Delta table: of two result files (host or sim, in any mix), or of two
     /// simulations of one scenario: `compare SCENARIO --before 6.18 --after 6.18+batch-dirty-flush`;
@@ -319,6 +345,28 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 b.finish_and_clear();
             }
             emit(&doc, &out)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Calibrate {
+            out,
+            quick,
+            json,
+            only,
+            name,
+            dir,
+        } => {
+            calibrate::run(calibrate::Args {
+                out,
+                quick,
+                json,
+                only,
+                name,
+                dir,
+                command: format!(
+                    "reclaimlab {}",
+                    std::env::args().skip(1).collect::<Vec<_>>().join(" ")
+                ),
+            })?;
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Compare {

@@ -5,10 +5,12 @@
 //! (/proc/interrupts, /proc/vmstat, memory.stat), [`trace`] (tlb:tlb_flush), [`stress`]
 //! (stress-ng), [`workers`] (the project's file workloads), [`workload`] (the trait they
 //! implement), [`proc`] (processes we start), [`cleanup`] (undo on every exit path),
-//! [`leftovers`] (what a SIGKILLed bench left), and
-//! [`bench`](mod@bench) (the repetitions).
+//! [`leftovers`] (what a SIGKILLed bench left),
+//! [`bench`](mod@bench) (the repetitions), and [`calibrate`] (this machine's costs for the
+//! simulator, measured).
 
 pub mod bench;
+pub mod calibrate;
 pub mod cgroup;
 pub mod cleanup;
 pub mod counters;

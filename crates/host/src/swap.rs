@@ -194,6 +194,20 @@ pub fn setup_zram(cleanup: &Cleanup, bytes: u64) -> Result<PathBuf> {
     Ok(dev)
 }
 
+/// Set up a free `/dev/zramN` of `bytes` as a plain block device (calibrate writes to it
+/// directly; no swap on it). Reset (and hot-removed, if hot-added) at clean-up.
+pub fn setup_zram_block(cleanup: &Cleanup, bytes: u64) -> Result<PathBuf> {
+    let (id, _hot) = free_zram(cleanup)?;
+    let sys = PathBuf::from(format!("/sys/block/zram{id}"));
+    let reset = sys.join("reset");
+    cleanup.apply(
+        format!("zram{id} disksize"),
+        || sysfs_write(&sys.join("disksize"), &bytes.to_string()),
+        move || sysfs_write(&reset, "1"),
+    )?;
+    Ok(PathBuf::from(format!("/dev/zram{id}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

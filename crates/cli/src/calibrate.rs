@@ -1,0 +1,163 @@
+//! `reclaimlab calibrate`: run the host crate's microbenchmarks, write the profile and its raw
+//! samples, and show people the measured costs beside the simulator's defaults.
+
+use anyhow::Result;
+use comfy_table::{presets::UTF8_FULL_CONDENSED, CellAlignment, Table};
+use reclaimlab_host::calibrate::{self, Calibration};
+use reclaimlab_sim::cost::CostTable;
+use std::path::PathBuf;
+
+pub struct Args {
+    pub out: Option<PathBuf>,
+    pub quick: bool,
+    pub json: bool,
+    pub only: Option<Vec<String>>,
+    pub name: Option<String>,
+    pub dir: PathBuf,
+    pub command: String,
+}
+
+fn table(header: &[&str]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED)
+        .set_header(header.to_vec());
+    for i in 1..header.len() {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    t
+}
+
+fn num(x: f64) -> String {
+    if !x.is_finite() {
+        "-".into()
+    } else if x.abs() >= 100.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+/// The default value of a cost, by its CostTable field name.
+fn default_of(name: &str) -> Option<u64> {
+    let d = CostTable::x86();
+    Some(match name {
+        "touch_page" => d.touch_page,
+        "fault_base" => d.fault_base,
+        "zero_page" => d.zero_page,
+        "zram_compress" => d.zram_compress,
+        "zram_decompress" => d.zram_decompress,
+        "file_read_page" => d.file_read_page,
+        "local_flush_one" => d.local_flush_one,
+        "local_flush_all" => d.local_flush_all,
+        "ipi_handle" => d.ipi_handle,
+        _ => return None,
+    })
+}
+
+/// Measurements, costs (beside cost.rs's defaults) and checks, as tables.
+pub fn render(cal: &Calibration) -> String {
+    let mut m = table(&["benchmark", "median", "min", "max", "unit", "samples"]);
+    for x in &cal.measurements {
+        m.add_row(vec![
+            x.name.clone(),
+            num(x.median),
+            num(x.min),
+            num(x.max),
+            x.unit.clone(),
+            x.samples.len().to_string(),
+        ]);
+    }
+    let mut c = table(&[
+        "cost (ns)",
+        "measured",
+        "min",
+        "max",
+        "cost.rs default",
+        "from",
+    ]);
+    for (k, d) in &cal.costs {
+        c.add_row(vec![
+            k.clone(),
+            num(d.ns),
+            num(d.min),
+            num(d.max),
+            default_of(k).map_or("-".into(), |v| v.to_string()),
+            d.from.join(" − "),
+        ]);
+    }
+    let mut k = table(&[
+        "check",
+        "measured",
+        "sim (defaults)",
+        "sim (calibrated)",
+        "measured / sim",
+        "unit",
+    ]);
+    for x in &cal.checks {
+        k.add_row(vec![
+            x.name.clone(),
+            num(x.measured),
+            num(x.sim_default),
+            num(x.sim_calibrated),
+            num(x.ratio_calibrated),
+            x.unit.clone(),
+        ]);
+    }
+    let mut s = format!("{m}\n\n{c}\n\n{k}\n");
+    for n in &cal.notes {
+        s.push_str(&format!("note: {n}\n"));
+    }
+    s.push_str(&format!(
+        "{:.0} s; load average before each family and at the end: {}\n",
+        cal.seconds,
+        cal.loadavg
+            .iter()
+            .map(|l| l.split_whitespace().next().unwrap_or("?"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    ));
+    s
+}
+
+pub fn run(a: Args) -> Result<()> {
+    let bar = crate::progress_bar(a.json, "families");
+    if let Some(b) = &bar {
+        b.enable_steady_tick(std::time::Duration::from_millis(200));
+    }
+    let cb = |i: usize, n: usize, fam: &str| {
+        if let Some(b) = &bar {
+            b.set_length(n as u64);
+            b.set_position(i as u64);
+            b.set_message(fam.to_string());
+        } else if !a.json && i < n {
+            eprintln!("reclaimlab calibrate: [{}/{n}] {fam}", i + 1);
+        }
+    };
+    let opts = calibrate::Options {
+        quick: a.quick,
+        only: a.only.clone(),
+        dir: a.dir.clone(),
+        progress: Some(&cb),
+    };
+    let r = calibrate::calibrate(&opts);
+    reclaimlab_host::cleanup::park_if_stopping();
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let mut cal = r?;
+    cal.command = a.command;
+    if let Some(out) = &a.out {
+        let raw = calibrate::output::write(&cal, out, a.name.as_deref())?;
+        if !a.json {
+            eprintln!("reclaimlab: wrote {} and {}", out.display(), raw.display());
+        }
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&cal)?);
+    } else {
+        print!("{}", render(&cal));
+    }
+    Ok(())
+}

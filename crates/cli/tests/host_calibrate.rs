@@ -1,0 +1,80 @@
+//! Real-kernel test of `reclaimlab calibrate`: a --quick subset runs, writes a profile that
+//! `Profile::parse` accepts with its raw samples beside it, and leaves nothing behind. It needs
+//! root and a memory cgroup controller; without them it prints why it is skipped and passes.
+
+use reclaimlab_core::profile::{Profile, Provenance};
+
+mod common;
+use common::*;
+
+#[test]
+fn bad_family_is_an_error_naming_it() {
+    let out = bin()
+        .args(["calibrate", "--quick", "--only", "fault,tlb"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("\"tlb\"") && err.contains("shootdown"),
+        "{err}"
+    );
+}
+
+#[test]
+fn quick_subset_writes_a_profile_and_leaves_nothing_behind() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(cg_root) = host_or_skip("calibrate", false) else {
+        return;
+    };
+    let before = MachineState::capture(&cg_root);
+    let dir = std::env::temp_dir().join(format!("rlab-calibrate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("test-machine.toml");
+    let run = bin()
+        .args(["calibrate", "--quick", "--only", "fault,flush,zram,reclaim"])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "calibrate failed: {err}");
+    assert_eq!(
+        MachineState::capture(&cg_root),
+        before,
+        "calibrate left something behind"
+    );
+
+    let p = Profile::parse(&std::fs::read_to_string(&out).unwrap(), "test-machine.toml").unwrap();
+    assert_eq!(p.profile.name, "test-machine");
+    for name in ["fault_base", "zram_compress", "local_flush_one"] {
+        let c = p
+            .costs
+            .get(name)
+            .unwrap_or_else(|| panic!("{name} missing: {err}"));
+        assert_eq!(c.provenance, Provenance::Measured);
+        assert_eq!(c.raw.as_deref(), Some("test-machine.calibrate.json"));
+        assert!(c.ns > 0.0 && c.samples == Some(5), "{name}: {c:?}");
+    }
+    let raw: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("test-machine.calibrate.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(raw["schema"], "reclaimlab-calibrate/1");
+    let names: Vec<&str> = raw["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    for n in [
+        "anon-write-fault",
+        "reclaim-file-order0",
+        "reclaim-anon-zram",
+        "swapin-fault-zram",
+    ] {
+        assert!(names.contains(&n), "{n} not in {names:?}");
+    }
+    assert!(!raw["checks"].as_array().unwrap().is_empty());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

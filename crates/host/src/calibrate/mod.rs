@@ -1,0 +1,1163 @@
+//! `reclaimlab calibrate`: measure, on the live kernel, the costs the simulator charges
+//! (crates/sim's `CostTable`), and write them as a machine profile with every sample kept.
+//!
+//! One module per benchmark family: [`fault`] (anonymous faults), [`fault`]'s resident access
+//! (`access`), [`flush`] (local TLB flushes), [`shootdown`] (the IPI round trip), [`zram`]
+//! (compress/decompress by data), [`readahead`] (file read faults), [`reclaim`] (memcg reclaim
+//! by page type, swap-in, one CPU against two). [`derive`] turns the measurements into costs
+//! and checks; [`output`] into a profile and the raw document. Every change to the machine goes
+//! through [`crate::cleanup`], as in `bench`.
+
+pub mod child;
+pub mod derive;
+pub mod fault;
+pub mod flush;
+pub mod machine;
+pub mod mem;
+pub mod output;
+pub mod pagemap;
+pub mod parallel;
+pub mod readahead;
+pub mod reclaim;
+pub mod shootdown;
+pub mod stats;
+pub mod zram;
+
+use crate::cgroup::MemcgRoot;
+use crate::cleanup::Cleanup;
+use anyhow::{bail, Context, Result};
+use derive::{Check, Derived};
+use mem::Data;
+use reclaim::Prep;
+use serde::{Deserialize, Serialize};
+use stats::{paired_diff, Measurement};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The benchmark families, in the order they run (`--only` takes a subset).
+pub const FAMILIES: [&str; 9] = [
+    "parallel",
+    "fault",
+    "access",
+    "flush",
+    "shootdown",
+    "zram",
+    "readahead",
+    "reclaim",
+    "contention",
+];
+
+pub const SCHEMA: &str = "reclaimlab-calibrate/1";
+
+/// Progress callback: (family index, family count, family name).
+pub type Progress<'a> = dyn Fn(usize, usize, &str) + 'a;
+
+pub struct Options<'a> {
+    pub quick: bool,
+    /// A subset of [`FAMILIES`]; None runs them all.
+    pub only: Option<Vec<String>>,
+    /// Where the file benchmarks write their data (a disk filesystem, not tmpfs).
+    pub dir: PathBuf,
+    /// Called before each family: (index, count, family).
+    pub progress: Option<&'a Progress<'a>>,
+}
+
+/// The raw output: every sample, the costs derived from them and the checks.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Calibration {
+    pub schema: String,
+    /// The command line that produced it (set by the caller).
+    #[serde(default)]
+    pub command: String,
+    pub quick: bool,
+    pub families: Vec<String>,
+    pub machine: machine::Facts,
+    pub seconds: f64,
+    /// /proc/loadavg before each family and at the end: how busy the rest of the machine was.
+    pub loadavg: Vec<String>,
+    pub measurements: Vec<Measurement>,
+    pub costs: BTreeMap<String, Derived>,
+    pub checks: Vec<Check>,
+    pub notes: Vec<String>,
+}
+
+/// How much each family measures: the default run takes a few minutes, `--quick` under one.
+#[derive(Clone, Copy, Debug)]
+pub struct Sizes {
+    pub samples: usize,
+    pub fault_pages: usize,
+    pub access_pages: usize,
+    pub flush_iters: usize,
+    pub shootdown_iters: usize,
+    pub zram_pages: usize,
+    pub readahead_pages: usize,
+    pub reclaim_pages: usize,
+}
+
+impl Sizes {
+    pub fn new(quick: bool) -> Sizes {
+        if quick {
+            Sizes {
+                samples: 5,
+                fault_pages: 4096,
+                access_pages: 128 * 1024,
+                flush_iters: 200,
+                shootdown_iters: 1000,
+                zram_pages: 1024,
+                readahead_pages: 4096,
+                reclaim_pages: 4096,
+            }
+        } else {
+            Sizes {
+                samples: 11,
+                fault_pages: 16 * 1024,
+                access_pages: 128 * 1024,
+                flush_iters: 1000,
+                shootdown_iters: 5000,
+                zram_pages: 4096,
+                readahead_pages: 16 * 1024,
+                reclaim_pages: 16 * 1024,
+            }
+        }
+    }
+}
+
+fn preflight() -> Result<MemcgRoot> {
+    if !nix::unistd::geteuid().is_root() {
+        bail!(
+            "calibrate measures the live kernel and needs root (it creates memcgs, a zram device \
+             and swap, and reads /proc/kpageflags): run it as root, e.g. sudo reclaimlab calibrate"
+        );
+    }
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        bail!("calibrate needs at least 2 CPUs (the shootdown and contention benchmarks)");
+    }
+    crate::cgroup::detect()
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// The families `only` selects, in run order; an unknown name is an error naming it.
+pub fn select(only: Option<&[String]>) -> Result<Vec<&'static str>> {
+    let Some(only) = only else {
+        return Ok(FAMILIES.to_vec());
+    };
+    for o in only {
+        if !FAMILIES.contains(&o.as_str()) {
+            bail!(
+                "unknown benchmark family {o:?} in --only (families: {})",
+                FAMILIES.join(", ")
+            );
+        }
+    }
+    Ok(FAMILIES
+        .into_iter()
+        .filter(|f| only.iter().any(|o| o == f))
+        .collect())
+}
+
+struct Ctx<'a> {
+    root: &'a MemcgRoot,
+    cleanup: &'a Cleanup,
+    sizes: Sizes,
+    dir: &'a Path,
+    /// The zram swap, set up by the first family that needs it.
+    swap_on: std::cell::Cell<bool>,
+}
+
+const CHILD_LIMIT: Duration = Duration::from_secs(240);
+
+/// Run the selected benchmarks and derive the costs. Needs root, a memory controller and two
+/// CPUs; undoes every change it makes on every exit path.
+pub fn calibrate(opts: &Options) -> Result<Calibration> {
+    let families = select(opts.only.as_deref())?;
+    let root = preflight()?;
+    crate::workers::check_dir(&opts.dir.to_string_lossy()).context("--dir")?;
+    for m in crate::leftovers::sweep(
+        &root,
+        &[opts.dir.as_path()],
+        crate::trace::mounted(),
+        Duration::from_secs(5),
+    ) {
+        eprintln!("reclaimlab: {m}");
+    }
+    let cleanup = Cleanup::new();
+    if root.needs_subtree_memory() {
+        let r2 = root.clone();
+        cleanup.apply(
+            format!("+memory in {}/cgroup.subtree_control", root.dir.display()),
+            || root.set_subtree_memory(true),
+            move || r2.set_subtree_memory(false),
+        )?;
+    }
+    let ctx = Ctx {
+        root: &root,
+        cleanup: &cleanup,
+        sizes: Sizes::new(opts.quick),
+        dir: &opts.dir,
+        swap_on: std::cell::Cell::new(false),
+    };
+    let t0 = Instant::now();
+    let mut ms = Vec::new();
+    let mut notes = Vec::new();
+    let mut load = Vec::new();
+    for (i, fam) in families.iter().enumerate() {
+        if let Some(p) = opts.progress {
+            p(i, families.len(), fam);
+        }
+        load.push(loadavg());
+        let r = match *fam {
+            "parallel" => fam_parallel(&ctx),
+            "fault" => fam_fault(&ctx),
+            "access" => fam_access(&ctx),
+            "flush" => fam_flush(&ctx),
+            "shootdown" => fam_shootdown(&ctx),
+            "zram" => fam_zram(&ctx),
+            "readahead" => fam_readahead(&ctx),
+            "reclaim" => fam_reclaim(&ctx),
+            "contention" => fam_contention(&ctx),
+            _ => unreachable!(),
+        };
+        match r {
+            Ok(mut v) => ms.append(&mut v),
+            Err(e) => {
+                // A signal's clean-up may have failed the benchmark: let it exit the process.
+                crate::cleanup::park_if_stopping();
+                eprintln!("reclaimlab: calibrate {fam}: {e:#}");
+                notes.push(format!("{fam}: not measured: {e:#}"));
+            }
+        }
+    }
+    if let Some(p) = opts.progress {
+        p(families.len(), families.len(), "clean-up");
+    }
+    load.push(loadavg());
+    let errors = cleanup.run_all();
+    if !errors.is_empty() {
+        bail!(
+            "the benchmarks finished but clean-up failed:\n{}",
+            errors.join("\n")
+        );
+    }
+    let (costs, checks, mut more) = derive_all(&ms);
+    notes.append(&mut more);
+    Ok(Calibration {
+        schema: SCHEMA.into(),
+        command: String::new(),
+        quick: opts.quick,
+        families: families.iter().map(|f| f.to_string()).collect(),
+        machine: machine::facts(root.version.as_str()),
+        seconds: t0.elapsed().as_secs_f64(),
+        loadavg: load,
+        measurements: ms,
+        costs,
+        checks,
+        notes,
+    })
+}
+
+/// Run `body` in a forked child inside a fresh memcg (removed afterwards).
+fn in_child<T: Serialize + serde::de::DeserializeOwned>(
+    ctx: &Ctx,
+    what: &str,
+    body: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    let (cg, undo) = child::fresh_memcg(ctx.root, ctx.cleanup)?;
+    let r = child::run_in(&cg, ctx.cleanup, what, CHILD_LIMIT, body);
+    undo.run()?;
+    r
+}
+
+fn fam_parallel(ctx: &Ctx) -> Result<Vec<Measurement>> {
+    let s = ctx.sizes;
+    let iters = if s.samples > 5 {
+        50_000_000
+    } else {
+        20_000_000
+    };
+    let v = in_child(ctx, "two CPUs at once", move || {
+        parallel::two_vs_one(0, 1, iters, s.samples)
+    })?;
+    Ok(vec![Measurement::new(
+        "cpu-loop-two-vs-one",
+        "ratio",
+        &format!("wall time of a {iters}-step register-only loop on CPUs 0 and 1 at once over CPU 0 alone (1: independent CPUs, 2: one shared physical CPU)"),
+        v,
+    )?])
+}
+
+fn fam_fault(ctx: &Ctx) -> Result<Vec<Measurement>> {
+    let s = ctx.sizes;
+    let f = in_child(ctx, "anon faults", move || {
+        fault::anon_faults(s.fault_pages, s.samples)
+    })?;
+    let n = s.fault_pages;
+    Ok(vec![
+        Measurement::new(
+            "anon-read-fault",
+            "ns/page",
+            &format!("first read of each page of a fresh {n}-page anonymous mapping (maps the shared zero page), in a memcg, CPU 0"),
+            f.read,
+        )?,
+        Measurement::new(
+            "anon-write-fault",
+            "ns/page",
+            &format!("first write of each page of a fresh {n}-page anonymous mapping (allocate, zero, charge, map), in a memcg, CPU 0"),
+            f.write,
+        )?,
+    ])
+}
+
+fn fam_access(ctx: &Ctx) -> Result<Vec<Measurement>> {
+    let s = ctx.sizes;
+    let a = in_child(ctx, "resident access", move || {
+        fault::resident_access(s.access_pages, s.samples)
+    })?;
+    let mib = (s.access_pages * mem::PAGE) >> 20;
+    Ok(vec![
+        Measurement::new(
+            "clear-page",
+            "ns/page",
+            &format!(
+                "rep stosb over each page of a resident {mib} MiB region (clear_page_erms), CPU 0"
+            ),
+            a.clear,
+        )?,
+        Measurement::new(
+            "page-store",
+            "ns/page",
+            &format!("memset of each page of a resident {mib} MiB region, CPU 0"),
+            a.store,
+        )?,
+        Measurement::new(
+            "page-load",
+            "ns/page",
+            &format!("sum of the words of each page of a resident {mib} MiB region, CPU 0"),
+            a.load,
+        )?,
+    ])
+}
+
+fn fam_flush(ctx: &Ctx) -> Result<Vec<Measurement>> {
+    let s = ctx.sizes;
+    let series = in_child(ctx, "local flushes", move || {
+        flush::mprotect_series(s.flush_iters, s.samples)
+    })?;
+    let mut one = Vec::new();
+    let mut all = Vec::new();
+    let mut fixed = Vec::new();
+    for x in &series {
+        let f = flush::derive(x).context("mprotect series: no line fit")?;
+        one.push(f.one);
+        all.push(f.all);
+        fixed.push(f.ranged_fixed);
+    }
+    let raw = serde_json::to_value(&series)?;
+    Ok(vec![
+        Measurement::new(
+            "flush-invlpg-fit",
+            "ns/page",
+            &format!(
+                "median mprotect of n present minus n none PTEs ({} pairs per n): slope over n = 1..32 minus slope over n = 40..256: one INVLPG",
+                s.flush_iters
+            ),
+            one,
+        )?
+        .observe("series", raw),
+        Measurement::new(
+            "flush-full-fit",
+            "ns",
+            "the same series: intercept over n = 40..256 (a full local flush and the flush path's fixed work)",
+            all,
+        )?,
+        Measurement::new(
+            "flush-ranged-fixed-fit",
+            "ns",
+            "the same series: intercept over n = 1..32 (the fixed work of a ranged flush, beyond its PTE changes and INVLPGs)",
+            fixed,
+        )?,
+    ])
+}
+
+fn fam_shootdown(ctx: &Ctx) -> Result<Vec<Measurement>> {
+    let s = ctx.sizes;
+    let r = in_child(ctx, "TLB shootdown", move || {
+        shootdown::round_trip(0, 1, s.shootdown_iters, s.samples)
+    })?;
+    let calls = 2 * s.shootdown_iters;
+    let mut v = vec![
+        Measurement::new(
+            "mprotect-1page-one-cpu",
+            "ns/call",
+            &format!("median of {calls} mprotect calls on one present page, each timed, the mm running on CPU 0 only"),
+            r.one_cpu,
+        )?,
+        Measurement::new(
+            "mprotect-1page-two-cpus-mean",
+            "ns/call",
+            &format!("mean of {calls} such calls with a second thread of the mm spinning on CPU 1 (a shootdown IPI unless the hypervisor reports that vCPU preempted)"),
+            r.two_cpu_mean,
+        )?
+        .observe("tlb_ipis_per_call", r.ipis_per_call.clone())
+        .observe("slow_fraction", r.slow_fraction.clone()),
+    ];
+    let slow: Vec<f64> = r
+        .two_cpu_slow
+        .iter()
+        .copied()
+        .filter(|x| x.is_finite())
+        .collect();
+    if !slow.is_empty() {
+        v.push(
+            Measurement::new(
+                "mprotect-1page-two-cpus-ipi",
+                "ns/call",
+                "median of those two-CPU calls slower than the one-CPU calls' 99th percentile + 1 us (the calls that sent an IPI and waited for it)",
+                slow,
+            )?
+            .observe("tlb_ipis_per_call", r.ipis_per_call.clone())
+            .observe("slow_fraction", r.slow_fraction.clone()),
+        );
+    }
+    v.push(
+        Measurement::new(
+            "shootdown-receiver-gap",
+            "ns",
+            "median of the interruptions (> 0.7 us) of the thread spinning on CPU 1 that started inside a slow two-CPU call (the receiving side of a shootdown)",
+            r.receiver_gap,
+        )?
+        .observe(
+            "tlb_ipis",
+            r.ipis_per_call
+                .iter()
+                .map(|x| (x * calls as f64).round())
+                .collect::<Vec<f64>>(),
+        )
+        .observe("tlb_ipis_per_call", r.ipis_per_call)
+        .observe("matched_gaps", r.matched_gaps)
+        .observe("all_gaps_per_ipi", r.gaps_per_ipi),
+    );
+    Ok(v)
+}
+
+fn fam_zram(ctx: &Ctx) -> Result<Vec<Measurement>> {
+    let s = ctx.sizes;
+    // A scope of its own: the device is reset before the reclaim families set up swap.
+    let scope = Cleanup::new();
+    let dev = crate::swap::setup_zram_block(&scope, zram::device_bytes(s.zram_pages, s.samples))?;
+    let d2 = dev.clone();
+    let r = in_child(ctx, "zram block", move || {
+        zram::block_rw(&d2, s.zram_pages, s.samples)
+    })?;
+    let errors = scope.run_all();
+    if !errors.is_empty() {
+        bail!("resetting {}: {}", dev.display(), errors.join("; "));
+    }
+    let mut v = Vec::new();
+    for d in Data::ALL {
+        let n = d.name();
+        for (dir, map) in [("write", &r.write), ("read", &r.read)] {
+            let m = Measurement::new(
+                &format!("zram-{dir}-{n}"),
+                "ns/page",
+                &format!(
+                    "O_DIRECT 4 KiB {dir}s of {} pages of {n} data to a zram block device ({}), CPU 0",
+                    s.zram_pages,
+                    crate::calibrate::machine::facts("").zram_algorithm
+                ),
+                map.get(n).cloned().unwrap_or_default(),
+            )?;
+            v.push(if dir == "write" && d == Data::Random {
+                m.observe("mm_stat", r.mm_stat.clone())
+            } else {
+                m
+            });
+        }
+    }
+    Ok(v)
+}
+
+fn fam_readahead(ctx: &Ctx) -> Result<Vec<Measurement>> {
+    let s = ctx.sizes;
+    let path = reclaim::data_path(ctx.dir, "ra");
+    let p2 = path.clone();
+    let undo = ctx
+        .cleanup
+        .defer(format!("data file {}", path.display()), move || {
+            crate::cleanup::remove_file(&p2)
+        })?;
+    let p3 = path.clone();
+    let r = in_child(ctx, "file read faults", move || {
+        readahead::sweep(&p3, s.readahead_pages, s.samples)
+    });
+    undo.run()?;
+    let r = r?;
+    let ra_kb = std::fs::read_to_string("/sys/block/vda/queue/read_ahead_kb").unwrap_or_default();
+    let n = s.readahead_pages;
+    Ok(vec![
+        Measurement::new(
+            "file-read-fault-cold",
+            "ns/page",
+            &format!("sequential read of each page of a mapped {n}-page file just dropped from the page cache (readahead, device reads, fault-around), CPU 0"),
+            r.cold,
+        )?
+        .observe("majflt_per_page", r.majflt_per_page)
+        .observe("resident_before", r.resident_before_cold)
+        .observe("read_ahead_kb", ra_kb.trim()),
+        Measurement::new(
+            "file-read-fault-warm",
+            "ns/page",
+            "the same sweep over a new mapping of the file once cached (fault-around only)",
+            r.warm,
+        )?,
+    ])
+}
+
+/// zram swap for the anonymous reclaim, once.
+fn ensure_swap(ctx: &Ctx) -> Result<()> {
+    if !ctx.swap_on.get() {
+        let bytes = (ctx.sizes.reclaim_pages * mem::PAGE * 4) as u64;
+        crate::swap::setup_zram(ctx.cleanup, bytes.max(256 << 20))?;
+        ctx.swap_on.set(true);
+    }
+    Ok(())
+}
+
+fn per_page(out: &reclaim::RunOut, ns: f64, what: &str) -> Result<f64> {
+    stats::per_unit(ns, out.pages_reclaimed, what)
+}
+
+fn fam_reclaim(ctx: &Ctx) -> Result<Vec<Measurement>> {
+    let s = ctx.sizes;
+    let n = s.reclaim_pages;
+    let half = (n / 2 * mem::PAGE) as u64;
+    let mut small = Vec::new();
+    let mut large = Vec::new();
+    let mut small_pages = Vec::new();
+    let mut large_pages = Vec::new();
+    let mut folios = Vec::new();
+    for _ in 0..s.samples {
+        for (chunk, tag) in [(1, "small"), (512, "large")] {
+            let job = Prep::File {
+                path: reclaim::data_path(ctx.dir, tag),
+                pages: n,
+                chunk,
+                observe: true,
+            };
+            let out = reclaim::run(ctx.root, ctx.cleanup, vec![(0, job)], half, 0, CHILD_LIMIT)?;
+            let v = per_page(&out, out.children[0].reclaim_ns, "file reclaim")?;
+            if chunk == 1 {
+                small.push(v);
+                small_pages.push(out.pages_reclaimed);
+            } else {
+                large.push(v);
+                large_pages.push(out.pages_reclaimed);
+                folios.push(out.children[0].folios);
+            }
+        }
+    }
+    ensure_swap(ctx)?;
+    let mut anon = Vec::new();
+    let mut anon_pages = Vec::new();
+    let mut swapin = Vec::new();
+    let mut swapped = Vec::new();
+    for _ in 0..s.samples {
+        let job = Prep::Anon {
+            pages: n,
+            data: Data::Pattern,
+        };
+        let out = reclaim::run(
+            ctx.root,
+            ctx.cleanup,
+            vec![(0, job)],
+            half,
+            100,
+            CHILD_LIMIT,
+        )?;
+        anon.push(per_page(&out, out.children[0].reclaim_ns, "anon reclaim")?);
+        anon_pages.push(out.pages_reclaimed);
+        swapped.push(out.children[0].swapped);
+        if let Some(v) = out.children[0].swapin_ns_per_page {
+            swapin.push(v);
+        }
+    }
+    let mib = (n * mem::PAGE) >> 20;
+    let mut v = vec![
+        Measurement::new(
+            "reclaim-file-order0",
+            "ns/page",
+            &format!("memcg limit reclaim of half of a clean, unmapped {mib} MiB file written 4 KiB at a time (order-0 folios); time of the limit write / pages the usage dropped, CPU 0"),
+            small,
+        )?
+        .observe("pages_reclaimed", small_pages),
+        Measurement::new(
+            "reclaim-file-large",
+            "ns/page",
+            "the same for a file written 2 MiB at a time (large folios where the filesystem gives them)",
+            large,
+        )?
+        .observe("pages_reclaimed", large_pages)
+        .observe("folios_after", serde_json::to_value(&folios)?),
+        Measurement::new(
+            "reclaim-anon-zram",
+            "ns/page",
+            &format!("memcg limit reclaim of half of a {mib} MiB anonymous region of stress-ng-like data to zram swap (swappiness 100), CPU 0"),
+            anon,
+        )?
+        .observe("pages_reclaimed", anon_pages),
+    ];
+    if !swapin.is_empty() {
+        v.push(
+            Measurement::new(
+                "swapin-fault-zram",
+                "ns/page",
+                "read fault on each page of that region found in swap (pagemap), zram synchronous swap-in, CPU 0",
+                swapin,
+            )?
+            .observe("pages_swapped", swapped),
+        );
+    }
+    Ok(v)
+}
+
+fn fam_contention(ctx: &Ctx) -> Result<Vec<Measurement>> {
+    let s = ctx.sizes;
+    let n = s.reclaim_pages;
+    let bytes = (n * mem::PAGE) as u64;
+    let mut one = Vec::new();
+    let mut two_wall = Vec::new();
+    let mut two_cpu = Vec::new();
+    for _ in 0..s.samples {
+        let file = |tag: &str, pages| Prep::File {
+            path: reclaim::data_path(ctx.dir, tag),
+            pages,
+            chunk: 1,
+            observe: false,
+        };
+        let solo = reclaim::run(
+            ctx.root,
+            ctx.cleanup,
+            vec![(0, file("solo", 2 * n))],
+            bytes,
+            0,
+            CHILD_LIMIT,
+        )?;
+        one.push(per_page(
+            &solo,
+            solo.children[0].reclaim_ns,
+            "one-CPU reclaim",
+        )?);
+        let pair = reclaim::run(
+            ctx.root,
+            ctx.cleanup,
+            vec![(0, file("pair", n)), (1, file("pair", n))],
+            bytes,
+            0,
+            CHILD_LIMIT,
+        )?;
+        let wall = pair
+            .children
+            .iter()
+            .map(|c| c.reclaim_ns)
+            .fold(0.0, f64::max);
+        let cpu: f64 = pair.children.iter().map(|c| c.reclaim_ns).sum();
+        two_wall.push(per_page(&pair, wall, "two-CPU reclaim")?);
+        two_cpu.push(per_page(&pair, cpu, "two-CPU reclaim")?);
+    }
+    let mib = (n * mem::PAGE) >> 20;
+    Ok(vec![
+        Measurement::new(
+            "reclaim-file-one-cpu",
+            "ns/page",
+            &format!("one reclaimer on CPU 0 takes {mib} MiB of clean order-0 page cache from a memcg holding twice that"),
+            one,
+        )?,
+        Measurement::new(
+            "reclaim-file-two-cpus-wall",
+            "ns/page",
+            &format!("two reclaimers (CPU 0 and CPU 1) at once in one memcg, {mib} MiB in all: wall time (the slower one) per page"),
+            two_wall,
+        )?,
+        Measurement::new(
+            "reclaim-file-two-cpus-cpu",
+            "ns/page",
+            "the same: the two reclaimers' times added, per page (CPU time per page)",
+            two_cpu,
+        )?,
+    ])
+}
+
+/// The receiver-gap samples with the number of interruptions behind each.
+fn per_sample_matched(gap: &Measurement) -> Vec<(f64, f64)> {
+    let n: Vec<f64> = gap
+        .observed
+        .get("matched_gaps")
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default();
+    gap.samples.iter().copied().zip(n).collect()
+}
+
+/// Set a derived cost, or say why it is not set.
+fn put(
+    costs: &mut BTreeMap<String, Derived>,
+    notes: &mut Vec<String>,
+    name: &str,
+    d: Option<Derived>,
+    why: &str,
+) {
+    match d {
+        Some(d) => {
+            costs.insert(name.to_string(), d);
+        }
+        None => notes.push(format!("{name} not set: {why}")),
+    }
+}
+
+fn find<'a>(ms: &'a [Measurement], name: &str) -> Option<&'a Measurement> {
+    ms.iter().find(|m| m.name == name)
+}
+
+fn median_observed(m: &Measurement, key: &str) -> Option<f64> {
+    let v: Vec<f64> = serde_json::from_value(m.observed.get(key)?.clone()).ok()?;
+    reclaimlab_core::stats::summarize(&v).map(|s| s.median)
+}
+
+/// Costs and checks from the measurements (pure: unit-tested with synthetic measurements).
+pub fn derive_all(ms: &[Measurement]) -> (BTreeMap<String, Derived>, Vec<Check>, Vec<String>) {
+    let mut costs = BTreeMap::new();
+    let mut notes = Vec::new();
+    let direct = |m: &str, source: &str| {
+        find(ms, m).and_then(|x| Derived::new(x.samples.clone(), source, &[m]))
+    };
+    let diff = |a: &str, b: &str, source: &str| {
+        let (x, y) = (find(ms, a)?, find(ms, b)?);
+        Derived::new(paired_diff(&x.samples, &y.samples), source, &[a, b])
+    };
+    if find(ms, "anon-read-fault").is_some() {
+        put(
+            &mut costs,
+            &mut notes,
+            "fault_base",
+            direct(
+                "anon-read-fault",
+                "first read fault of an anonymous page (the zero page is mapped: exception, \
+                 handle_mm_fault, PTE install; no allocation, zeroing or charge)",
+            ),
+            "negative median",
+        );
+    }
+    if find(ms, "clear-page").is_some() {
+        put(
+            &mut costs,
+            &mut notes,
+            "zero_page",
+            direct("clear-page", "rep stosb over a resident, cache-cold 4 KiB page in user space (what clear_page_erms runs)"),
+            "negative median",
+        );
+        put(
+            &mut costs,
+            &mut notes,
+            "touch_page",
+            direct(
+                "page-store",
+                "memset of a resident, cache-cold 4 KiB page (a workload's store pass)",
+            ),
+            "negative median",
+        );
+    }
+    if find(ms, "zram-write-pattern").is_some() {
+        put(
+            &mut costs,
+            &mut notes,
+            "zram_compress",
+            diff(
+                "zram-write-pattern",
+                "zram-write-zero",
+                "zram write of a stress-ng-like page minus the same write of a zero page (same-filled: no compression), O_DIRECT, paired per sample",
+            ),
+            "the write difference was negative (noise larger than the compressor)",
+        );
+        put(
+            &mut costs,
+            &mut notes,
+            "zram_decompress",
+            diff(
+                "zram-read-pattern",
+                "zram-read-zero",
+                "zram read of a stress-ng-like page minus the same read of a zero page (filled, not decompressed), O_DIRECT, paired per sample",
+            ),
+            "the read difference was negative (noise larger than the decompressor)",
+        );
+    }
+    if find(ms, "flush-invlpg-fit").is_some() {
+        put(
+            &mut costs,
+            &mut notes,
+            "local_flush_one",
+            direct("flush-invlpg-fit", "mprotect of n present minus n none PTEs: slope over n = 1..32 (PTE change + INVLPG) minus slope over n = 40..256 (PTE change)"),
+            "the fitted difference was negative",
+        );
+        put(
+            &mut costs,
+            &mut notes,
+            "local_flush_all",
+            direct("flush-full-fit", "the same series: intercept over n = 40..256 (a full flush with the flush path's fixed work; the PTE changes are the slope)"),
+            "the fitted intercept was negative",
+        );
+    }
+    if find(ms, "file-read-fault-cold").is_some() {
+        put(
+            &mut costs,
+            &mut notes,
+            "file_read_page",
+            diff(
+                "file-read-fault-cold",
+                "file-read-fault-warm",
+                "sequential read sweep of a mapped file not cached minus the same sweep cached, per page (device read and page-cache fill, amortised by readahead)",
+            ),
+            "cold was not slower than warm",
+        );
+    }
+    if let Some(gap) = find(ms, "shootdown-receiver-gap") {
+        let ipis = median_observed(gap, "tlb_ipis").unwrap_or(0.0);
+        let matched = median_observed(gap, "matched_gaps").unwrap_or(0.0);
+        let flush_one = costs.get("local_flush_one").map(|d| d.ns);
+        if ipis < 30.0 || matched < 0.5 * ipis || matched > 1.5 * ipis {
+            notes.push(format!(
+                "ipi_handle not set: per sample the remote CPU received {ipis:.0} shootdowns and \
+                 its spinning thread showed {matched:.0} interruptions starting inside slow calls (at \
+                 least 30, and about one per shootdown, needed)"
+            ));
+        } else if let Some(f) = flush_one {
+            put(
+                &mut costs,
+                &mut notes,
+                "ipi_handle",
+                Derived::new(
+                    per_sample_matched(gap)
+                        .into_iter()
+                        .filter(|(_, n)| *n >= 10.0)
+                        .map(|(g, _)| g - f)
+                        .collect(),
+                    "median interruption of a thread spinning on the receiving CPU that started inside a call waiting for a shootdown (samples with at least 10 such), minus local_flush_one (the simulator charges the receiver's INVLPG separately)",
+                    &["shootdown-receiver-gap", "flush-invlpg-fit"],
+                ),
+                "the interruption was shorter than one INVLPG",
+            );
+        } else {
+            notes.push(
+                "ipi_handle not set: it needs local_flush_one (run the flush family too)".into(),
+            );
+        }
+    }
+    let checks = checks(ms, &costs);
+    (costs, checks, notes)
+}
+
+fn checks(ms: &[Measurement], costs: &BTreeMap<String, Derived>) -> Vec<Check> {
+    use derive::{check, check_values};
+    let mut v = Vec::new();
+    let c64 = |x: u64| x as f64;
+    if let Some(m) = find(ms, "anon-write-fault") {
+        v.push(check(
+            "first-touch anon write fault",
+            m,
+            "fault_base + zero_page + memcg_charge / 64 (the charge batch)",
+            |t| c64(t.fault_base + t.zero_page) + c64(t.memcg_charge) / 64.0,
+            costs,
+            "the rest is the page allocation, LRU add and rmap, which the simulator does not charge",
+        ));
+    }
+    if let Some(m) = find(ms, "swapin-fault-zram") {
+        v.push(check(
+            "swap-in fault from zram",
+            m,
+            "fault_base + zram_decompress + memcg_charge / 64",
+            |t| c64(t.fault_base + t.zram_decompress) + c64(t.memcg_charge) / 64.0,
+            costs,
+            "not charged by the simulator: the folio allocation, swap entry lookup and free, LRU add",
+        ));
+    }
+    if let (Some(fixed), Some(one)) = (
+        find(ms, "flush-ranged-fixed-fit"),
+        find(ms, "flush-invlpg-fit"),
+    ) {
+        v.push(check_values(
+            "local flush of one page, whole path",
+            "ns",
+            &fixed
+                .samples
+                .iter()
+                .zip(&one.samples)
+                .map(|(f, o)| f + o)
+                .collect::<Vec<_>>(),
+            "local_flush_one",
+            |t| c64(t.local_flush_one),
+            costs,
+            "a ranged flush's fixed work plus one INVLPG; the simulator charges only n x local_flush_one",
+        ));
+    }
+    let rt_charges = "ipi_send + ipi_delivery + ipi_handle + local_flush_one (flush_tlb_multi's wait for the ack)";
+    let rt = |t: &reclaimlab_sim::cost::CostTable| {
+        c64(t.ipi_send + t.ipi_delivery + t.ipi_handle + t.local_flush_one)
+    };
+    if let Some(one) = find(ms, "mprotect-1page-one-cpu") {
+        if let Some(mean) = find(ms, "mprotect-1page-two-cpus-mean") {
+            let ipis = median_observed(mean, "tlb_ipis_per_call").unwrap_or(f64::NAN);
+            v.push(check_values(
+                "shootdown, average over calls (one target)",
+                "ns",
+                &paired_diff(&mean.samples, &one.samples),
+                rt_charges,
+                rt,
+                costs,
+                &format!(
+                    "mean two-CPU call minus median one-CPU call; only {ipis:.3} IPIs per call \
+                     reached the other CPU: a KVM guest's flush_tlb_multi (kvm_flush_tlb_multi) \
+                     sends none to a vCPU the host reports preempted and has it flush on its next \
+                     entry, a mechanism the simulator does not model"
+                ),
+            ));
+        }
+        if let Some(slow) = find(ms, "mprotect-1page-two-cpus-ipi") {
+            let n = slow.samples.len().min(one.samples.len());
+            let round: Vec<f64> = paired_diff(&slow.samples[..n], &one.samples[..n]);
+            v.push(check_values(
+                "shootdown round trip, calls that sent an IPI",
+                "ns",
+                &round,
+                rt_charges,
+                rt,
+                costs,
+                "median slow two-CPU call minus median one-CPU call",
+            ));
+            if let Some(gap) = find(ms, "shootdown-receiver-gap") {
+                let m = round.len().min(gap.samples.len());
+                v.push(check_values(
+                    "ipi_send + ipi_delivery",
+                    "ns",
+                    &paired_diff(&round[..m], &gap.samples[..m]),
+                    "ipi_send + ipi_delivery",
+                    |t| c64(t.ipi_send + t.ipi_delivery),
+                    costs,
+                    "round trip minus the receiver's interruption; the split between send and \
+                     delivery cannot be measured from user space, so neither is set",
+                ));
+            }
+        }
+    }
+    let file_path = |t: &reclaimlab_sim::cost::CostTable| c64(t.isolate_folio + t.remove_mapping);
+    if let Some(m) = find(ms, "reclaim-file-order0") {
+        v.push(check(
+            "reclaim of a clean unmapped file page (order 0)",
+            m,
+            "isolate_folio + remove_mapping (an unmapped folio needs no rmap walk)",
+            file_path,
+            costs,
+            "whole memcg limit-reclaim path per page: the LRU scan, shrink_folio_list, freeing",
+        ));
+    }
+    if let Some(m) = find(ms, "reclaim-file-large") {
+        let per_folio = m
+            .observed
+            .get("folios_after")
+            .and_then(|f| {
+                serde_json::from_value::<Vec<Option<pagemap::FolioCount>>>(f.clone()).ok()
+            })
+            .and_then(|v| {
+                let (mut pages, mut folios) = (0u64, 0u64);
+                for c in v.into_iter().flatten() {
+                    pages += c.resident;
+                    folios += c.large_heads + (c.resident - c.in_large);
+                }
+                (folios > 0).then(|| pages as f64 / folios as f64)
+            })
+            .unwrap_or(1.0);
+        v.push(check(
+            "reclaim of a clean unmapped file page in large folios",
+            m,
+            &format!(
+                "(isolate_folio + remove_mapping) / {per_folio:.1} pages per folio (kpageflags of the pages left)"
+            ),
+            move |t| file_path(t) / per_folio,
+            costs,
+            "per page; the folio size is what /proc/kpageflags showed for the unreclaimed half",
+        ));
+    }
+    if let Some(m) = find(ms, "reclaim-anon-zram") {
+        v.push(check(
+            "reclaim of an anon page to zram",
+            m,
+            "isolate_folio + 2 rmap_walk + add_to_swap + zram_compress + remove_mapping + local_flush_all / 32",
+            |t| {
+                c64(t.isolate_folio + 2 * t.rmap_walk + t.add_to_swap + t.zram_compress + t.remove_mapping)
+                    + c64(t.local_flush_all) / 32.0
+            },
+            costs,
+            "one mapping, one CPU (the reclaimer is the mm's only thread: local flush)",
+        ));
+    }
+    if let (Some(two), Some(one)) = (
+        find(ms, "reclaim-file-two-cpus-cpu"),
+        find(ms, "reclaim-file-one-cpu"),
+    ) {
+        let r: Vec<f64> = two
+            .samples
+            .iter()
+            .zip(&one.samples)
+            .map(|(a, b)| a / b)
+            .collect();
+        v.push(check_values(
+            "reclaim CPU time per page, two CPUs at once / one CPU",
+            "ratio",
+            &r,
+            "1 (the simulator charges reclaim the same whatever the other CPUs do)",
+            |_| 1.0,
+            costs,
+            "above 1 is contention (lru_lock, memcg counters, zone lock) the model does not charge",
+        ));
+    }
+    if let Some(m) = find(ms, "cpu-loop-two-vs-one") {
+        v.push(check(
+            "CPU-bound loop, two CPUs at once / one alone (wall)",
+            m,
+            "1 (the simulator's CPUs run at once, independently)",
+            |_| 1.0,
+            costs,
+            "above 1: the hypervisor does not run the two vCPUs at the same time all the time; every two-CPU figure here (shootdowns, contention) carries that",
+        ));
+    }
+    for d in [Data::Sparse, Data::Random] {
+        let n = d.name();
+        for (dir, cost) in [("write", "zram_compress"), ("read", "zram_decompress")] {
+            if let (Some(a), Some(z)) = (
+                find(ms, &format!("zram-{dir}-{n}")),
+                find(ms, &format!("zram-{dir}-zero")),
+            ) {
+                let diff = paired_diff(&a.samples, &z.samples);
+                let is_write = dir == "write";
+                v.push(check_values(
+                    &format!("zram {dir} of {n} data minus zero data"),
+                    "ns/page",
+                    &diff,
+                    cost,
+                    move |t| c64(if is_write { t.zram_compress } else { t.zram_decompress }),
+                    costs,
+                    "the simulator has one figure for all data; the profile's is the stress-ng-like pattern",
+                ));
+            }
+        }
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(name: &str, samples: &[f64]) -> Measurement {
+        Measurement::new(name, "ns/page", "synthetic", samples.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn selects_families_in_run_order_and_names_a_bad_one() {
+        assert_eq!(select(None).unwrap().len(), FAMILIES.len());
+        let only = vec!["flush".to_string(), "fault".to_string()];
+        assert_eq!(select(Some(&only)).unwrap(), vec!["fault", "flush"]);
+        let e = select(Some(&["faults".to_string()]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("\"faults\"") && e.contains("fault, access"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn derives_costs_from_paired_differences() {
+        let ms = vec![
+            m("anon-read-fault", &[900.0, 1000.0, 1100.0]),
+            m("zram-write-pattern", &[5000.0, 5200.0, 9000.0]),
+            m("zram-write-zero", &[1000.0, 1100.0, 5000.0]),
+            m("zram-read-pattern", &[3000.0, 3000.0, 3000.0]),
+            m("zram-read-zero", &[3100.0, 3200.0, 3300.0]),
+            m("flush-invlpg-fit", &[120.0, 130.0, 110.0]),
+            m("flush-full-fit", &[400.0, 420.0, 380.0]),
+            m("flush-ranged-fixed-fit", &[1000.0, 1000.0, 1000.0]),
+            m("shootdown-receiver-gap", &[5120.0, 5130.0, 5110.0])
+                .observe("matched_gaps", vec![890.0, 990.0, 940.0])
+                .observe("tlb_ipis", vec![900.0, 1000.0, 950.0]),
+            m("mprotect-1page-one-cpu", &[1000.0, 1000.0, 1000.0]),
+            m("mprotect-1page-two-cpus-mean", &[11000.0, 12000.0, 10000.0])
+                .observe("tlb_ipis_per_call", vec![0.5, 0.5, 0.49]),
+            m("mprotect-1page-two-cpus-ipi", &[21000.0, 22000.0, 20000.0]),
+        ];
+        let (costs, checks, notes) = derive_all(&ms);
+        assert_eq!(costs["fault_base"].ns, 1000.0);
+        // Paired: 4000, 4100, 4000 -> 4000 (unpaired medians would say 5200 - 1100 = 4100).
+        assert_eq!(costs["zram_compress"].ns, 4000.0);
+        assert_eq!(
+            costs["zram_compress"].from,
+            vec!["zram-write-pattern", "zram-write-zero"]
+        );
+        // Reads of the pattern were not slower than zero reads: not set, and said why.
+        assert!(!costs.contains_key("zram_decompress"));
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.starts_with("zram_decompress not set")),
+            "{notes:?}"
+        );
+        // ipi_handle = gap - local_flush_one (120).
+        assert_eq!(costs["ipi_handle"].ns, 5000.0);
+        let avg = checks
+            .iter()
+            .find(|c| c.name.starts_with("shootdown, average"))
+            .unwrap();
+        assert_eq!(avg.measured, 10000.0);
+        assert!(avg.note.contains("0.500 IPIs per call"), "{}", avg.note);
+        let rt = checks
+            .iter()
+            .find(|c| c.name.starts_with("shootdown round trip"))
+            .unwrap();
+        assert_eq!(rt.measured, 20000.0);
+        let d = reclaimlab_sim::cost::CostTable::x86();
+        assert_eq!(
+            rt.sim_default,
+            (d.ipi_send + d.ipi_delivery + d.ipi_handle + d.local_flush_one) as f64
+        );
+        assert_eq!(
+            rt.sim_calibrated,
+            (d.ipi_send + d.ipi_delivery + 5000 + 120) as f64
+        );
+        let sd = checks
+            .iter()
+            .find(|c| c.name == "ipi_send + ipi_delivery")
+            .unwrap();
+        assert_eq!(sd.measured, 14880.0);
+    }
+
+    #[test]
+    fn no_ipi_handle_when_the_remote_cpu_got_no_shootdowns() {
+        let ms = vec![
+            m("flush-invlpg-fit", &[100.0]),
+            m("flush-full-fit", &[300.0]),
+            m("shootdown-receiver-gap", &[3000.0])
+                .observe("matched_gaps", vec![3.0])
+                .observe("tlb_ipis", vec![0.0]),
+            m("mprotect-1page-two-cpus-mean", &[1500.0]).observe("tlb_ipis_per_call", vec![0.0]),
+        ];
+        let (costs, _, notes) = derive_all(&ms);
+        assert!(!costs.contains_key("ipi_handle"));
+        assert!(
+            notes.iter().any(|n| n.contains("received 0 shootdowns")),
+            "{notes:?}"
+        );
+    }
+}
