@@ -58,6 +58,10 @@ pub const SHIPPED: &[(&str, &str)] = &[
         "seed003-x86-4socket",
         include_str!("../../../profiles/seed003-x86-4socket.toml"),
     ),
+    (
+        "kvm-guest-2vcpu",
+        include_str!("../../../profiles/kvm-guest-2vcpu.toml"),
+    ),
 ];
 
 /// A profile as loaded for a run: what the user named, the parsed profile and its text's hash.
