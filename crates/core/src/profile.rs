@@ -131,8 +131,8 @@ impl Profile {
     fn check(&self) -> anyhow::Result<()> {
         if !matches!(self.machine.arch.as_str(), "x86" | "arm64") {
             anyhow::bail!(
-                "machine.arch must be \"x86\" or \"arm64\" (got {:?})",
-                self.machine.arch
+                "machine.arch must be \"x86\" or \"arm64\" (got {})",
+                crate::units::clip(&self.machine.arch)
             );
         }
         if self.machine.cpus == 0 {

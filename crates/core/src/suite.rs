@@ -118,7 +118,10 @@ impl Suite {
             let name = string(file, t, "name", &what)?
                 .ok_or_else(|| err(file, format!("{what}name is missing")))?;
             if configs.iter().any(|c: &SuiteConfig| c.name == name) {
-                return Err(err(file, format!("two configurations named {name:?}")));
+                return Err(err(
+                    file,
+                    format!("two configurations named {}", crate::units::clip(&name)),
+                ));
             }
             let scenario = string(file, t, "scenario", &what)?
                 .or_else(|| default_scenario.clone())
