@@ -1,5 +1,6 @@
 //! `reclaimlab`: measure (host), predict (sim) and compare TLB-flush batching in page reclaim.
 
+mod output;
 mod plot;
 mod render;
 mod suite;
@@ -217,7 +218,21 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("reclaimlab: {e:#}");
+            // A last guard against echoing huge inputs: no line longer than a few hundred
+            // characters (the messages themselves quote at most 100 of any input).
+            let msg = format!("{e:#}");
+            let lines: Vec<String> = msg
+                .lines()
+                .map(|l| {
+                    if l.chars().count() > 400 {
+                        let head: String = l.chars().take(400).collect();
+                        format!("{head}... (line cut)")
+                    } else {
+                        l.to_string()
+                    }
+                })
+                .collect();
+            eprintln!("reclaimlab: {}", lines.join("\n"));
             ExitCode::from(2)
         }
     }
@@ -243,6 +258,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             if let Some(s) = seed {
                 scn.sets.push(format!("run.seed={s}"));
             }
+            out.check()?;
             let scenario = Scenario::load(&scn.scenario, &scn.sets, Target::Sim)?;
             let bar = progress_bar(out.json, "simulated s");
             let cb = |done: u64, total: u64| {
@@ -271,6 +287,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             trace,
             out,
         } => {
+            out.check()?;
             let (cpus, memory_bytes) = reclaimlab_host::machine_limits();
             let scenario = Scenario::load(
                 &scn.scenario,
@@ -304,6 +321,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         } => {
             if let Some(p) = &plot {
                 plot::Format::of(p)?;
+                output::check_writable(p, "--plot")?;
             }
             let (b, a) = match (inputs.as_slice(), before, after) {
                 ([b, a], None, None) if sets.is_empty() => {
@@ -358,27 +376,30 @@ fn run(cli: Cli) -> Result<ExitCode> {
             host_result,
             markdown,
             out,
-        } => match (suite, scenario) {
-            (Some(f), _) => suite::run_suite(
-                &f,
-                &sets,
-                repeat,
-                swap,
-                markdown,
-                out.json,
-                out.out.as_deref(),
-            ),
-            (None, scenario) => validate(
-                ScenarioArgs {
-                    scenario: scenario.unwrap_or_default(),
-                    sets,
-                },
-                repeat,
-                swap,
-                host_result,
-                markdown,
-                out,
-            ),
+        } => match (out.check().map(|_| suite), scenario) {
+            (Err(e), _) => Err(e),
+            (Ok(suite), scenario) => match (suite, scenario) {
+                (Some(f), _) => suite::run_suite(
+                    &f,
+                    &sets,
+                    repeat,
+                    swap,
+                    markdown,
+                    out.json,
+                    out.out.as_deref(),
+                ),
+                (None, scenario) => validate(
+                    ScenarioArgs {
+                        scenario: scenario.unwrap_or_default(),
+                        sets,
+                    },
+                    repeat,
+                    swap,
+                    host_result,
+                    markdown,
+                    out,
+                ),
+            },
         },
         Cmd::Sweep {
             scenario,
@@ -391,6 +412,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         } => {
             if let Some(p) = &plot {
                 plot::Format::of(p)?;
+                output::check_writable(p, "--plot")?;
             }
             for spec in [&before, &after] {
                 reclaimlab_core::policy::KernelPolicy::parse(spec).map_err(anyhow::Error::msg)?;
@@ -526,8 +548,7 @@ fn validate(
     let rows = reclaimlab_core::validate::ratio_table(&host, &sim);
     if let Some(p) = &out.out {
         let v = serde_json::json!({"host": host, "sim": sim, "rows": rows});
-        std::fs::write(p, serde_json::to_string_pretty(&v)?)
-            .with_context(|| format!("cannot write {}", p.display()))?;
+        output::write_atomic(p, serde_json::to_string_pretty(&v)?.as_bytes())?;
     }
     if out.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
@@ -574,11 +595,20 @@ fn read_doc(p: &std::path::Path) -> Result<ResultDoc> {
         .with_context(|| format!("{} is not a reclaimlab result", p.display()))
 }
 
+impl OutputArgs {
+    /// `--out` must be writable before the run starts.
+    fn check(&self) -> Result<()> {
+        match &self.out {
+            Some(p) => output::check_writable(p, "--out"),
+            None => Ok(()),
+        }
+    }
+}
+
 fn emit(doc: &ResultDoc, out: &OutputArgs) -> Result<()> {
     let json = serde_json::to_string_pretty(doc)?;
     if let Some(p) = &out.out {
-        std::fs::write(p, format!("{json}\n"))
-            .with_context(|| format!("cannot write {}", p.display()))?;
+        output::write_atomic(p, format!("{json}\n").as_bytes())?;
     }
     if out.json {
         println!("{json}");

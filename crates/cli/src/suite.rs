@@ -176,6 +176,39 @@ fn print_config_text(r: &ConfigResult) {
     }
 }
 
+/// The `--out` document: the summary plus each configuration's two result documents;
+/// `complete` is false while configurations are still to run (or after an interrupt).
+fn write_full(
+    p: &Path,
+    suite: &Suite,
+    repeat: u64,
+    seconds: f64,
+    results: &[ConfigResult],
+    complete: bool,
+) -> Result<()> {
+    let mut full = serde_json::json!({
+        "suite": suite.file,
+        "description": suite.description,
+        "repeat": repeat,
+        "seconds": seconds,
+        "complete": complete,
+        "configs_total": suite.configs.len(),
+        "configs": results,
+    });
+    for (j, r) in full["configs"]
+        .as_array_mut()
+        .expect("configs")
+        .iter_mut()
+        .zip(results)
+    {
+        if let Some((h, s)) = &r.docs {
+            j["host"] = serde_json::to_value(h)?;
+            j["sim"] = serde_json::to_value(s)?;
+        }
+    }
+    crate::output::write_atomic(p, serde_json::to_string_pretty(&full)?.as_bytes())
+}
+
 /// `reclaimlab validate --suite FILE`.
 pub fn run_suite(
     file: &Path,
@@ -217,6 +250,19 @@ pub fn run_suite(
             print_config_text(&r);
         }
         results.push(r);
+        // Keep what finished: the file is rewritten (atomically) after every configuration,
+        // marked incomplete until the last one is in.
+        if let Some(p) = out {
+            let done = results.len() == suite.configs.len();
+            write_full(
+                p,
+                &suite,
+                repeat,
+                t0.elapsed().as_secs_f64(),
+                &results,
+                done,
+            )?;
+        }
     }
     let total = t0.elapsed().as_secs_f64();
     let failed = results.iter().filter(|r| r.error.is_some()).count();
@@ -235,20 +281,7 @@ pub fn run_suite(
         "configs": results,
     });
     if let Some(p) = out {
-        let mut full = doc.clone();
-        for (j, r) in full["configs"]
-            .as_array_mut()
-            .expect("configs")
-            .iter_mut()
-            .zip(&results)
-        {
-            if let Some((h, s)) = &r.docs {
-                j["host"] = serde_json::to_value(h)?;
-                j["sim"] = serde_json::to_value(s)?;
-            }
-        }
-        std::fs::write(p, serde_json::to_string_pretty(&full)?)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?;
+        write_full(p, &suite, repeat, total, &results, true)?;
     }
     if json {
         println!("{}", serde_json::to_string_pretty(&doc)?);
