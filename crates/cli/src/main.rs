@@ -119,6 +119,11 @@ enum Cmd {
         /// Draw each metric's delta % as a bar; FILE.svg or FILE.png (format by extension).
         #[arg(long, value_name = "FILE.svg|FILE.png")]
         plot: Option<PathBuf>,
+        /// Compare even when the two results differ in more than the kernel (scenario, a
+        /// config key, throughput unit); the differences head the table. Results without a
+        /// valid run or with impossible figures are refused regardless.
+        #[arg(long)]
+        allow_mismatch: bool,
     },
     /// Run a scenario on the host and in the simulator (as this machine) and print the
     /// per-stolen-page ratios side by side with the sim's relative error (host part needs root).
@@ -318,6 +323,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             markdown,
             all,
             plot,
+            allow_mismatch,
         } => {
             if let Some(p) = &plot {
                 plot::Format::of(p)?;
@@ -347,13 +353,22 @@ fn run(cli: Cli) -> Result<ExitCode> {
                      (--set only with a scenario)"
                 ),
             };
-            if b.scenario != a.scenario {
-                eprintln!(
-                    "reclaimlab: note: comparing different scenarios ({} vs {})",
-                    b.scenario, a.scenario
+            use reclaimlab_core::mismatch::{config_differences, unusable};
+            let bad: Vec<String> = [unusable("before", &b), unusable("after", &a)].concat();
+            if !bad.is_empty() {
+                bail!("cannot compare these results:\n  {}", bad.join("\n  "));
+            }
+            let differences = config_differences(&b, &a);
+            if !differences.is_empty() && !allow_mismatch {
+                bail!(
+                    "the two results differ in more than the kernel, so their deltas would not \
+                     measure the kernel:\n  {}\n(--allow-mismatch compares them anyway, with these \
+                     differences in the table's header)",
+                    differences.join("\n  ")
                 );
             }
-            let c = compare(&b, &a, all);
+            let mut c = compare(&b, &a, all);
+            c.differences = differences;
             if let Some(p) = &plot {
                 let title = format!("{}: {} vs {}", b.scenario, doc_policy(&b), doc_policy(&a));
                 plot::compare_plot(&c, &title, p)?;
