@@ -116,8 +116,12 @@ pub struct Profile {
 impl Profile {
     /// Parse and check a profile's text. `origin` names the file in errors.
     pub fn parse(text: &str, origin: &str) -> anyhow::Result<Profile> {
-        let p: Profile = toml_edit::de::from_str(text)
-            .map_err(|e| anyhow::anyhow!("profile {origin}: {}", e.to_string().trim_end()))?;
+        let p: Profile = toml_edit::de::from_str(text).map_err(|e| {
+            anyhow::anyhow!(
+                "profile {origin}: {}",
+                crate::units::clip_lines(e.to_string().trim_end())
+            )
+        })?;
         p.check()
             .map_err(|e| anyhow::anyhow!("profile {origin}: {e}"))?;
         Ok(p)

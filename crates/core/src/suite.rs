@@ -90,8 +90,15 @@ impl Suite {
 
     /// Parse suite text; relative `.toml` scenario paths are taken relative to `dir`.
     pub fn parse(file: &str, text: &str, dir: &Path) -> Result<Suite, ScenarioError> {
-        let doc = ImDocument::parse(text.to_string())
-            .map_err(|e| err(file, format!("not valid TOML: {e}")))?;
+        let doc = ImDocument::parse(text.to_string()).map_err(|e| {
+            err(
+                file,
+                format!(
+                    "not valid TOML: {}",
+                    crate::units::clip_lines(&e.to_string())
+                ),
+            )
+        })?;
         let top = doc.as_table();
         only(
             file,

@@ -97,6 +97,12 @@ pub fn clip(s: &str) -> String {
     }
 }
 
+/// A multi-line message (e.g. a TOML parser's, which quotes the offending line) with every
+/// line clipped by [`clip_raw`].
+pub fn clip_lines(msg: &str) -> String {
+    msg.lines().map(clip_raw).collect::<Vec<_>>().join("\n")
+}
+
 /// Like [`clip`] but unquoted (for keys and `--set` arguments shown as written).
 pub fn clip_raw(s: &str) -> String {
     let n = s.chars().count();
