@@ -37,6 +37,9 @@ pub fn bench(scn: &Scenario, opts: &BenchOptions) -> Result<ResultDoc> {
     scn.finish()?;
     wl.check()?;
     let data_dirs: Vec<&std::path::Path> = wl.data_dir().into_iter().collect();
+    for m in crate::leftovers::sweep_devices(std::path::Path::new(crate::state::DIR)) {
+        eprintln!("reclaimlab: {m}");
+    }
     for m in crate::leftovers::sweep(
         &root,
         &data_dirs,
@@ -47,6 +50,13 @@ pub fn bench(scn: &Scenario, opts: &BenchOptions) -> Result<ResultDoc> {
     }
 
     let cleanup = Cleanup::new();
+    // The set-up journal (crate::state): opened before the first change, removed by the last
+    // undo action, so a SIGKILL anywhere in between leaves the next bench a record.
+    cleanup.apply(
+        "set-up journal",
+        || crate::state::open_in(std::path::Path::new(crate::state::DIR)).map(|_| ()),
+        crate::state::close,
+    )?;
     let swap_kind = match &opts.swap {
         Some(SwapRequest::Zram { bytes }) => {
             swap::setup_zram(&cleanup, *bytes)?;

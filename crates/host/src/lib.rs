@@ -14,6 +14,7 @@ pub mod cleanup;
 pub mod counters;
 pub mod leftovers;
 pub mod proc;
+pub mod state;
 pub mod stress;
 pub mod swap;
 pub mod trace;
