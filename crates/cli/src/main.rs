@@ -1,5 +1,6 @@
 //! `reclaimlab`: measure (host), predict (sim) and compare TLB-flush batching in page reclaim.
 
+mod journal;
 mod output;
 mod plot;
 mod render;
@@ -176,6 +177,13 @@ enum Cmd {
         /// Print JSON instead of the table.
         #[arg(long)]
         json: bool,
+        /// Also write the points (JSON) to FILE. Each simulation is journalled in FILE.partial
+        /// as it finishes; an interrupted sweep keeps them and --resume continues it.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Continue the interrupted sweep whose journal is FILE.partial (same arguments).
+        #[arg(long, requires = "out")]
+        resume: bool,
     },
     /// Search every interleaving of user stores, context switches and reclaim's steps on a tiny
     /// machine for a store through a stale TLB entry (lost write or use-after-free write).
@@ -424,6 +432,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             sets,
             plot,
             json,
+            out,
+            resume,
         } => {
             if let Some(p) = &plot {
                 plot::Format::of(p)?;
@@ -432,11 +442,37 @@ fn run(cli: Cli) -> Result<ExitCode> {
             for spec in [&before, &after] {
                 reclaimlab_core::policy::KernelPolicy::parse(spec).map_err(anyhow::Error::msg)?;
             }
-            let points = sweep::run(&vary, &before, &after, |extra, pol| {
-                let mut all = sets.clone();
-                all.extend_from_slice(extra);
-                simulate_policy(&scenario, &all, pol)
-            })?;
+            let (jn, done) = match &out {
+                Some(p) => {
+                    output::check_writable(p, "--out")?;
+                    let header = serde_json::json!({
+                        "sweep": scenario,
+                        "vary": vary.iter().map(|a| (&a.key, &a.values)).collect::<Vec<_>>(),
+                        "before": before,
+                        "after": after,
+                        "sets": sets,
+                    });
+                    let (j, d) = journal::Journal::open(p, &header, resume)?;
+                    (Some(j), d)
+                }
+                None => (None, Default::default()),
+            };
+            let points = sweep::run_kept(
+                &vary,
+                &before,
+                &after,
+                |extra, pol| {
+                    let mut all = sets.clone();
+                    all.extend_from_slice(extra);
+                    simulate_policy(&scenario, &all, pol)
+                },
+                jn.as_ref(),
+                done,
+            )?;
+            if let (Some(p), Some(j)) = (&out, jn) {
+                output::write_atomic(p, serde_json::to_string_pretty(&points)?.as_bytes())?;
+                j.finish()?;
+            }
             if let Some(p) = &plot {
                 plot::sweep_plot(&points, p)?;
             }
