@@ -15,6 +15,9 @@ use std::sync::Mutex;
 pub struct Journal {
     path: PathBuf,
     file: Mutex<std::fs::File>,
+    /// Units recorded by this process, and whether it continued an earlier journal.
+    records: std::sync::atomic::AtomicUsize,
+    resumed: bool,
 }
 
 /// The journal kept beside `out`.
@@ -84,6 +87,8 @@ impl Journal {
             Journal {
                 path,
                 file: Mutex::new(file),
+                records: Default::default(),
+                resumed: resume,
             },
             done,
         ))
@@ -94,7 +99,21 @@ impl Journal {
         let line = serde_json::json!({"key": key, "doc": doc});
         let mut f = self.file.lock().unwrap_or_else(|e| e.into_inner());
         writeln!(f, "{line}").and_then(|_| f.sync_data())?;
+        self.records
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         Ok(())
+    }
+
+    /// The run failed: keep the journal only if it holds finished work (else a bad key would
+    /// leave a journal that demands --resume next time).
+    pub fn fail<T>(self, r: Result<T>) -> Result<T> {
+        if r.is_err()
+            && !self.resumed
+            && self.records.load(std::sync::atomic::Ordering::SeqCst) == 0
+        {
+            let _ = std::fs::remove_file(&self.path);
+        }
+        r
     }
 
     /// The run is complete (its result written): drop the journal.

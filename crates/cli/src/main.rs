@@ -87,6 +87,10 @@ enum Cmd {
         trace: bool,
         #[command(flatten)]
         out: OutputArgs,
+        /// Continue an interrupted `bench --repeat N --out FILE` (same arguments): the
+        /// repetitions journalled in FILE.partial are kept and only the rest are run.
+        #[arg(long, requires = "out")]
+        resume: bool,
     },
     /// Before/After/Delta table: of two result files (host or sim, in any mix), or of two
     /// simulations of one scenario: `compare SCENARIO --before 6.18 --after 6.18+batch-dirty-flush`;
@@ -299,14 +303,47 @@ fn run(cli: Cli) -> Result<ExitCode> {
             swap,
             trace,
             out,
+            resume,
         } => {
             out.check()?;
+            // With --out, each finished repetition is journalled (FILE.partial) at once.
+            let (jn, done) = match &out.out {
+                Some(p) => {
+                    let header = serde_json::json!({
+                        "bench": scn.scenario,
+                        "sets": scn.sets,
+                        "repeat": repeat,
+                        "swap": swap.as_ref().map(|s| format!("{s:?}")),
+                        "trace": trace,
+                    });
+                    let (j, d) =
+                        journal::Journal::open::<reclaimlab_core::RunResult>(p, &header, resume)?;
+                    (Some(j), d)
+                }
+                None => (None, Default::default()),
+            };
+            let prior: Vec<reclaimlab_core::RunResult> = done.into_values().collect();
+            if !prior.is_empty() {
+                eprintln!(
+                    "reclaimlab: resuming: {} of {repeat} repetitions already done",
+                    prior.len()
+                );
+            }
+            let record = |i: usize, r: &reclaimlab_core::RunResult| match &jn {
+                Some(j) => j.record(&format!("run/{i:04}"), r),
+                None => Ok(()),
+            };
             let (cpus, memory_bytes) = reclaimlab_host::machine_limits();
-            let scenario = Scenario::load(
+            let scenario = match Scenario::load(
                 &scn.scenario,
                 &scn.sets,
                 Target::Host { cpus, memory_bytes },
-            )?;
+            ) {
+                Err(e) if jn.is_some() => {
+                    return jn.expect("journal").fail(Err(e.into()));
+                }
+                r => r?,
+            };
             let bar = progress_bar(out.json, "repetition");
             let cb = |i: usize, n: usize, frac: f64| show_repetition(&bar, i, n, frac);
             let opts = reclaimlab_host::BenchOptions {
@@ -314,12 +351,21 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 swap,
                 trace,
                 progress: Some(&cb),
+                prior,
+                on_run: Some(&record),
             };
-            let doc = finish_scenario(&scenario, reclaimlab_host::bench(&scenario, &opts))?;
+            let res = finish_scenario(&scenario, reclaimlab_host::bench(&scenario, &opts));
+            let doc = match (res, &jn) {
+                (Err(e), Some(_)) => return jn.expect("journal").fail(Err(e)),
+                (r, _) => r?,
+            };
             if let Some(b) = bar {
                 b.finish_and_clear();
             }
             emit(&doc, &out)?;
+            if let Some(j) = jn {
+                j.finish()?;
+            }
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Compare {
@@ -457,7 +503,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 }
                 None => (None, Default::default()),
             };
-            let points = sweep::run_kept(
+            let points = match sweep::run_kept(
                 &vary,
                 &before,
                 &after,
@@ -468,7 +514,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 },
                 jn.as_ref(),
                 done,
-            )?;
+            ) {
+                Err(e) if jn.is_some() => return jn.expect("journal").fail(Err(e)),
+                r => r?,
+            };
             if let (Some(p), Some(j)) = (&out, jn) {
                 output::write_atomic(p, serde_json::to_string_pretty(&points)?.as_bytes())?;
                 j.finish()?;

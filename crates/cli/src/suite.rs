@@ -35,6 +35,8 @@ pub fn host_and_sim(
                 swap,
                 trace: false,
                 progress: Some(&cb),
+                prior: Vec::new(),
+                on_run: None,
             };
             let d = crate::finish_scenario(&s, reclaimlab_host::bench(&s, &opts))?;
             if let Some(b) = bar {

@@ -89,14 +89,19 @@ pub fn bench(scn: &Scenario, opts: &BenchOptions) -> Result<ResultDoc> {
         tracer: tracer.as_ref(),
         cfg: &cfg,
     };
-    let mut runs = Vec::with_capacity(repeat);
-    for i in 0..repeat {
+    let mut runs = opts.prior.clone();
+    runs.truncate(repeat);
+    for i in runs.len()..repeat {
         let progress = |f: f64| {
             if let Some(p) = opts.progress {
                 p(i, repeat, f.clamp(0.0, 1.0))
             }
         };
-        runs.push(ctx.run_once(wl.as_mut(), i, &progress)?);
+        let r = ctx.run_once(wl.as_mut(), i, &progress)?;
+        if let Some(f) = opts.on_run {
+            f(i, &r)?;
+        }
+        runs.push(r);
         progress(1.0);
     }
     let errors = cleanup.run_all();

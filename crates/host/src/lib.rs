@@ -48,6 +48,11 @@ pub struct BenchOptions<'a> {
     pub trace: bool,
     /// Called with (repetition index, repetitions, elapsed fraction of this repetition).
     pub progress: Option<&'a dyn Fn(usize, usize, f64)>,
+    /// Repetitions an interrupted earlier bench finished (`--resume`): kept as runs 0.., and
+    /// only the remaining ones are run.
+    pub prior: Vec<reclaimlab_core::RunResult>,
+    /// Called with each repetition as soon as it finishes (e.g. to journal it).
+    pub on_run: Option<&'a dyn Fn(usize, &reclaimlab_core::RunResult) -> anyhow::Result<()>>,
 }
 
 /// Run a scenario on the live kernel `repeat` times and return the shared result document.
