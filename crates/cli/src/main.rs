@@ -1,5 +1,20 @@
 //! `reclaimlab`: measure (host), predict (sim) and compare TLB-flush batching in page reclaim.
 
+/// `println!` that ends the process quietly when stdout is a closed pipe (`... | head`)
+/// instead of panicking; by then every result is written and bench has cleaned up.
+macro_rules! outln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let mut o = std::io::stdout().lock();
+        if let Err(e) = writeln!(o, $($t)*) {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                std::process::exit(0);
+            }
+            panic!("failed printing to stdout: {e}");
+        }
+    }};
+}
+
 mod journal;
 mod output;
 mod plot;
@@ -277,6 +292,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             out.check()?;
             let scenario = Scenario::load(&scn.scenario, &scn.sets, Target::Sim)?;
+            reclaimlab_host::workload::HostConfig::check_section(&scenario)?;
             let bar = progress_bar(out.json, "simulated s");
             let cb = |done: u64, total: u64| {
                 if let Some(b) = &bar {
@@ -428,11 +444,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 plot::compare_plot(&c, &title, p)?;
             }
             if json {
-                println!("{}", serde_json::to_string_pretty(&c)?);
+                outln!("{}", serde_json::to_string_pretty(&c)?);
             } else if markdown {
                 print!("{}", c.markdown());
             } else {
-                println!("{}", render::compare_table(&c));
+                outln!("{}", render::compare_table(&c));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -526,9 +542,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 plot::sweep_plot(&points, p)?;
             }
             if json {
-                println!("{}", serde_json::to_string_pretty(&points)?);
+                outln!("{}", serde_json::to_string_pretty(&points)?);
             } else {
-                println!("{}", render::sweep_table(&points));
+                outln!("{}", render::sweep_table(&points));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -562,7 +578,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             cfg.mprotect = mprotect;
             let report = check(&cfg).map_err(anyhow::Error::msg)?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                outln!("{}", serde_json::to_string_pretty(&report)?);
             } else {
                 print!("{report}");
             }
@@ -574,14 +590,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Cmd::Policies => {
             use reclaimlab_core::policy::{Patch, PRESETS};
-            println!("Kernel presets (--kernel):");
+            outln!("Kernel presets (--kernel):");
             for (name, patches, what) in PRESETS {
                 let p: Vec<&str> = patches.iter().map(|p| p.name()).collect();
-                println!("  {name:<6} {what} [{}]", p.join(", "));
+                outln!("  {name:<6} {what} [{}]", p.join(", "));
             }
-            println!("Policies (--patch, or PRESET+NAME):");
+            outln!("Policies (--patch, or PRESET+NAME):");
             for p in Patch::ALL {
-                println!("  {:<24} {}", p.name(), p.summary());
+                outln!("  {:<24} {}", p.name(), p.summary());
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -598,7 +614,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                             .find_map(|l| l.strip_prefix("description = "))
                             .unwrap_or("")
                             .trim_matches('"');
-                        println!("{n:<17} {desc}");
+                        outln!("{n:<17} {desc}");
                     }
                 }
             }
@@ -625,6 +641,7 @@ fn simulate_policy(scenario: &str, sets: &[String], spec: &str) -> Result<Result
     let names: Vec<String> = k.added.iter().map(|p| format!("{:?}", p.name())).collect();
     sets.push(format!("kernel.patches=[{}]", names.join(",")));
     let s = Scenario::load(scenario, &sets, Target::Sim)?;
+    reclaimlab_host::workload::HostConfig::check_section(&s)?;
     finish_scenario(&s, reclaimlab_sim::run(&s, &Default::default()))
 }
 
@@ -651,9 +668,9 @@ fn validate(
         output::write_atomic(p, serde_json::to_string_pretty(&v)?.as_bytes())?;
     }
     if out.json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        outln!("{}", serde_json::to_string_pretty(&rows)?);
     } else {
-        println!("{}", render::validate_table(&rows, markdown));
+        outln!("{}", render::validate_table(&rows, markdown));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -711,9 +728,9 @@ fn emit(doc: &ResultDoc, out: &OutputArgs) -> Result<()> {
         output::write_atomic(p, format!("{json}\n").as_bytes())?;
     }
     if out.json {
-        println!("{json}");
+        outln!("{json}");
     } else {
-        println!("{}", render::result_table(doc, out.all));
+        outln!("{}", render::result_table(doc, out.all));
     }
     Ok(())
 }

@@ -168,12 +168,12 @@ pub fn suite_markdown(results: &[ConfigResult]) -> String {
 }
 
 fn print_config_text(r: &ConfigResult) {
-    println!("{} ({}; {:.0} s)", r.name, r.sets.join(" "), r.seconds);
+    outln!("{} ({}; {:.0} s)", r.name, r.sets.join(" "), r.seconds);
     match &r.error {
-        Some(e) => println!("  failed: {e}\n"),
+        Some(e) => outln!("  failed: {e}\n"),
         None => {
-            println!("{}", render::validate_table(&r.rows, false));
-            println!("OOM kills: {}\n", r.oom_cell());
+            outln!("{}", render::validate_table(&r.rows, false));
+            outln!("OOM kills: {}\n", r.oom_cell());
         }
     }
 }
@@ -286,7 +286,7 @@ pub fn run_suite(
         write_full(p, &suite, repeat, total, &results, true)?;
     }
     if json {
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
     } else if markdown {
         print!("{}", suite_markdown(&results));
     }
