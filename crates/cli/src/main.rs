@@ -171,6 +171,10 @@ enum Cmd {
         markdown: bool,
         #[command(flatten)]
         out: OutputArgs,
+        /// With --suite and --out FILE: keep the configurations an interrupted run wrote to
+        /// FILE (same suite, --repeat and --set) and run only the others.
+        #[arg(long, requires = "suite")]
+        resume: bool,
     },
     /// Simulate a grid of scenario variations under two policies (in parallel on all cores) and
     /// print each metric's Before/After delta per grid point; --plot draws them (SVG or PNG).
@@ -461,6 +465,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             host_result,
             markdown,
             out,
+            resume,
         } => match (out.check().map(|_| suite), scenario) {
             (Err(e), _) => Err(e),
             (Ok(suite), scenario) => match (suite, scenario) {
@@ -472,6 +477,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     markdown,
                     out.json,
                     out.out.as_deref(),
+                    resume,
                 ),
                 (None, scenario) => validate(
                     ScenarioArgs {
