@@ -476,8 +476,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     swap,
                     markdown,
                     out.json,
-                    out.out.as_deref(),
-                    resume,
+                    out.out.as_deref().map(|p| (p, resume)),
                 ),
                 (None, scenario) => validate(
                     ScenarioArgs {

@@ -268,9 +268,11 @@ pub fn run_suite(
     swap: Option<SwapRequest>,
     markdown: bool,
     json: bool,
-    out: Option<&Path>,
-    resume: bool,
+    // --out FILE, and whether to --resume from it.
+    out_resume: Option<(&Path, bool)>,
 ) -> Result<ExitCode> {
+    let out = out_resume.map(|(p, _)| p);
+    let resume = out_resume.is_some_and(|(_, r)| r);
     let suite = Suite::load(file)?;
     let mut kept = match (out, resume) {
         (Some(p), true) => kept(p, &suite, repeat, cli_sets)?,
