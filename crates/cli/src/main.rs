@@ -1,6 +1,23 @@
 //! `reclaimlab`: measure (host), predict (sim) and compare TLB-flush batching in page reclaim.
 
 mod calibrate;
+/// `println!` that ends the process quietly when stdout is a closed pipe (`... | head`)
+/// instead of panicking; by then every result is written and bench has cleaned up.
+macro_rules! outln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let mut o = std::io::stdout().lock();
+        if let Err(e) = writeln!(o, $($t)*) {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                std::process::exit(0);
+            }
+            panic!("failed printing to stdout: {e}");
+        }
+    }};
+}
+
+mod journal;
+mod output;
 mod plot;
 mod profiles;
 mod render;
@@ -91,6 +108,10 @@ enum Cmd {
         trace: bool,
         #[command(flatten)]
         out: OutputArgs,
+        /// Continue an interrupted `bench --repeat N --out FILE` (same arguments): the
+        /// repetitions journalled in FILE.partial are kept and only the rest are run.
+        #[arg(long, requires = "out")]
+        resume: bool,
     },
     /// Measure this machine's costs for the simulator on the live kernel (needs root): faults,
     /// page clearing, local flushes, the shootdown round trip, zram, readahead and reclaim. Writes
@@ -153,6 +174,11 @@ enum Cmd {
         /// Draw each metric's delta % as a bar; FILE.svg or FILE.png (format by extension).
         #[arg(long, value_name = "FILE.svg|FILE.png")]
         plot: Option<PathBuf>,
+        /// Compare even when the two results differ in more than the kernel (scenario, a
+        /// config key, throughput unit); the differences head the table. Results without a
+        /// valid run or with impossible figures are refused regardless.
+        #[arg(long)]
+        allow_mismatch: bool,
     },
     /// Run a scenario on the host and in the simulator (as this machine) and print the
     /// per-stolen-page ratios side by side with the sim's relative error (host part needs root).
@@ -184,6 +210,10 @@ enum Cmd {
         markdown: bool,
         #[command(flatten)]
         out: OutputArgs,
+        /// With --suite and --out FILE: keep the configurations an interrupted run wrote to
+        /// FILE (same suite, --repeat and --set) and run only the others.
+        #[arg(long, requires = "suite")]
+        resume: bool,
     },
     /// Simulate a grid of scenario variations under two policies (in parallel on all cores) and
     /// print each metric's Before/After delta per grid point; --plot draws them (SVG or PNG).
@@ -213,6 +243,13 @@ enum Cmd {
         /// Print JSON instead of the table.
         #[arg(long)]
         json: bool,
+        /// Also write the points (JSON) to FILE. Each simulation is journalled in FILE.partial
+        /// as it finishes; an interrupted sweep keeps them and --resume continues it.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Continue the interrupted sweep whose journal is FILE.partial (same arguments).
+        #[arg(long, requires = "out")]
+        resume: bool,
     },
     /// Search every interleaving of user stores, context switches and reclaim's steps on a tiny
     /// machine for a store through a stale TLB entry (lost write or use-after-free write).
@@ -270,7 +307,21 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("reclaimlab: {e:#}");
+            // A last guard against echoing huge inputs: no line longer than a few hundred
+            // characters (the messages themselves quote at most 100 of any input).
+            let msg = format!("{e:#}");
+            let lines: Vec<String> = msg
+                .lines()
+                .map(|l| {
+                    if l.chars().count() > 400 {
+                        let head: String = l.chars().take(400).collect();
+                        format!("{head}... (line cut)")
+                    } else {
+                        l.to_string()
+                    }
+                })
+                .collect();
+            eprintln!("reclaimlab: {}", lines.join("\n"));
             ExitCode::from(2)
         }
     }
@@ -298,7 +349,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             if let Some(s) = seed {
                 scn.sets.push(format!("run.seed={s}"));
             }
+            out.check()?;
             let scenario = Scenario::load(&scn.scenario, &scn.sets, Target::Sim)?;
+            reclaimlab_host::workload::HostConfig::check_section(&scenario)?;
             let bar = progress_bar(out.json, "simulated s");
             let cb = |done: u64, total: u64| {
                 if let Some(b) = &bar {
@@ -325,13 +378,47 @@ fn run(cli: Cli) -> Result<ExitCode> {
             swap,
             trace,
             out,
+            resume,
         } => {
+            out.check()?;
+            // With --out, each finished repetition is journalled (FILE.partial) at once.
+            let (jn, done) = match &out.out {
+                Some(p) => {
+                    let header = serde_json::json!({
+                        "bench": scn.scenario,
+                        "sets": scn.sets,
+                        "repeat": repeat,
+                        "swap": swap.as_ref().map(|s| format!("{s:?}")),
+                        "trace": trace,
+                    });
+                    let (j, d) =
+                        journal::Journal::open::<reclaimlab_core::RunResult>(p, &header, resume)?;
+                    (Some(j), d)
+                }
+                None => (None, Default::default()),
+            };
+            let prior: Vec<reclaimlab_core::RunResult> = done.into_values().collect();
+            if !prior.is_empty() {
+                eprintln!(
+                    "reclaimlab: resuming: {} of {repeat} repetitions already done",
+                    prior.len()
+                );
+            }
+            let record = |i: usize, r: &reclaimlab_core::RunResult| match &jn {
+                Some(j) => j.record(&format!("run/{i:04}"), r),
+                None => Ok(()),
+            };
             let (cpus, memory_bytes) = reclaimlab_host::machine_limits();
-            let scenario = Scenario::load(
+            let scenario = match Scenario::load(
                 &scn.scenario,
                 &scn.sets,
                 Target::Host { cpus, memory_bytes },
-            )?;
+            ) {
+                Err(e) if jn.is_some() => {
+                    return jn.expect("journal").fail(Err(e.into()));
+                }
+                r => r?,
+            };
             let bar = progress_bar(out.json, "repetition");
             let cb = |i: usize, n: usize, frac: f64| show_repetition(&bar, i, n, frac);
             let opts = reclaimlab_host::BenchOptions {
@@ -339,12 +426,21 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 swap,
                 trace,
                 progress: Some(&cb),
+                prior,
+                on_run: Some(&record),
             };
-            let doc = finish_scenario(&scenario, reclaimlab_host::bench(&scenario, &opts))?;
+            let res = finish_scenario(&scenario, reclaimlab_host::bench(&scenario, &opts));
+            let doc = match (res, &jn) {
+                (Err(e), Some(_)) => return jn.expect("journal").fail(Err(e)),
+                (r, _) => r?,
+            };
             if let Some(b) = bar {
                 b.finish_and_clear();
             }
             emit(&doc, &out)?;
+            if let Some(j) = jn {
+                j.finish()?;
+            }
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Calibrate {
@@ -379,6 +475,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             markdown,
             all,
             plot,
+            allow_mismatch,
         } => {
             if profile.is_some() && before.is_none() {
                 bail!("--profile applies to simulations: give one scenario with --before and --after, not result files");
@@ -386,6 +483,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             push_profile(&mut sets, profile);
             if let Some(p) = &plot {
                 plot::Format::of(p)?;
+                output::check_writable(p, "--plot")?;
             }
             let (b, a) = match (inputs.as_slice(), before, after) {
                 ([b, a], None, None) if sets.is_empty() => {
@@ -411,23 +509,32 @@ fn run(cli: Cli) -> Result<ExitCode> {
                      (--set only with a scenario)"
                 ),
             };
-            if b.scenario != a.scenario {
-                eprintln!(
-                    "reclaimlab: note: comparing different scenarios ({} vs {})",
-                    b.scenario, a.scenario
+            use reclaimlab_core::mismatch::{config_differences, unusable};
+            let bad: Vec<String> = [unusable("before", &b), unusable("after", &a)].concat();
+            if !bad.is_empty() {
+                bail!("cannot compare these results:\n  {}", bad.join("\n  "));
+            }
+            let differences = config_differences(&b, &a);
+            if !differences.is_empty() && !allow_mismatch {
+                bail!(
+                    "the two results differ in more than the kernel, so their deltas would not \
+                     measure the kernel:\n  {}\n(--allow-mismatch compares them anyway, with these \
+                     differences in the table's header)",
+                    differences.join("\n  ")
                 );
             }
-            let c = compare(&b, &a, all);
+            let mut c = compare(&b, &a, all);
+            c.differences = differences;
             if let Some(p) = &plot {
                 let title = format!("{}: {} vs {}", b.scenario, doc_policy(&b), doc_policy(&a));
                 plot::compare_plot(&c, &title, p)?;
             }
             if json {
-                println!("{}", serde_json::to_string_pretty(&c)?);
+                outln!("{}", serde_json::to_string_pretty(&c)?);
             } else if markdown {
                 print!("{}", c.markdown());
             } else {
-                println!("{}", render::compare_table(&c));
+                outln!("{}", render::compare_table(&c));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -441,29 +548,33 @@ fn run(cli: Cli) -> Result<ExitCode> {
             host_result,
             markdown,
             out,
+            resume,
         } => {
             push_profile(&mut sets, profile);
-            match (suite, scenario) {
-                (Some(f), _) => suite::run_suite(
-                    &f,
-                    &sets,
-                    repeat,
-                    swap,
-                    markdown,
-                    out.json,
-                    out.out.as_deref(),
-                ),
-                (None, scenario) => validate(
-                    ScenarioArgs {
-                        scenario: scenario.unwrap_or_default(),
-                        sets,
-                    },
-                    repeat,
-                    swap,
-                    host_result,
-                    markdown,
-                    out,
-                ),
+            match (out.check().map(|_| suite), scenario) {
+                (Err(e), _) => Err(e),
+                (Ok(suite), scenario) => match (suite, scenario) {
+                    (Some(f), _) => suite::run_suite(
+                        &f,
+                        &sets,
+                        repeat,
+                        swap,
+                        markdown,
+                        out.json,
+                        out.out.as_deref().map(|p| (p, resume)),
+                    ),
+                    (None, scenario) => validate(
+                        ScenarioArgs {
+                            scenario: scenario.unwrap_or_default(),
+                            sets,
+                        },
+                        repeat,
+                        swap,
+                        host_result,
+                        markdown,
+                        out,
+                    ),
+                },
             }
         }
         Cmd::Sweep {
@@ -475,26 +586,58 @@ fn run(cli: Cli) -> Result<ExitCode> {
             profile,
             plot,
             json,
+            out,
+            resume,
         } => {
             push_profile(&mut sets, profile);
             if let Some(p) = &plot {
                 plot::Format::of(p)?;
+                output::check_writable(p, "--plot")?;
             }
             for spec in [&before, &after] {
                 reclaimlab_core::policy::KernelPolicy::parse(spec).map_err(anyhow::Error::msg)?;
             }
-            let points = sweep::run(&vary, &before, &after, |extra, pol| {
-                let mut all = sets.clone();
-                all.extend_from_slice(extra);
-                simulate_policy(&scenario, &all, pol)
-            })?;
+            let (jn, done) = match &out {
+                Some(p) => {
+                    output::check_writable(p, "--out")?;
+                    let header = serde_json::json!({
+                        "sweep": scenario,
+                        "vary": vary.iter().map(|a| (&a.key, &a.values)).collect::<Vec<_>>(),
+                        "before": before,
+                        "after": after,
+                        "sets": sets,
+                    });
+                    let (j, d) = journal::Journal::open(p, &header, resume)?;
+                    (Some(j), d)
+                }
+                None => (None, Default::default()),
+            };
+            let points = match sweep::run_kept(
+                &vary,
+                &before,
+                &after,
+                |extra, pol| {
+                    let mut all = sets.clone();
+                    all.extend_from_slice(extra);
+                    simulate_policy(&scenario, &all, pol)
+                },
+                jn.as_ref(),
+                done,
+            ) {
+                Err(e) if jn.is_some() => return jn.expect("journal").fail(Err(e)),
+                r => r?,
+            };
+            if let (Some(p), Some(j)) = (&out, jn) {
+                output::write_atomic(p, serde_json::to_string_pretty(&points)?.as_bytes())?;
+                j.finish()?;
+            }
             if let Some(p) = &plot {
                 plot::sweep_plot(&points, p)?;
             }
             if json {
-                println!("{}", serde_json::to_string_pretty(&points)?);
+                outln!("{}", serde_json::to_string_pretty(&points)?);
             } else {
-                println!("{}", render::sweep_table(&points));
+                outln!("{}", render::sweep_table(&points));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -528,7 +671,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             cfg.mprotect = mprotect;
             let report = check(&cfg).map_err(anyhow::Error::msg)?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                outln!("{}", serde_json::to_string_pretty(&report)?);
             } else {
                 print!("{report}");
             }
@@ -540,14 +683,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Cmd::Policies => {
             use reclaimlab_core::policy::{Patch, PRESETS};
-            println!("Kernel presets (--kernel):");
+            outln!("Kernel presets (--kernel):");
             for (name, patches, what) in PRESETS {
                 let p: Vec<&str> = patches.iter().map(|p| p.name()).collect();
-                println!("  {name:<6} {what} [{}]", p.join(", "));
+                outln!("  {name:<6} {what} [{}]", p.join(", "));
             }
-            println!("Policies (--patch, or PRESET+NAME):");
+            outln!("Policies (--patch, or PRESET+NAME):");
             for p in Patch::ALL {
-                println!("  {:<24} {}", p.name(), p.summary());
+                outln!("  {:<24} {}", p.name(), p.summary());
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -568,7 +711,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                             .find_map(|l| l.strip_prefix("description = "))
                             .unwrap_or("")
                             .trim_matches('"');
-                        println!("{n:<17} {desc}");
+                        outln!("{n:<17} {desc}");
                     }
                 }
             }
@@ -602,6 +745,7 @@ fn simulate_policy(scenario: &str, sets: &[String], spec: &str) -> Result<Result
     let names: Vec<String> = k.added.iter().map(|p| format!("{:?}", p.name())).collect();
     sets.push(format!("kernel.patches=[{}]", names.join(",")));
     let s = Scenario::load(scenario, &sets, Target::Sim)?;
+    reclaimlab_host::workload::HostConfig::check_section(&s)?;
     finish_scenario(&s, reclaimlab_sim::run(&s, &Default::default()))
 }
 
@@ -625,13 +769,12 @@ fn validate(
     let rows = reclaimlab_core::validate::ratio_table(&host, &sim);
     if let Some(p) = &out.out {
         let v = serde_json::json!({"host": host, "sim": sim, "rows": rows});
-        std::fs::write(p, serde_json::to_string_pretty(&v)?)
-            .with_context(|| format!("cannot write {}", p.display()))?;
+        output::write_atomic(p, serde_json::to_string_pretty(&v)?.as_bytes())?;
     }
     if out.json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        outln!("{}", serde_json::to_string_pretty(&rows)?);
     } else {
-        println!("{}", render::validate_table(&rows, markdown));
+        outln!("{}", render::validate_table(&rows, markdown));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -673,16 +816,25 @@ fn read_doc(p: &std::path::Path) -> Result<ResultDoc> {
         .with_context(|| format!("{} is not a reclaimlab result", p.display()))
 }
 
+impl OutputArgs {
+    /// `--out` must be writable before the run starts.
+    fn check(&self) -> Result<()> {
+        match &self.out {
+            Some(p) => output::check_writable(p, "--out"),
+            None => Ok(()),
+        }
+    }
+}
+
 fn emit(doc: &ResultDoc, out: &OutputArgs) -> Result<()> {
     let json = serde_json::to_string_pretty(doc)?;
     if let Some(p) = &out.out {
-        std::fs::write(p, format!("{json}\n"))
-            .with_context(|| format!("cannot write {}", p.display()))?;
+        output::write_atomic(p, format!("{json}\n").as_bytes())?;
     }
     if out.json {
-        println!("{json}");
+        outln!("{json}");
     } else {
-        println!("{}", render::result_table(doc, out.all));
+        outln!("{}", render::result_table(doc, out.all));
     }
     Ok(())
 }

@@ -120,7 +120,13 @@ where
     let rows: Vec<(String, f64, bool)> = c
         .rows
         .iter()
-        .filter_map(|r| Some((c.metric_label(&r.metric), r.delta_pct?, r.significant)))
+        .filter_map(|r| {
+            Some((
+                c.metric_label(&r.metric),
+                r.delta_pct?,
+                !r.not_significant(),
+            ))
+        })
         .collect();
     let n = rows.len();
     let label_font: TextStyle = ("sans-serif", 15).into();
@@ -376,9 +382,11 @@ mod tests {
                     delta: d,
                     delta_pct: Some(d),
                     significant: true,
+                    assessed: true,
                 }],
                 end_methods: None,
                 notes: Vec::new(),
+                differences: vec![],
             },
         }
     }

@@ -106,8 +106,15 @@ pub fn compare_table(c: &Comparison) -> String {
             r.delta_text(),
         ]);
     }
+    let mut head = String::new();
+    if !c.differences.is_empty() {
+        head.push_str("NOT LIKE FOR LIKE (--allow-mismatch):\n");
+        for d in &c.differences {
+            head.push_str(&format!("  {d}\n"));
+        }
+    }
     let mut out = format!(
-        "Before: {}\nAfter:  {}\n{t}\n(n.s. = min–max ranges overlap)",
+        "{head}Before: {}\nAfter:  {}\n{t}\n(n.s. = min–max ranges overlap; judged only with ≥ 2 valid runs a side)",
         c.before, c.after
     );
     for n in &c.notes {

@@ -35,6 +35,8 @@ pub fn host_and_sim(
                 swap,
                 trace: false,
                 progress: Some(&cb),
+                prior: Vec::new(),
+                on_run: None,
             };
             let d = crate::finish_scenario(&s, reclaimlab_host::bench(&s, &opts))?;
             if let Some(b) = bar {
@@ -116,18 +118,65 @@ fn run_config(
         docs: None,
     };
     match host_and_sim(&c.scenario, &sets, repeat, swap, None, json) {
-        Ok((host, sim)) => {
-            r.rows = ratio_table(&host, &sim);
-            r.host_oom_kills = host.runs.iter().map(|x| x.oom_kills).collect();
-            r.host_valid_runs = host.runs.iter().filter(|x| x.valid).count();
-            r.host_runs = host.runs.len();
-            r.sim_oom_kills = sim.runs.iter().map(|x| x.oom_kills).sum();
-            r.docs = Some((host, sim));
-        }
+        Ok((host, sim)) => r.fill(host, sim),
         Err(e) => r.error = Some(format!("{e:#}")),
     }
     r.seconds = t0.elapsed().as_secs_f64();
     r
+}
+
+impl ConfigResult {
+    /// Everything the table shows, from the configuration's two result documents.
+    fn fill(&mut self, host: ResultDoc, sim: ResultDoc) {
+        self.rows = ratio_table(&host, &sim);
+        self.host_oom_kills = host.runs.iter().map(|x| x.oom_kills).collect();
+        self.host_valid_runs = host.runs.iter().filter(|x| x.valid).count();
+        self.host_runs = host.runs.len();
+        self.sim_oom_kills = sim.runs.iter().map(|x| x.oom_kills).sum();
+        self.docs = Some((host, sim));
+    }
+}
+
+/// Configurations an interrupted `validate --suite --out FILE` finished, by name, when FILE
+/// belongs to the same suite, repeat and --set: (sets, seconds, host, sim).
+type Kept = std::collections::BTreeMap<String, (Vec<String>, f64, ResultDoc, ResultDoc)>;
+
+fn kept(p: &Path, suite: &Suite, repeat: u64, cli_sets: &[String]) -> Result<Kept> {
+    let text = std::fs::read_to_string(p)
+        .map_err(|e| anyhow::anyhow!("--resume: cannot read {}: {e}", p.display()))?;
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| anyhow::anyhow!("--resume: {} is not a suite result: {e}", p.display()))?;
+    if v["suite"] != serde_json::json!(suite.file)
+        || v["repeat"] != serde_json::json!(repeat)
+        || v["cli_sets"] != serde_json::json!(cli_sets)
+    {
+        anyhow::bail!(
+            "--resume: {} belongs to a different run (suite, --repeat or --set differ)",
+            p.display()
+        );
+    }
+    let mut out = Kept::new();
+    for c in v["configs"].as_array().into_iter().flatten() {
+        let (Some(name), Some(h), Some(s)) = (c["name"].as_str(), c.get("host"), c.get("sim"))
+        else {
+            continue;
+        };
+        if !c["error"].is_null() {
+            continue;
+        }
+        let sets: Vec<String> = serde_json::from_value(c["sets"].clone()).unwrap_or_default();
+        let (Ok(h), Ok(s)) = (
+            serde_json::from_value::<ResultDoc>(h.clone()),
+            serde_json::from_value::<ResultDoc>(s.clone()),
+        ) else {
+            continue;
+        };
+        out.insert(
+            name.to_string(),
+            (sets, c["seconds"].as_f64().unwrap_or(0.0), h, s),
+        );
+    }
+    Ok(out)
 }
 
 /// The Markdown table of a whole suite: one block of rows per configuration.
@@ -166,14 +215,49 @@ pub fn suite_markdown(results: &[ConfigResult]) -> String {
 }
 
 fn print_config_text(r: &ConfigResult) {
-    println!("{} ({}; {:.0} s)", r.name, r.sets.join(" "), r.seconds);
+    outln!("{} ({}; {:.0} s)", r.name, r.sets.join(" "), r.seconds);
     match &r.error {
-        Some(e) => println!("  failed: {e}\n"),
+        Some(e) => outln!("  failed: {e}\n"),
         None => {
-            println!("{}", render::validate_table(&r.rows, false));
-            println!("OOM kills: {}\n", r.oom_cell());
+            outln!("{}", render::validate_table(&r.rows, false));
+            outln!("OOM kills: {}\n", r.oom_cell());
         }
     }
+}
+
+/// The `--out` document: the summary plus each configuration's two result documents;
+/// `complete` is false while configurations are still to run (or after an interrupt).
+fn write_full(
+    p: &Path,
+    suite: &Suite,
+    repeat: u64,
+    cli_sets: &[String],
+    seconds: f64,
+    results: &[ConfigResult],
+    complete: bool,
+) -> Result<()> {
+    let mut full = serde_json::json!({
+        "suite": suite.file,
+        "description": suite.description,
+        "repeat": repeat,
+        "cli_sets": cli_sets,
+        "seconds": seconds,
+        "complete": complete,
+        "configs_total": suite.configs.len(),
+        "configs": results,
+    });
+    for (j, r) in full["configs"]
+        .as_array_mut()
+        .expect("configs")
+        .iter_mut()
+        .zip(results)
+    {
+        if let Some((h, s)) = &r.docs {
+            j["host"] = serde_json::to_value(h)?;
+            j["sim"] = serde_json::to_value(s)?;
+        }
+    }
+    crate::output::write_atomic(p, serde_json::to_string_pretty(&full)?.as_bytes())
 }
 
 /// `reclaimlab validate --suite FILE`.
@@ -184,9 +268,16 @@ pub fn run_suite(
     swap: Option<SwapRequest>,
     markdown: bool,
     json: bool,
-    out: Option<&Path>,
+    // --out FILE, and whether to --resume from it.
+    out_resume: Option<(&Path, bool)>,
 ) -> Result<ExitCode> {
+    let out = out_resume.map(|(p, _)| p);
+    let resume = out_resume.is_some_and(|(_, r)| r);
     let suite = Suite::load(file)?;
+    let mut kept = match (out, resume) {
+        (Some(p), true) => kept(p, &suite, repeat, cli_sets)?,
+        _ => Kept::new(),
+    };
     // Resolve every configuration before running any: a typo fails in a second, not at the end
     // (the backends' own sections, host.* and sim.*, are checked when they run).
     for c in &suite.configs {
@@ -212,7 +303,30 @@ pub fn run_suite(
             suite.configs.len(),
             c.name
         );
-        let r = run_config(c, cli_sets, repeat, swap.clone(), json);
+        let mut all_sets = c.sets.clone();
+        all_sets.extend(cli_sets.iter().cloned());
+        let r = match kept.remove(&c.name) {
+            // Finished before the interrupt, with the same --set: kept as it was.
+            Some((sets, seconds, h, s)) if sets == all_sets => {
+                eprintln!("reclaimlab: {} kept from the interrupted run", c.name);
+                let mut r = ConfigResult {
+                    name: c.name.clone(),
+                    scenario: c.scenario.clone(),
+                    sets,
+                    rows: vec![],
+                    host_oom_kills: vec![],
+                    host_valid_runs: 0,
+                    host_runs: 0,
+                    sim_oom_kills: 0,
+                    seconds,
+                    error: None,
+                    docs: None,
+                };
+                r.fill(h, s);
+                r
+            }
+            _ => run_config(c, cli_sets, repeat, swap.clone(), json),
+        };
         if let Some(e) = &r.error {
             eprintln!("reclaimlab: configuration {:?} failed: {e}", c.name);
         }
@@ -220,6 +334,13 @@ pub fn run_suite(
             print_config_text(&r);
         }
         results.push(r);
+        // Keep what finished: the file is rewritten (atomically) after every configuration,
+        // marked incomplete until the last one is in.
+        if let Some(p) = out {
+            let done = results.len() == suite.configs.len();
+            let secs = t0.elapsed().as_secs_f64();
+            write_full(p, &suite, repeat, cli_sets, secs, &results, done)?;
+        }
     }
     let total = t0.elapsed().as_secs_f64();
     let failed = results.iter().filter(|r| r.error.is_some()).count();
@@ -238,23 +359,10 @@ pub fn run_suite(
         "configs": results,
     });
     if let Some(p) = out {
-        let mut full = doc.clone();
-        for (j, r) in full["configs"]
-            .as_array_mut()
-            .expect("configs")
-            .iter_mut()
-            .zip(&results)
-        {
-            if let Some((h, s)) = &r.docs {
-                j["host"] = serde_json::to_value(h)?;
-                j["sim"] = serde_json::to_value(s)?;
-            }
-        }
-        std::fs::write(p, serde_json::to_string_pretty(&full)?)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?;
+        write_full(p, &suite, repeat, cli_sets, total, &results, true)?;
     }
     if json {
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
     } else if markdown {
         print!("{}", suite_markdown(&results));
     }

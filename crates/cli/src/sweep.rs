@@ -63,8 +63,18 @@ pub fn grid(axes: &[Axis]) -> Vec<Vec<(String, String)>> {
     pts
 }
 
-/// Run every (point, policy) simulation on all cores; `sim` maps (extra sets, policy) to a result.
-pub fn run<F>(axes: &[Axis], before: &str, after: &str, sim: F) -> Result<Vec<Point>>
+/// Run every (point, policy) simulation on all cores (`sim` maps extra sets and a policy to a
+/// result), recording each finished simulation in `journal` (keyed "point/policy") and
+/// skipping those in `done` (from an interrupted run's journal: each is deterministic, so
+/// the result is the same as an uninterrupted run's).
+pub fn run_kept<F>(
+    axes: &[Axis],
+    before: &str,
+    after: &str,
+    sim: F,
+    journal: Option<&crate::journal::Journal>,
+    done: std::collections::BTreeMap<String, ResultDoc>,
+) -> Result<Vec<Point>>
 where
     F: Fn(&[String], &str) -> Result<ResultDoc> + Sync,
 {
@@ -75,11 +85,27 @@ where
     let jobs: Vec<(usize, &str)> = (0..pts.len())
         .flat_map(|i| [(i, before), (i, after)])
         .collect();
+    if !done.is_empty() {
+        eprintln!(
+            "reclaimlab: resuming: {} of {} simulations already done",
+            done.len().min(jobs.len()),
+            jobs.len()
+        );
+    }
     let docs: Vec<Result<ResultDoc>> = jobs
         .par_iter()
-        .map(|(i, pol)| {
+        .enumerate()
+        .map(|(j, (i, pol))| {
+            let key = format!("{i}/{}", if j % 2 == 0 { "before" } else { "after" });
+            if let Some(d) = done.get(&key) {
+                return Ok(d.clone());
+            }
             let sets: Vec<String> = pts[*i].iter().map(|(k, v)| format!("{k}={v}")).collect();
-            sim(&sets, pol)
+            let d = sim(&sets, pol)?;
+            if let Some(jn) = journal {
+                jn.record(&key, &d)?;
+            }
+            Ok(d)
         })
         .collect();
     let mut docs = docs.into_iter();

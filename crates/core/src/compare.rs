@@ -29,8 +29,13 @@ pub struct Row {
     pub after: f64,
     pub delta: f64,
     pub delta_pct: Option<f64>,
-    /// False when the before and after min–max ranges overlap (with one run each, always true).
+    /// True when each side has at least two valid runs and their min–max ranges do not
+    /// overlap; false otherwise (see `assessed`).
     pub significant: bool,
+    /// Whether significance could be judged at all: at least two valid runs on each side (a
+    /// single run, e.g. one deterministic simulation, has no spread to judge it by).
+    #[serde(default)]
+    pub assessed: bool,
 }
 
 /// Rates a simulator result keeps in `extra` that belong beside `throughput` in the table.
@@ -52,6 +57,10 @@ pub struct Comparison {
     pub after: String,
     pub throughput_unit: String,
     pub rows: Vec<Row>,
+    /// What differs between the two results besides the kernel (compare --allow-mismatch);
+    /// empty for a like-for-like comparison.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub differences: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub end_methods: Option<EndMethods>,
     /// Caveats for a reader of the table (printed under it).
@@ -128,8 +137,9 @@ pub fn compare(before: &ResultDoc, after: &ResultDoc, all: bool) -> Comparison {
                 (Some(bmin), Some(bmax), Some(amin), Some(amax)) => bmin <= amax && amin <= bmax,
                 _ => false,
             };
-            // A single deterministic run each (the simulator) has no spread: its delta stands.
-            let significant = !(overlap && (nb > 1 || na > 1));
+            // Significance needs a spread on both sides: two valid runs each at least.
+            let assessed = nb >= 2 && na >= 2;
+            let significant = assessed && !overlap;
             Some(Row {
                 metric: k,
                 before: b,
@@ -137,6 +147,7 @@ pub fn compare(before: &ResultDoc, after: &ResultDoc, all: bool) -> Comparison {
                 delta: a - b,
                 delta_pct: pct_change(b, a),
                 significant,
+                assessed,
             })
         })
         .collect();
@@ -156,7 +167,8 @@ pub fn compare(before: &ResultDoc, after: &ResultDoc, all: bool) -> Comparison {
                     after: a.median,
                     delta: a.median - b.median,
                     delta_pct: pct_change(b.median, a.median),
-                    significant: !(overlap && (nb > 1 || na > 1)),
+                    significant: nb >= 2 && na >= 2 && !overlap,
+                    assessed: nb >= 2 && na >= 2,
                 },
             );
         }
@@ -181,7 +193,9 @@ pub fn compare(before: &ResultDoc, after: &ResultDoc, all: bool) -> Comparison {
                         after: av,
                         delta: av - bv,
                         delta_pct: pct_change(bv, av),
-                        significant: nb <= 1 && na <= 1,
+                        // One figure a side (the first run's): no spread to judge.
+                        significant: false,
+                        assessed: false,
                     });
                 }
             }
@@ -213,6 +227,7 @@ pub fn compare(before: &ResultDoc, after: &ResultDoc, all: bool) -> Comparison {
         rows,
         end_methods,
         notes,
+        differences: Vec::new(),
     }
 }
 
@@ -228,13 +243,18 @@ pub fn fmt_num(v: f64) -> String {
 }
 
 impl Row {
+    /// Judged and found not significant (ranges overlap with ≥ 2 runs per side).
+    pub fn not_significant(&self) -> bool {
+        self.assessed && !self.significant
+    }
+
     pub fn delta_text(&self) -> String {
         let sign = if self.delta >= 0.0 { "+" } else { "" };
         let pct = match self.delta_pct {
             Some(p) => format!("{}{p:.1}%", if p >= 0.0 { "+" } else { "" }),
             None => "n/a".into(),
         };
-        let ns = if self.significant { "" } else { " n.s." };
+        let ns = if self.not_significant() { " n.s." } else { "" };
         format!("{sign}{} ({pct}){ns}", fmt_num(self.delta))
     }
 }
@@ -250,6 +270,13 @@ impl Comparison {
 
     pub fn markdown(&self) -> String {
         let mut s = format!("Before: {}  \nAfter: {}\n\n", self.before, self.after);
+        if !self.differences.is_empty() {
+            s.push_str("**Not like for like** (compare --allow-mismatch):\n\n");
+            for d in &self.differences {
+                s.push_str(&format!("- {d}\n"));
+            }
+            s.push('\n');
+        }
         s.push_str("| Metric | Before | After | Delta (abs / %) |\n| --- | ---: | ---: | ---: |\n");
         for r in &self.rows {
             s.push_str(&format!(
@@ -300,8 +327,12 @@ mod tests {
             .unwrap();
         assert_eq!((r.before, r.after), (100.0, 32.0));
         assert!((r.delta_pct.unwrap() + 68.0).abs() < 1e-9);
-        assert!(r.significant);
+        assert!(r.significant && r.assessed);
         assert_eq!(r.delta_text(), "-68 (-68.0%)");
+        // One run a side: no spread, so no significance claimed (and no "n.s." either).
+        let c = compare(&doc(&[100]), &doc(&[30]), false);
+        assert!(!c.rows[0].significant && !c.rows[0].assessed);
+        assert_eq!(c.rows[0].delta_text(), "-70 (-70.0%)");
         let c = compare(&doc(&[100, 110, 90]), &doc(&[95, 120, 105]), false);
         let r = c
             .rows

@@ -81,7 +81,11 @@ impl Patch {
             .find(|p| p.name() == s)
             .ok_or_else(|| {
                 let names: Vec<&str> = Patch::ALL.iter().map(|p| p.name()).collect();
-                format!("unknown patch {s:?}: one of {}", names.join(", "))
+                format!(
+                    "unknown patch {}: one of {}",
+                    crate::units::clip(s),
+                    names.join(", ")
+                )
             })
     }
 }
@@ -127,7 +131,8 @@ impl KernelPolicy {
             .ok_or_else(|| {
                 let names: Vec<&str> = PRESETS.iter().map(|p| p.0).collect();
                 format!(
-                    "unknown kernel preset {preset:?}: one of {}",
+                    "unknown kernel preset {}: one of {}",
+                    crate::units::clip(preset),
                     names.join(", ")
                 )
             })?;

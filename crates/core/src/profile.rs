@@ -210,8 +210,12 @@ pub struct Profile {
 impl Profile {
     /// Parse and check a profile's text. `origin` names the file in errors.
     pub fn parse(text: &str, origin: &str) -> anyhow::Result<Profile> {
-        let p: Profile = toml_edit::de::from_str(text)
-            .map_err(|e| anyhow::anyhow!("profile {origin}: {}", e.to_string().trim_end()))?;
+        let p: Profile = toml_edit::de::from_str(text).map_err(|e| {
+            anyhow::anyhow!(
+                "profile {origin}: {}",
+                crate::units::clip_lines(e.to_string().trim_end())
+            )
+        })?;
         p.check()
             .map_err(|e| anyhow::anyhow!("profile {origin}: {e}"))?;
         Ok(p)
@@ -225,8 +229,8 @@ impl Profile {
     fn check(&self) -> anyhow::Result<()> {
         if !matches!(self.machine.arch.as_str(), "x86" | "arm64") {
             anyhow::bail!(
-                "machine.arch must be \"x86\" or \"arm64\" (got {:?})",
-                self.machine.arch
+                "machine.arch must be \"x86\" or \"arm64\" (got {})",
+                crate::units::clip(&self.machine.arch)
             );
         }
         if self.machine.cpus == 0 {

@@ -134,8 +134,8 @@ impl ResultDoc {
         let d: ResultDoc = serde_json::from_str(text)?;
         if d.schema != SCHEMA {
             anyhow::bail!(
-                "unsupported result schema {:?} (expected {SCHEMA})",
-                d.schema
+                "unsupported result schema {} (expected {SCHEMA})",
+                crate::units::clip(&d.schema)
             );
         }
         Ok(d)

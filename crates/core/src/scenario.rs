@@ -34,6 +34,43 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ),
 ];
 
+/// What a machine can have: the bounds every key is checked against (each with its reason).
+pub mod limits {
+    /// One page (4K): the unit every byte size is split into.
+    pub const PAGE: u64 = 4096;
+    /// Physical address space: x86-64 (5-level paging) and arm64 (LPA) address 52 bits.
+    pub const MAX_PHYS_BYTES: u64 = 1 << 52;
+    /// A process's user address space with 4-level paging (TASK_SIZE_MAX, 47 bits = 128T).
+    pub const MAX_ANON_BYTES: u64 = 1 << 47;
+    /// ext4's largest file with 4K blocks (2^32 blocks = 16T).
+    pub const MAX_FILE_BYTES: u64 = 1 << 44;
+    /// PID_MAX_LIMIT on 64-bit kernels (4M): no machine runs more tasks than it has pids.
+    pub const MAX_TASKS: u64 = 1 << 22;
+    /// A run longer than a day is a mistake, not a measurement (the simulator would take
+    /// weeks, and bench's repetitions are meant to be minutes).
+    pub const MAX_DURATION_NS: u64 = 86_400_000_000_000;
+    /// NR_CPUS's largest configurable value the project supports (x86 CONFIG_MAXSMP is 8192).
+    pub const MAX_CPUS: u64 = 4096;
+}
+
+use crate::units::{clip, fmt_size};
+use limits::*;
+
+fn count(v: u64) -> String {
+    v.to_string()
+}
+
+/// A duration in the most readable unit, for range messages.
+pub fn fmt_duration(ns: u64) -> String {
+    match ns {
+        0 => "0s".into(),
+        n if n % 1_000_000_000 == 0 => format!("{}s", n / 1_000_000_000),
+        n if n % 1_000_000 == 0 => format!("{}ms", n / 1_000_000),
+        n if n % 1_000 == 0 => format!("{}us", n / 1_000),
+        n => format!("{n}ns"),
+    }
+}
+
 /// Which backend the scenario is being resolved for: the limits that make a value impossible.
 #[derive(Clone, Copy, Debug)]
 pub enum Target {
@@ -337,7 +374,7 @@ impl Scenario {
                 other => {
                     return Err(src.err(
                         "machine.arch",
-                        format!("unknown arch {other:?}: use x86 or arm64"),
+                        format!("unknown arch {}: use x86 or arm64", clip(other)),
                     ))
                 }
             },
@@ -360,12 +397,22 @@ impl Scenario {
                 ));
             }
         }
-        if machine.cpus == 0 || machine.cpus > 4096 {
-            return Err(src.err(
-                "machine.cpus",
-                format!("must be 1..=4096 (got {})", machine.cpus),
-            ));
-        }
+        src.check_range(
+            "machine.cpus",
+            machine.cpus as u64,
+            1,
+            MAX_CPUS,
+            count,
+            "a machine has at least one CPU and NR_CPUS at most 4096 here",
+        )?;
+        src.check_range(
+            "machine.memory",
+            machine.memory_bytes,
+            4 << 20,
+            MAX_PHYS_BYTES,
+            fmt_size,
+            "the smallest memcg is 4M, and x86-64/arm64 address at most 52 bits of RAM",
+        )?;
         let (cpus_avail, mem_avail, where_) = match target {
             Target::Sim => (
                 machine.cpus,
@@ -389,7 +436,14 @@ impl Scenario {
                     )))
                 }
             },
-            swappiness: src.u64_or("memcg.swappiness", 60)? as u32,
+            swappiness: src.check_range(
+                "memcg.swappiness",
+                src.u64_or("memcg.swappiness", 60)?,
+                0,
+                200,
+                count,
+                "vm.swappiness and memory.swappiness take 0..=200",
+            )? as u32,
         };
         if memcg.limit_bytes < (4 << 20) {
             return Err(src.err("memcg.limit", "must be at least 4M"));
@@ -404,17 +458,26 @@ impl Scenario {
                 ),
             ));
         }
-        if memcg.swappiness > 200 {
-            return Err(src.err("memcg.swappiness", "must be 0..=200"));
-        }
-        let swap_bytes = src.size_or("swap.size", 8 << 30)?;
+        let swap_bytes = src.check_range(
+            "swap.size",
+            src.size_or("swap.size", 8 << 30)?,
+            0,
+            MAX_PHYS_BYTES,
+            fmt_size,
+            "more swap than 52 bits of RAM could ever page out is not a configuration",
+        )?;
         let run = Run {
             duration_ns: src.duration_ns_or("run.duration", 10_000_000_000)?,
             seed: src.u64_or("run.seed", 1)?,
         };
-        if run.duration_ns == 0 {
-            return Err(src.err("run.duration", "must be greater than zero"));
-        }
+        src.check_range(
+            "run.duration",
+            run.duration_ns,
+            1,
+            MAX_DURATION_NS,
+            fmt_duration,
+            "a run must last, and a run longer than a day is not a measurement this tool makes",
+        )?;
         let kernel = Kernel {
             preset: src.str_or("kernel.preset", "6.18")?,
             patches: src.str_list_or("kernel.patches", &[])?,
@@ -441,8 +504,18 @@ impl Scenario {
                     method: src.str_or("workload.method", "all")?,
                     no_madvise: src.bool_or("workload.no_madvise", true)?,
                 };
-                if w.bytes_per_worker() < 4096 {
+                tasks(&src, "workload.workers", w.workers as u64)?;
+                if w.bytes_per_worker() < PAGE {
                     return Err(src.err("workload.bytes", "leaves less than one page per worker"));
+                }
+                if w.bytes_per_worker() > MAX_ANON_BYTES {
+                    return Err(src.err(
+                        "workload.bytes",
+                        format!(
+                            "gives each worker {}, above a process's 128T address space",
+                            fmt_size(w.bytes_per_worker())
+                        ),
+                    ));
                 }
                 Workload::StressVm(w)
             }
@@ -454,6 +527,7 @@ impl Scenario {
                     cpus: cpuset_or_pinned(&src, "workload.cpus", cpus_avail)?,
                     dir: src.str_or("workload.dir", "/var/tmp")?,
                 };
+                file_per_thread(&src, w.file_bytes, w.threads)?;
                 if w.reclaim_bytes > w.file_bytes {
                     return Err(src.err(
                         "workload.reclaim_bytes",
@@ -468,14 +542,18 @@ impl Scenario {
                 }
                 Workload::FileReclaim(w)
             }
-            "file-mmap-rw" => Workload::FileMmapRw(FileMmapRw {
-                file_bytes: src.size_or("workload.file_bytes", 1 << 30)?,
-                threads: positive(&src, "workload.threads", cpus_avail as u64)?,
-                cpus: cpuset_or_pinned(&src, "workload.cpus", cpus_avail)?,
-                write: src.bool_or("workload.write", false)?,
-                pattern: pattern(&src, "workload.pattern")?,
-                dir: src.str_or("workload.dir", "/var/tmp")?,
-            }),
+            "file-mmap-rw" => {
+                let w = FileMmapRw {
+                    file_bytes: src.size_or("workload.file_bytes", 1 << 30)?,
+                    threads: positive(&src, "workload.threads", cpus_avail as u64)?,
+                    cpus: cpuset_or_pinned(&src, "workload.cpus", cpus_avail)?,
+                    write: src.bool_or("workload.write", false)?,
+                    pattern: pattern(&src, "workload.pattern")?,
+                    dir: src.str_or("workload.dir", "/var/tmp")?,
+                };
+                file_per_thread(&src, w.file_bytes, w.threads)?;
+                Workload::FileMmapRw(w)
+            }
             "anon-sweep" => {
                 let w = AnonSweep {
                     processes: positive(&src, "workload.processes", 1)?,
@@ -491,8 +569,35 @@ impl Scenario {
                         format!("must be within 0..=1 (got {})", w.write_ratio),
                     ));
                 }
-                if w.bytes_per_process < 4096 {
-                    return Err(src.err("workload.bytes", "must be at least one page (4K)"));
+                tasks(&src, "workload.processes", w.processes as u64)?;
+                tasks(&src, "workload.threads", w.threads as u64)?;
+                let total = w.processes as u64 * w.threads as u64;
+                if total > MAX_TASKS {
+                    return Err(src.err(
+                        "workload.threads",
+                        format!(
+                            "workload.processes x workload.threads = {total} tasks, above PID_MAX_LIMIT ({MAX_TASKS})"
+                        ),
+                    ));
+                }
+                if w.bytes_per_process / PAGE < w.threads as u64 {
+                    return Err(src.err(
+                        "workload.bytes",
+                        format!(
+                            "{} per process leaves less than one page (4K) for each of its {} threads",
+                            fmt_size(w.bytes_per_process),
+                            w.threads
+                        ),
+                    ));
+                }
+                if w.bytes_per_process > MAX_ANON_BYTES {
+                    return Err(src.err(
+                        "workload.bytes",
+                        format!(
+                            "{} per process is above a process's 128T address space",
+                            fmt_size(w.bytes_per_process)
+                        ),
+                    ));
                 }
                 Workload::AnonSweep(w)
             }
@@ -510,11 +615,12 @@ impl Scenario {
                         o => {
                             return Err(src.err(
                                 "workload.access",
-                                format!("{o:?}: use mmap or pread"),
+                                format!("{}: use mmap or pread", clip(o)),
                             ))
                         }
                     },
                 };
+                tasks(&src, "workload.threads", w.threads as u64)?;
                 if w.records == 0 {
                     return Err(src.err("workload.records", "must be at least 1"));
                 }
@@ -522,6 +628,12 @@ impl Scenario {
                     return Err(src.err(
                         "workload.record_bytes",
                         "must divide 4K (a record lies within one page)",
+                    ));
+                }
+                if w.records.saturating_mul(w.record_bytes) > MAX_FILE_BYTES {
+                    return Err(src.err(
+                        "workload.records",
+                        "x workload.record_bytes is above ext4's 16T largest file",
                     ));
                 }
                 if !(0.0..=1.0).contains(&w.read_ratio) {
@@ -547,6 +659,7 @@ impl Scenario {
                     sparse: src.bool_or("workload.sparse", true)?,
                     readahead_pages: src.u64_or("workload.readahead_pages", 32)?,
                 };
+                tasks(&src, "workload.readers", w.readers as u64)?;
                 if w.bytes_per_reader() < 4096 {
                     return Err(src.err(
                         "workload.file_bytes",
@@ -565,7 +678,8 @@ impl Scenario {
                 return Err(src.err(
                     "workload.kind",
                     format!(
-                        "unknown workload {other:?}: use stress-vm, file-reclaim, file-mmap-rw, anon-sweep, ycsb-b or kswapd-mmap-read"
+                        "unknown workload {}: use stress-vm, file-reclaim, file-mmap-rw, anon-sweep, ycsb-b or kswapd-mmap-read",
+                        clip(other)
                     ),
                 ))
             }
@@ -618,8 +732,44 @@ fn pattern(src: &Source, key: &str) -> Result<Pattern, ScenarioError> {
     match src.str_or(key, "sequential")?.as_str() {
         "sequential" => Ok(Pattern::Sequential),
         "random" => Ok(Pattern::Random),
-        o => Err(src.err(key, format!("{o:?}: use sequential or random"))),
+        o => Err(src.err(key, format!("{}: use sequential or random", clip(o)))),
     }
+}
+
+/// A task count within 1..=PID_MAX_LIMIT.
+fn tasks(src: &Source, key: &str, n: u64) -> Result<u64, ScenarioError> {
+    src.check_range(
+        key,
+        n,
+        1,
+        MAX_TASKS,
+        count,
+        "each is a task, and a kernel has at most PID_MAX_LIMIT of them",
+    )
+}
+
+/// A file workload's file: at least a page per thread, at most ext4's largest file.
+fn file_per_thread(src: &Source, file_bytes: u64, threads: usize) -> Result<(), ScenarioError> {
+    tasks(src, "workload.threads", threads as u64)?;
+    if file_bytes / PAGE < threads as u64 {
+        return Err(src.err(
+            "workload.file_bytes",
+            format!(
+                "{} leaves less than one page (4K) for each of the {threads} threads",
+                fmt_size(file_bytes)
+            ),
+        ));
+    }
+    if file_bytes > MAX_FILE_BYTES {
+        return Err(src.err(
+            "workload.file_bytes",
+            format!(
+                "{} is above ext4's largest file (16T with 4K blocks)",
+                fmt_size(file_bytes)
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn positive(src: &Source, key: &str, default: u64) -> Result<usize, ScenarioError> {
@@ -652,14 +802,20 @@ fn cpuset(src: &Source, key: &str, avail: usize) -> Result<CpuSet, ScenarioError
                 Value::Integer(i) if *i.value() >= 0 => Ok(*i.value() as usize),
                 other => Err(src.err(
                     key,
-                    format!("CPU numbers must be whole numbers, got {other}"),
+                    format!(
+                        "CPU numbers must be whole numbers, got {}",
+                        clip(other.to_string().trim())
+                    ),
                 )),
             })
             .collect::<Result<_, _>>()?,
         Some(other) => {
             return Err(src.err(
                 key,
-                format!("expected \"all\", a list or \"0-3,5\", got {other}"),
+                format!(
+                    "expected \"all\", a list or \"0-3,5\", got {}",
+                    clip(other.to_string().trim())
+                ),
             ))
         }
     };
@@ -685,13 +841,13 @@ pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
         let parse = |x: &str| {
             x.trim()
                 .parse::<usize>()
-                .map_err(|_| format!("bad CPU list {s:?}: use \"all\", \"0-3,5\" or [0, 1]"))
+                .map_err(|_| format!("bad CPU list {}: use \"all\", \"0-3,5\" or [0, 1]", clip(s)))
         };
         match part.split_once('-') {
             Some((a, b)) => {
                 let (a, b) = (parse(a)?, parse(b)?);
                 if b < a {
-                    return Err(format!("bad CPU range {part:?}"));
+                    return Err(format!("bad CPU range {}", clip(part)));
                 }
                 out.extend(a..=b);
             }
@@ -827,6 +983,73 @@ mod tests {
             .to_string();
         assert!(e.contains("bad.toml:4: workload.workers"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn errors_quote_at_most_a_hundred_characters() {
+        let huge = "9".repeat(100_000);
+        for set in [
+            format!("workload.bytes={huge}Q"),
+            format!("workload.{huge}=1"),
+            format!("run.duration={huge}x"),
+            format!("kernel.preset={huge}"),
+            format!("workload.pattern=[{}]", "1,".repeat(50_000)),
+        ] {
+            let e = load("stress-vm", &[&set], Target::Sim)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.len() < 600,
+                "{} bytes: {}",
+                e.len(),
+                &e[..600.min(e.len())]
+            );
+        }
+        let e = Source::parse("x.toml", &format!("a = {huge}{huge}q\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.len() < 1000, "{e}");
+    }
+
+    #[test]
+    fn scalars_keep_their_text() {
+        let s = load("stress-vm", &["kernel.preset=7.0"], Target::Sim).unwrap();
+        assert_eq!(s.kernel.preset, "7.0");
+        let e = load("stress-vm", &["kernel.preset=7.00"], Target::Sim)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("\"7.00\""), "{e}");
+    }
+
+    #[test]
+    fn ranges_name_key_bound_and_reason() {
+        let e = load("stress-vm", &["machine.memory=8192T"], Target::Sim)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("machine.memory: must be within 4M..="), "{e}");
+        let e = load("stress-vm", &["run.duration=2000m"], Target::Sim)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("run.duration: must be within 1ns..=86400s"),
+            "{e}"
+        );
+        let e = load(
+            "ycsb-b",
+            &["workload.records=9223372036854775807"],
+            Target::Sim,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("16T"), "{e}");
+        let e = load(
+            "anon-sweep",
+            &["workload.processes=4096", "workload.threads=2048"],
+            Target::Sim,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("PID_MAX_LIMIT"), "{e}");
     }
 
     #[test]

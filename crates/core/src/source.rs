@@ -2,7 +2,7 @@
 //! getters that produce errors naming the key and its origin. Every key must be consumed by
 //! someone; whatever is left over is reported as unknown.
 
-use crate::units::{parse_duration_ns, parse_size};
+use crate::units::{clip, clip_raw, parse_duration_ns, parse_size};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -19,7 +19,7 @@ impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Origin::File { file, line } => write!(f, "{file}:{line}"),
-            Origin::Set(arg) => write!(f, "--set {arg}"),
+            Origin::Set(arg) => write!(f, "--set {}", clip_raw(arg)),
         }
     }
 }
@@ -54,8 +54,11 @@ fn line_of(text: &str, offset: usize) -> usize {
 impl Source {
     /// Parse TOML text. `file` is the name used in messages.
     pub fn parse(file: &str, text: &str) -> Result<Source, ScenarioError> {
-        let doc = ImDocument::parse(text.to_string())
-            .map_err(|e| ScenarioError(format!("{file}: not valid TOML: {e}")))?;
+        let doc = ImDocument::parse(text.to_string()).map_err(|e| {
+            // The parser's message quotes the offending line: keep it short.
+            let msg: Vec<String> = e.to_string().lines().map(clip_raw).collect();
+            ScenarioError(format!("{file}: not valid TOML: {}", msg.join("\n")))
+        })?;
         let mut entries = BTreeMap::new();
         flatten(file, text, "", doc.as_table(), &mut entries)?;
         Ok(Source {
@@ -70,13 +73,15 @@ impl Source {
     pub fn set(&mut self, arg: &str) -> Result<(), ScenarioError> {
         let (k, v) = arg.split_once('=').ok_or_else(|| {
             ScenarioError(format!(
-                "--set {arg}: expected KEY=VALUE, e.g. memcg.limit=256M"
+                "--set {}: expected KEY=VALUE, e.g. memcg.limit=256M",
+                clip_raw(arg)
             ))
         })?;
         let k = k.trim();
         if k.is_empty() || !k.contains('.') && !matches!(k, "name" | "description") {
             return Err(ScenarioError(format!(
-                "--set {arg}: key must be a dotted path such as workload.workers"
+                "--set {}: key must be a dotted path such as workload.workers",
+                clip_raw(arg)
             )));
         }
         let v = v.trim();
@@ -127,10 +132,35 @@ impl Source {
 
     /// Build an error about `key`, prefixed with where it was written.
     pub fn err(&self, key: &str, msg: impl fmt::Display) -> ScenarioError {
+        let k = clip_raw(key);
         match self.entries.get(key) {
-            Some(e) => ScenarioError(format!("{}: {key}: {msg}", e.origin)),
-            None => ScenarioError(format!("{}: {key}: {msg}", self.file)),
+            Some(e) => ScenarioError(format!("{}: {k}: {msg}", e.origin)),
+            None => ScenarioError(format!("{}: {k}: {msg}", self.file)),
         }
+    }
+
+    /// `v` within `lo..=hi`, else an error naming the key, the bound and `why` it holds.
+    pub fn check_range(
+        &self,
+        key: &str,
+        v: u64,
+        lo: u64,
+        hi: u64,
+        show: fn(u64) -> String,
+        why: &str,
+    ) -> Result<u64, ScenarioError> {
+        if v < lo || v > hi {
+            return Err(self.err(
+                key,
+                format!(
+                    "must be within {}..={} (got {}): {why}",
+                    show(lo),
+                    show(hi),
+                    show(v)
+                ),
+            ));
+        }
+        Ok(v)
     }
 
     fn take(&self, key: &str) -> Option<&Entry> {
@@ -144,8 +174,10 @@ impl Source {
             None => Ok(None),
             Some(e) => match &e.value {
                 Value::String(s) => Ok(Some(s.value().clone())),
-                Value::Integer(i) => Ok(Some(i.value().to_string())),
-                Value::Float(f) => Ok(Some(f.value().to_string())),
+                // Numbers keep their text as written (`7.0` stays `7.0`, not the float 7).
+                Value::Integer(_) | Value::Float(_) => {
+                    Ok(Some(e.value.to_string().trim().to_string()))
+                }
                 other => {
                     Err(self.err(key, format!("expected a string, got {}", other.type_name())))
                 }
@@ -164,7 +196,10 @@ impl Source {
                 let v = match &e.value {
                     Value::Integer(i) => *i.value(),
                     Value::String(s) => s.value().trim().parse::<i64>().map_err(|_| {
-                        self.err(key, format!("expected a whole number, got {:?}", s.value()))
+                        self.err(
+                            key,
+                            format!("expected a whole number, got {}", clip(s.value())),
+                        )
                     })?,
                     other => {
                         return Err(self.err(
@@ -186,21 +221,25 @@ impl Source {
     }
 
     pub fn f64_or(&self, key: &str, default: f64) -> Result<f64, ScenarioError> {
-        match self.take(key) {
-            None => Ok(default),
-            Some(e) => {
-                match &e.value {
-                    Value::Integer(i) => Ok(*i.value() as f64),
-                    Value::Float(f) => Ok(*f.value()),
-                    Value::String(s) => s.value().trim().parse().map_err(|_| {
-                        self.err(key, format!("expected a number, got {:?}", s.value()))
-                    }),
-                    other => {
-                        Err(self.err(key, format!("expected a number, got {}", other.type_name())))
-                    }
+        let v = match self.take(key) {
+            None => return Ok(default),
+            Some(e) => match &e.value {
+                Value::Integer(i) => *i.value() as f64,
+                Value::Float(f) => *f.value(),
+                Value::String(s) => s.value().trim().parse().map_err(|_| {
+                    self.err(key, format!("expected a number, got {}", clip(s.value())))
+                })?,
+                other => {
+                    return Err(
+                        self.err(key, format!("expected a number, got {}", other.type_name()))
+                    )
                 }
-            }
+            },
+        };
+        if !v.is_finite() {
+            return Err(self.err(key, format!("must be a finite number (got {v})")));
         }
+        Ok(v)
     }
 
     pub fn bool_or(&self, key: &str, default: bool) -> Result<bool, ScenarioError> {
@@ -210,7 +249,10 @@ impl Source {
                 Value::Boolean(b) => Ok(*b.value()),
                 Value::String(s) if s.value() == "true" => Ok(true),
                 Value::String(s) if s.value() == "false" => Ok(false),
-                other => Err(self.err(key, format!("expected true or false, got {}", other))),
+                other => Err(self.err(
+                    key,
+                    format!("expected true or false, got {}", clip(&other.to_string())),
+                )),
             },
         }
     }
@@ -226,7 +268,10 @@ impl Source {
                     .map_err(|m| self.err(key, m)),
                 other => Err(self.err(
                     key,
-                    format!("expected a size such as \"512M\", got {other}"),
+                    format!(
+                        "expected a size such as \"512M\", got {}",
+                        clip(other.to_string().trim())
+                    ),
                 )),
             },
         }
@@ -241,12 +286,17 @@ impl Source {
         match self.take(key) {
             None => Ok(default),
             Some(e) => match &e.value {
-                Value::Integer(i) if *i.value() >= 0 => Ok(*i.value() as u64 * 1_000_000_000),
-                Value::Float(f) if *f.value() >= 0.0 => Ok((*f.value() * 1e9) as u64),
+                // A bare number is seconds; the text form applies the same checks (finite,
+                // non-negative, fits in 64 bits of ns) instead of saturating.
+                Value::Integer(i) => seconds_to_ns(*i.value() as f64).map_err(|m| self.err(key, m)),
+                Value::Float(f) => seconds_to_ns(*f.value()).map_err(|m| self.err(key, m)),
                 Value::String(s) => parse_duration_ns(s.value()).map_err(|m| self.err(key, m)),
                 other => Err(self.err(
                     key,
-                    format!("expected a duration such as \"20s\", got {other}"),
+                    format!(
+                        "expected a duration such as \"20s\", got {}",
+                        clip(other.to_string().trim())
+                    ),
                 )),
             },
         }
@@ -261,7 +311,10 @@ impl Source {
                     .iter()
                     .map(|v| match v {
                         Value::String(s) => Ok(s.value().clone()),
-                        other => Err(self.err(key, format!("expected strings, got {other}"))),
+                        other => Err(self.err(
+                            key,
+                            format!("expected strings, got {}", clip(other.to_string().trim())),
+                        )),
                     })
                     .collect(),
                 Value::String(s) => Ok(s
@@ -270,7 +323,13 @@ impl Source {
                     .map(|x| x.trim().to_string())
                     .filter(|x| !x.is_empty())
                     .collect()),
-                other => Err(self.err(key, format!("expected a list of strings, got {other}"))),
+                other => Err(self.err(
+                    key,
+                    format!(
+                        "expected a list of strings, got {}",
+                        clip(other.to_string().trim())
+                    ),
+                )),
             },
         }
     }
@@ -287,7 +346,7 @@ impl Source {
             .entries
             .iter()
             .filter(|(k, _)| !used.contains(*k))
-            .map(|(k, e)| format!("{}: unknown key {k}", e.origin))
+            .map(|(k, e)| format!("{}: unknown key {}", e.origin, clip_raw(k)))
             .collect();
         if unknown.is_empty() {
             Ok(())
@@ -295,6 +354,17 @@ impl Source {
             Err(ScenarioError(unknown.join("\n")))
         }
     }
+}
+
+/// A bare number of seconds in ns, refusing what would saturate (inf, NaN, negative, >= 2^64 ns).
+fn seconds_to_ns(secs: f64) -> Result<u64, String> {
+    let ns = secs * 1e9;
+    if !ns.is_finite() || ns < 0.0 || ns.round() >= u64::MAX as f64 {
+        return Err(format!(
+            "bad duration {secs}: seconds must be finite, non-negative and below 2^64 ns"
+        ));
+    }
+    Ok(ns.round() as u64)
 }
 
 fn flatten(

@@ -90,8 +90,15 @@ impl Suite {
 
     /// Parse suite text; relative `.toml` scenario paths are taken relative to `dir`.
     pub fn parse(file: &str, text: &str, dir: &Path) -> Result<Suite, ScenarioError> {
-        let doc = ImDocument::parse(text.to_string())
-            .map_err(|e| err(file, format!("not valid TOML: {e}")))?;
+        let doc = ImDocument::parse(text.to_string()).map_err(|e| {
+            err(
+                file,
+                format!(
+                    "not valid TOML: {}",
+                    crate::units::clip_lines(&e.to_string())
+                ),
+            )
+        })?;
         let top = doc.as_table();
         only(
             file,
@@ -118,7 +125,10 @@ impl Suite {
             let name = string(file, t, "name", &what)?
                 .ok_or_else(|| err(file, format!("{what}name is missing")))?;
             if configs.iter().any(|c: &SuiteConfig| c.name == name) {
-                return Err(err(file, format!("two configurations named {name:?}")));
+                return Err(err(
+                    file,
+                    format!("two configurations named {}", crate::units::clip(&name)),
+                ));
             }
             let scenario = string(file, t, "scenario", &what)?
                 .or_else(|| default_scenario.clone())

@@ -16,18 +16,29 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
                 "M" => 1 << 20,
                 "G" => 1 << 30,
                 "T" => 1 << 40,
-                _ => return Err(format!("bad size unit in {s:?}: use K, M, G or T")),
+                _ => return Err(format!("bad size unit in {}: use K, M, G or T", clip(s))),
             };
             (&t[..i], m)
         }
     };
     let v: f64 = num.trim().parse().map_err(|_| {
-        format!("bad size {s:?}: expected a number with an optional K/M/G/T suffix")
+        format!(
+            "bad size {}: expected a number with an optional K/M/G/T suffix",
+            clip(s)
+        )
     })?;
     if !v.is_finite() || v < 0.0 {
-        return Err(format!("bad size {s:?}: must be a non-negative number"));
+        return Err(format!(
+            "bad size {}: must be a non-negative number",
+            clip(s)
+        ));
     }
-    Ok((v * mult as f64).round() as u64)
+    let bytes = (v * mult as f64).round();
+    // 2^64 itself is not representable: `as u64` would saturate silently.
+    if bytes >= u64::MAX as f64 {
+        return Err(format!("bad size {}: does not fit in 64 bits", clip(s)));
+    }
+    Ok(bytes as u64)
 }
 
 /// Parse "60s", "500ms", "2m", "100us", "10ns" into nanoseconds. A bare number is seconds.
@@ -47,17 +58,60 @@ pub fn parse_duration_ns(s: &str) -> Result<u64, String> {
         "m" | "min" => 60e9,
         _ => {
             return Err(format!(
-                "bad duration unit in {s:?}: use ns, us, ms, s or m"
+                "bad duration unit in {}: use ns, us, ms, s or m",
+                clip(s)
             ))
         }
     };
     let v: f64 = num.trim().parse().map_err(|_| {
-        format!("bad duration {s:?}: expected a number with a unit such as 20s or 500ms")
+        format!(
+            "bad duration {}: expected a number with a unit such as 20s or 500ms",
+            clip(s)
+        )
     })?;
     if !v.is_finite() || v < 0.0 {
-        return Err(format!("bad duration {s:?}: must be non-negative"));
+        return Err(format!("bad duration {}: must be non-negative", clip(s)));
     }
-    Ok((v * mult).round() as u64)
+    let ns = (v * mult).round();
+    if ns >= u64::MAX as f64 {
+        return Err(format!(
+            "bad duration {}: does not fit in 64 bits of ns",
+            clip(s)
+        ));
+    }
+    Ok(ns as u64)
+}
+
+/// Longest stretch of user input quoted back in an error message.
+pub const CLIP_CHARS: usize = 100;
+
+/// `s` quoted for an error message: at most [`CLIP_CHARS`] characters, with the full length
+/// said when it was cut, so a 100 KB value does not come back verbatim.
+pub fn clip(s: &str) -> String {
+    let n = s.chars().count();
+    if n <= CLIP_CHARS {
+        format!("{s:?}")
+    } else {
+        let head: String = s.chars().take(CLIP_CHARS).collect();
+        format!("{head:?}... ({n} characters)")
+    }
+}
+
+/// A multi-line message (e.g. a TOML parser's, which quotes the offending line) with every
+/// line clipped by [`clip_raw`].
+pub fn clip_lines(msg: &str) -> String {
+    msg.lines().map(clip_raw).collect::<Vec<_>>().join("\n")
+}
+
+/// Like [`clip`] but unquoted (for keys and `--set` arguments shown as written).
+pub fn clip_raw(s: &str) -> String {
+    let n = s.chars().count();
+    if n <= CLIP_CHARS {
+        s.to_string()
+    } else {
+        let head: String = s.chars().take(CLIP_CHARS).collect();
+        format!("{head}... ({n} characters)")
+    }
 }
 
 /// Human form of a byte count, for tables and messages.
@@ -96,6 +150,10 @@ mod tests {
         assert!(parse_size("2X").is_err());
         assert!(parse_size("G").is_err());
         assert!(parse_size("-1G").is_err());
+        // 9223372036854775807K: would saturate to 2^64 - 1.
+        let e = parse_size("9223372036854775807K").unwrap_err();
+        assert!(e.contains("does not fit in 64 bits"), "{e}");
+        assert!(parse_size(&"9".repeat(100_000)).unwrap_err().len() < 300);
     }
 
     #[test]
@@ -106,6 +164,9 @@ mod tests {
         assert_eq!(parse_duration_ns("8").unwrap(), 8_000_000_000);
         assert!(parse_duration_ns("5h").is_err());
         assert!(parse_duration_ns("s").is_err());
+        assert!(parse_duration_ns("inf").is_err());
+        let e = parse_duration_ns("1000000000m").unwrap_err();
+        assert!(e.contains("does not fit"), "{e}");
     }
 
     #[test]

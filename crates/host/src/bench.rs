@@ -40,6 +40,9 @@ pub fn bench(scn: &Scenario, opts: &BenchOptions) -> Result<ResultDoc> {
     scn.finish()?;
     wl.check()?;
     let data_dirs: Vec<&std::path::Path> = wl.data_dir().into_iter().collect();
+    for m in crate::leftovers::sweep_devices(std::path::Path::new(crate::state::DIR)) {
+        eprintln!("reclaimlab: {m}");
+    }
     for m in crate::leftovers::sweep(
         &root,
         &data_dirs,
@@ -50,6 +53,13 @@ pub fn bench(scn: &Scenario, opts: &BenchOptions) -> Result<ResultDoc> {
     }
 
     let cleanup = Cleanup::new();
+    // The set-up journal (crate::state): opened before the first change, removed by the last
+    // undo action, so a SIGKILL anywhere in between leaves the next bench a record.
+    cleanup.apply(
+        "set-up journal",
+        || crate::state::open_in(std::path::Path::new(crate::state::DIR)).map(|_| ()),
+        crate::state::close,
+    )?;
     let swap_kind = match &opts.swap {
         Some(SwapRequest::Zram { bytes }) => {
             swap::setup_zram(&cleanup, *bytes)?;
@@ -82,14 +92,19 @@ pub fn bench(scn: &Scenario, opts: &BenchOptions) -> Result<ResultDoc> {
         tracer: tracer.as_ref(),
         cfg: &cfg,
     };
-    let mut runs = Vec::with_capacity(repeat);
-    for i in 0..repeat {
+    let mut runs = opts.prior.clone();
+    runs.truncate(repeat);
+    for i in runs.len()..repeat {
         let progress = |f: f64| {
             if let Some(p) = opts.progress {
                 p(i, repeat, f.clamp(0.0, 1.0))
             }
         };
-        runs.push(ctx.run_once(wl.as_mut(), i, &progress)?);
+        let r = ctx.run_once(wl.as_mut(), i, &progress)?;
+        if let Some(f) = opts.on_run {
+            f(i, &r)?;
+        }
+        runs.push(r);
         progress(1.0);
     }
     let errors = cleanup.run_all();

@@ -132,6 +132,32 @@ pub fn sweep(
     said
 }
 
+/// zram devices (and a tracefs mount) that benches killed mid-set-up left: first from their
+/// set-up journals in `journal_dir` (crate::state), then labelled zram devices that are sized
+/// but not swap (killed between mkswap and swapon, or between swapoff and reset) — found by
+/// label and state, not through /proc/swaps. Returns one message per thing done.
+pub fn sweep_devices(journal_dir: &Path) -> Vec<String> {
+    let mut said = crate::state::recover_dead(journal_dir);
+    // Labelled zram devices that are not (or no longer) swap: a bench killed between mkswap
+    // and swapon, or between swapoff and reset. Found by label and state, not /proc/swaps.
+    let active: Vec<String> = crate::swap::active().into_iter().map(|(d, _)| d).collect();
+    for id in crate::state::zram_ids() {
+        let dev = PathBuf::from(format!("/dev/zram{id}"));
+        let sized = std::fs::read_to_string(format!("/sys/block/zram{id}/disksize"))
+            .is_ok_and(|s| s.trim() != "0");
+        if !sized || active.contains(&dev.display().to_string()) {
+            continue;
+        }
+        let Some(label) = crate::swap::read_swap_label(&dev) else {
+            continue;
+        };
+        if let Some(pid) = dead_owner(&label) {
+            crate::state::undo_zram(id, label.ends_with("-h"), &mut said, pid);
+        }
+    }
+    said
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

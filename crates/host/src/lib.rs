@@ -17,6 +17,7 @@ pub mod counters;
 pub mod leftovers;
 pub mod placement;
 pub mod proc;
+pub mod state;
 pub mod stress;
 pub mod swap;
 pub mod trace;
@@ -35,10 +36,23 @@ impl std::str::FromStr for SwapRequest {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         match s.split_once(':') {
-            Some(("zram", size)) => Ok(SwapRequest::Zram {
-                bytes: reclaimlab_core::units::parse_size(size)?,
-            }),
-            _ => Err(format!("bad --swap {s:?}: use zram:SIZE, e.g. zram:4G")),
+            Some(("zram", size)) => {
+                let bytes = reclaimlab_core::units::parse_size(size)?;
+                // mkswap needs 10 pages; more than the largest physical memory is no device.
+                let max = reclaimlab_core::scenario::limits::MAX_PHYS_BYTES;
+                if !(40 << 10..=max).contains(&bytes) {
+                    return Err(format!(
+                        "bad --swap {}: the zram size must be within 40K..=4096T (mkswap needs \
+                         at least 10 pages)",
+                        reclaimlab_core::units::clip(s)
+                    ));
+                }
+                Ok(SwapRequest::Zram { bytes })
+            }
+            _ => Err(format!(
+                "bad --swap {}: use zram:SIZE, e.g. zram:4G",
+                reclaimlab_core::units::clip(s)
+            )),
         }
     }
 }
@@ -50,7 +64,15 @@ pub struct BenchOptions<'a> {
     pub trace: bool,
     /// Called with (repetition index, repetitions, elapsed fraction of this repetition).
     pub progress: Option<&'a dyn Fn(usize, usize, f64)>,
+    /// Repetitions an interrupted earlier bench finished (`--resume`): kept as runs 0.., and
+    /// only the remaining ones are run.
+    pub prior: Vec<reclaimlab_core::RunResult>,
+    /// Called with each repetition as soon as it finishes (e.g. to journal it).
+    pub on_run: Option<RunHook<'a>>,
 }
+
+/// [`BenchOptions::on_run`]: (repetition index, its result).
+pub type RunHook<'a> = &'a dyn Fn(usize, &reclaimlab_core::RunResult) -> anyhow::Result<()>;
 
 /// Run a scenario on the live kernel `repeat` times and return the shared result document.
 ///

@@ -126,11 +126,30 @@ impl HostWorkload for StressVm {
                 self.version = Some(String::from_utf8_lossy(&o.stdout).trim().to_string());
                 Ok(())
             }
-            Ok(o) => bail!(
-                "{} --version failed: {}",
-                self.bin,
-                String::from_utf8_lossy(&o.stderr)
-            ),
+            Ok(o) => {
+                // Say what happened even when the program printed nothing (e.g. /bin/false).
+                let said = String::from_utf8_lossy(if o.stderr.is_empty() {
+                    &o.stdout
+                } else {
+                    &o.stderr
+                })
+                .trim()
+                .to_string();
+                bail!(
+                    "{} --version failed ({}){}: host.stress_ng must name stress-ng",
+                    reclaimlab_core::units::clip(&self.bin),
+                    o.status,
+                    if said.is_empty() {
+                        " and printed nothing".to_string()
+                    } else {
+                        // Its first line names the program (e.g. "false (GNU coreutils) 9.1").
+                        format!(
+                            ": {}",
+                            reclaimlab_core::units::clip_raw(said.lines().next().unwrap_or(""))
+                        )
+                    }
+                )
+            }
             Err(e) => bail!(
                 "cannot run {} ({e}): the stress-vm scenario needs the distribution's stress-ng: \
                  apt-get install stress-ng (or set host.stress_ng to its path)",

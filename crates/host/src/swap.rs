@@ -66,6 +66,11 @@ fn swapon(dev: &Path) -> Result<()> {
     Ok(())
 }
 
+/// swapoff(2) on `dev` (also used by the set-up journal's recovery, crate::state).
+pub fn swapoff_path(dev: &Path) -> Result<()> {
+    swapoff(dev)
+}
+
 fn swapoff(dev: &Path) -> Result<()> {
     let c = CString::new(dev.as_os_str().as_encoded_bytes())?;
     // SAFETY: valid NUL-terminated path.
@@ -98,6 +103,8 @@ fn free_zram(cleanup: &Cleanup) -> Result<(u32, bool)> {
         let size =
             std::fs::read_to_string(format!("/sys/block/zram{id}/disksize")).unwrap_or_default();
         if size.trim() == "0" && !in_use.contains(&format!("/dev/zram{id}")) {
+            // Journalled before its disksize is set: unlabelled until mkswap.
+            crate::state::record(|j| j.zram = Some((id, false)))?;
             return Ok((id, false));
         }
     }
@@ -108,6 +115,12 @@ fn free_zram(cleanup: &Cleanup) -> Result<(u32, bool)> {
              (modprobe zram) or enable swap yourself"
         );
     }
+    // The new id is known only once hot_add answers: journal what exists before asking.
+    let before = crate::state::zram_ids();
+    crate::state::record(|j| {
+        j.zram_before = before;
+        j.hot_add_started = true;
+    })?;
     let slot = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(-1));
     let s2 = slot.clone();
     let (id, _) = cleanup.apply(
@@ -116,6 +129,7 @@ fn free_zram(cleanup: &Cleanup) -> Result<(u32, bool)> {
             let s = std::fs::read_to_string(ctl.join("hot_add")).context("zram hot_add")?;
             let id = s.trim().parse::<u32>().context("zram hot_add answer")?;
             slot.store(id as i64, std::sync::atomic::Ordering::SeqCst);
+            crate::state::record(|j| j.zram = Some((id, true)))?;
             Ok(id)
         },
         move || match s2.load(std::sync::atomic::Ordering::SeqCst) {

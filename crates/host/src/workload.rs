@@ -24,10 +24,42 @@ pub struct HostConfig {
 impl HostConfig {
     pub fn read(scn: &Scenario) -> Result<HostConfig> {
         let s = &scn.source;
+        let grace = s.check_range(
+            "host.grace",
+            s.duration_ns_or("host.grace", 30_000_000_000)?,
+            0,
+            reclaimlab_core::scenario::limits::MAX_DURATION_NS,
+            reclaimlab_core::scenario::fmt_duration,
+            "a deadline past run.duration, and a day at most",
+        )?;
+        let stress_ng = s.str_or("host.stress_ng", "stress-ng")?;
+        if stress_ng.trim().is_empty() {
+            return Err(s
+                .err("host.stress_ng", "is empty: give the stress-ng binary")
+                .into());
+        }
         Ok(HostConfig {
-            grace: Duration::from_nanos(s.duration_ns_or("host.grace", 30_000_000_000)?),
-            stress_ng: s.str_or("host.stress_ng", "stress-ng")?,
+            grace: Duration::from_nanos(grace),
+            stress_ng,
         })
+    }
+
+    /// The `[host]` keys bench reads: `sim` validates them too (a typo is an error there as
+    /// well, though it does not use them).
+    pub const KEYS: &'static [&'static str] = &["host.grace", "host.stress_ng"];
+
+    /// Check the `[host]` section without running anything: values in range, no unknown key.
+    pub fn check_section(scn: &Scenario) -> Result<()> {
+        HostConfig::read(scn)?;
+        for k in scn.source.keys_under("host") {
+            if !Self::KEYS.contains(&k.as_str()) {
+                return Err(scn
+                    .source
+                    .err(&k, "unknown key (host.grace, host.stress_ng)")
+                    .into());
+            }
+        }
+        Ok(())
     }
 }
 

@@ -208,7 +208,14 @@ impl SimConfig {
             check: match s.str_or("sim.check", "end")?.as_str() {
                 "end" => CheckLevel::End,
                 "full" => CheckLevel::Full,
-                o => return Err(s.err("sim.check", format!("{o:?}: use end or full")).into()),
+                o => {
+                    return Err(s
+                        .err(
+                            "sim.check",
+                            format!("{}: use end or full", reclaimlab_core::units::clip(o)),
+                        )
+                        .into())
+                }
             },
             file_folio_order: s.u64_or("sim.file_folio_order", 0)? as u8,
             oracle: s.bool_or("sim.oracle", d.oracle)?,
@@ -217,11 +224,64 @@ impl SimConfig {
                 "folio" => Interleave::Folio,
                 o => {
                     return Err(s
-                        .err("sim.interleave", format!("{o:?}: use step or folio"))
+                        .err(
+                            "sim.interleave",
+                            format!("{}: use step or folio", reclaimlab_core::units::clip(o)),
+                        )
                         .into())
                 }
             },
         };
+        // Ranges by meaning (reclaimlab_core::Source::check_range names key, bound and reason).
+        let count = |v: u64| v.to_string();
+        s.check_range(
+            "sim.tlb_entries",
+            cfg.tlb_entries as u64,
+            1,
+            1 << 16,
+            count,
+            "real second-level TLBs hold a few thousand 4K entries (Zen 4: 3072)",
+        )?;
+        s.check_range(
+            "sim.tlb_ways",
+            cfg.tlb_ways as u64,
+            1,
+            cfg.tlb_entries as u64,
+            count,
+            "a set has at least one way and at most every entry (fully associative)",
+        )?;
+        s.check_range(
+            "sim.tick",
+            cfg.tick_ns,
+            1_000,
+            1_000_000_000,
+            reclaimlab_core::scenario::fmt_duration,
+            "HZ is 100..=1000 (a 1..10 ms tick); 1us..1s leaves room for what-ifs",
+        )?;
+        s.check_range(
+            "sim.step_pages",
+            cfg.step_pages,
+            1,
+            1 << 20,
+            count,
+            "a step is a short stretch of accesses that ends at a fault or a tick",
+        )?;
+        s.check_range(
+            "sim.progress_every",
+            cfg.progress_every_ns,
+            1_000,
+            reclaimlab_core::scenario::limits::MAX_DURATION_NS,
+            reclaimlab_core::scenario::fmt_duration,
+            "a progress report per simulated microsecond at most, and at least one a day",
+        )?;
+        s.check_range(
+            "sim.bogo_units_per_page",
+            cfg.bogo_units_per_page,
+            0,
+            1 << 32,
+            count,
+            "stress-ng counts at most a few thousand units per page (one op = 4096 units)",
+        )?;
         if cfg.tlb_ways == 0
             || cfg.tlb_entries < cfg.tlb_ways
             || !cfg.tlb_entries.is_multiple_of(cfg.tlb_ways)

@@ -64,6 +64,7 @@ impl<'a> Engine<'a> {
     /// Run until every busy CPU's clock reaches `until` (or no task is left).
     pub fn run_until(&mut self, until: u64, total: u64) {
         let mut next_progress = 0;
+        let mut watchdog = crate::watchdog::Watchdog::default();
         loop {
             let cpu = self.k.next_cpu(None);
             // A sleeping task's timer fires once every busy CPU has reached it.
@@ -79,7 +80,12 @@ impl<'a> Engine<'a> {
                 break;
             }
             let now = self.k.cpus[cpu].clock;
-            if now >= until {
+            if now >= until || self.k.stalled.is_some() {
+                break;
+            }
+            let tick = now >= self.k.cpus[cpu].next_tick;
+            if let Some(report) = watchdog.touch(&self.k, tick) {
+                self.k.stalled = Some(report);
                 break;
             }
             if now >= next_progress {

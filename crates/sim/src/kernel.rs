@@ -132,6 +132,8 @@ pub struct Kernel {
     pub in_reclaim_preempt: bool,
     /// Engine steps other CPUs ran inside reclaim preemption windows.
     pub preempt_steps: u64,
+    /// Set by the engine's watchdog when the run stopped making progress (engine.rs).
+    pub stalled: Option<String>,
     /// machine.arch (`set_arch`; x86 unless set).
     pub arch: crate::arch::Arch,
     /// arm64 FEAT_TLBIRANGE (range TLBIs; ARMv8.4+, e.g. Neoverse N2/V1).
@@ -216,6 +218,7 @@ impl Kernel {
             runner: Default::default(),
             in_reclaim_preempt: false,
             preempt_steps: 0,
+            stalled: None,
             arch: crate::arch::Arch::X86,
             arm64_tlbi_range: true,
             tlbi_ops: 0,

@@ -9,6 +9,7 @@ pub mod config;
 pub mod cost;
 pub mod cpumask;
 pub mod engine;
+pub mod footprint;
 pub mod invariants;
 pub mod kernel;
 pub mod locking;
@@ -19,6 +20,7 @@ pub mod result;
 pub mod sched;
 pub mod smp;
 pub mod timeline;
+pub mod watchdog;
 pub mod workload;
 
 use config::{Policy, SimConfig};
@@ -44,9 +46,14 @@ pub fn run(scn: &Scenario, opts: &SimOptions) -> anyhow::Result<ResultDoc> {
     let policy = Policy::from_scenario(scn)?;
     arch::arm64_tlbi_range(scn)?;
     cost::CostTable::for_scenario(scn)?;
+    // Before anything is allocated: a model too large for the host is an error, not an abort.
+    footprint::check(scn, &cfg)?;
     // Every key is read by now: reject unknown ones before a long simulation, not after.
     scn.finish()?;
     let (k, doc) = simulate(scn, cfg.clone(), policy.clone(), opts)?;
+    if let Some(stall) = &k.stalled {
+        anyhow::bail!("{stall}");
+    }
     if let Some(first) = k.oracle.findings.first().cloned() {
         // Run again (deterministic) watching the first finding's page for the trace.
         let (owner, page) = first.page();

@@ -1,0 +1,182 @@
+//! Regression tests from the hostile-user pass: every reproducer gives a clear error or a
+//! result, never a panic, an abort or a hang.
+
+use reclaimlab_core::{Scenario, Target};
+
+fn sim(name: &str, sets: &[&str]) -> Result<reclaimlab_core::ResultDoc, String> {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let scn = Scenario::load(name, &sets, Target::Sim).map_err(|e| e.to_string())?;
+    reclaimlab_sim::run(&scn, &Default::default()).map_err(|e| e.to_string())
+}
+
+#[test]
+fn a_thread_without_a_page_is_refused() {
+    let e = sim(
+        "anon-sweep",
+        &[
+            "workload.processes=1",
+            "workload.threads=2",
+            "workload.bytes=4K",
+            "memcg.limit=4M",
+            "swap.size=64M",
+            "run.duration=50ms",
+        ],
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("workload.bytes") && e.contains("less than one page"),
+        "{e}"
+    );
+    for fb in ["4K", "0", "1K"] {
+        let set = format!("workload.file_bytes={fb}");
+        let e = sim(
+            "file-mmap-rw",
+            &[
+                "machine.cpus=2",
+                &set,
+                "memcg.limit=4M",
+                "machine.memory=64M",
+                "run.duration=50ms",
+            ],
+        )
+        .unwrap_err();
+        assert!(e.contains("workload.file_bytes"), "{e}");
+    }
+}
+
+#[test]
+fn unbounded_values_are_refused_before_allocating() {
+    let cases: &[(&str, &str, &str)] = &[
+        ("stress-vm", "sim.tlb_entries=4294967296", "sim.tlb_entries"),
+        ("file-mmap-rw", "workload.file_bytes=64T", "16T"),
+        ("anon-sweep", "workload.threads=4294967296", "PID_MAX_LIMIT"),
+        (
+            "anon-sweep",
+            "workload.bytes=9223372036854775807K",
+            "64 bits",
+        ),
+        ("stress-vm", "run.duration=inf", "run.duration"),
+        ("stress-vm", "run.duration=1e12", "run.duration"),
+        ("stress-vm", "run.duration=1000000000m", "run.duration"),
+        ("stress-vm", "run.duration=100000000000", "run.duration"),
+        ("stress-vm", "memcg.swappiness=4294967297", "0..=200"),
+    ];
+    for (scn, set, want) in cases {
+        let e = sim(scn, &[set]).unwrap_err();
+        assert!(e.contains(want), "{set}: {e}");
+    }
+}
+
+#[test]
+fn a_model_larger_than_its_memory_budget_is_refused() {
+    let e = sim(
+        "file-mmap-rw",
+        &[
+            "workload.file_bytes=8T",
+            "machine.memory=1T",
+            "memcg.limit=1G",
+        ],
+    )
+    .unwrap_err();
+    assert!(e.contains("sim.max_model_memory"), "{e}");
+    let e = sim(
+        "stress-vm",
+        &[
+            "machine.cpus=4096",
+            "sim.tlb_entries=65536",
+            "sim.tlb_ways=16",
+        ],
+    )
+    .unwrap_err();
+    assert!(e.contains("sim.tlb_entries: the model would need"), "{e}");
+}
+
+#[test]
+fn a_tick_shorter_than_its_own_work_is_reported_not_spun() {
+    let t = std::time::Instant::now();
+    let e = sim(
+        "file-reclaim",
+        &[
+            "machine.cpus=2",
+            "workload.file_bytes=8M",
+            "workload.reclaim_bytes=4M",
+            "memcg.limit=16M",
+            "machine.memory=64M",
+            "run.duration=50ms",
+            "workload.threads=3",
+            "sim.tick=2us",
+        ],
+    )
+    .unwrap_err();
+    assert!(e.contains("simulation stuck"), "{e}");
+    assert!(e.contains("task 2: waiting on a run queue"), "{e}");
+    assert!(e.contains("use a longer sim.tick"), "{e}");
+    // The watchdog fires in well under a second in release; allow a slow debug build.
+    assert!(t.elapsed().as_secs() < 60);
+    // The neighbours of the reproducer still run.
+    sim(
+        "file-reclaim",
+        &[
+            "machine.cpus=2",
+            "workload.file_bytes=8M",
+            "workload.reclaim_bytes=4M",
+            "memcg.limit=16M",
+            "machine.memory=64M",
+            "run.duration=50ms",
+            "workload.threads=2",
+            "sim.tick=2us",
+        ],
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_float_preset_keeps_its_text() {
+    let d = sim("stress-vm", &["kernel.preset=7.0", "run.duration=10ms"]).unwrap();
+    assert_eq!(d.config["kernel"]["preset"], "7.0");
+}
+
+/// Found by the end-to-end fuzz (fuzz_sim.rs), not fixed: with `sim.interleave=folio` and a
+/// nearly full swap device (OOM kills restarting the workload), shrink_folio_list's free_it
+/// reaches remove_mapping with a folio that is neither in the swap cache nor file-backed (it
+/// looks freed or reused while reclaim had it unlocked for pageout), and indexes the file table.
+/// Skipping remove_mapping for an unmapped anon folio does not cure it: the folio was not anon
+/// any more, so the owner's exit seems to free a folio reclaim still holds isolated.
+#[test]
+#[ignore = "known simulator bug: sim.interleave=folio + tiny swap, isolated folio freed under reclaim"]
+fn folio_interleave_folio_freed_without_a_mapping() {
+    for (kind, sets) in [
+        (
+            "stress-vm",
+            &[
+                "machine.cpus=4",
+                "run.duration=8800us",
+                "run.seed=3575677080",
+                "memcg.limit=7976K",
+                "swap.size=4K",
+                "workload.bytes=12160K",
+                "sim.tick=64us",
+                "sim.tlb_entries=16",
+                "sim.tlb_ways=4",
+                "sim.interleave=folio",
+                "machine.arch=arm64",
+            ][..],
+        ),
+        (
+            "anon-sweep",
+            &[
+                "machine.cpus=4",
+                "run.duration=5198us",
+                "run.seed=2531758279",
+                "memcg.limit=43776K",
+                "swap.size=4K",
+                "workload.processes=4",
+                "sim.interleave=folio",
+            ][..],
+        ),
+    ] {
+        if let Err(e) = sim(kind, sets) {
+            assert!(!e.contains("invariant"), "{kind}: {e}");
+        }
+    }
+}
