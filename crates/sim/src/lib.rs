@@ -120,6 +120,7 @@ fn simulate_with(
         scn.run.seed,
     );
     k.set_arch((&scn.machine.arch).into());
+    k.wb.global_dirtyable = scn.machine.memory_bytes / PAGE;
     k.arm64_tlbi_range = arch::arm64_tlbi_range(scn)?;
     setup(&mut k);
     let duration = scn.run.duration_ns;
@@ -194,6 +195,7 @@ fn simulate_with(
             e.k.files.push(File {
                 cache: vec![0; pages as usize],
             });
+            e.k.file_readahead_setup(&cfg);
             let mm = e.k.mm_alloc(pages, Backing::File(0), w.write);
             for i in 0..w.threads {
                 let (s, t) = slice(pages, w.threads, i);
@@ -251,6 +253,7 @@ fn simulate_with(
             e.k.files.push(File {
                 cache: vec![0; pages as usize],
             });
+            e.k.file_readahead_setup(&cfg);
             let mm = e.k.mm_alloc(pages, Backing::File(0), false);
             for i in 0..w.threads {
                 let (s, t) = slice(pages, w.threads, i);

@@ -222,8 +222,8 @@ impl Kernel {
             // (For a shared file folio: wp_page_shared makes it writable and dirty again.)
             let pfn = pte_pfn(pte);
             self.folio_free_swap_clean(pfn);
-            self.folio_mark_dirty(pfn);
             self.mms[mm].ptes[vp as usize] = pte | PTE_WRITE | PTE_DIRTY;
+            self.task_dirty_folio(cpu, pfn);
             return true;
         }
         match self.mms[mm].backing {
@@ -339,10 +339,10 @@ impl Kernel {
         let writable = self.mms[mm].writable && write;
         if slot & PTE_SWPCACHE != 0 {
             let pfn = slot & PTE_LOW_MASK;
-            if write {
-                self.folio_mark_dirty(pfn);
-            }
             self.set_pte(mm, vp, pfn, writable, write);
+            if write {
+                self.task_dirty_folio(cpu, pfn);
+            }
             return true;
         }
         let (start, order) = self.file_folio_extent(file, vp);
@@ -369,10 +369,10 @@ impl Kernel {
         for p in start..start + nr {
             self.files[file].cache[p as usize] = PTE_SWPCACHE | pfn;
         }
-        if write {
-            self.folio_mark_dirty(pfn);
-        }
         self.set_pte(mm, vp, pfn, writable, write);
+        if write {
+            self.task_dirty_folio(cpu, pfn);
+        }
         true
     }
 
@@ -380,8 +380,13 @@ impl Kernel {
     /// `sim.file_folio_order`, reduced until it fits inside the file and covers only pages
     /// that are not cached (a neighbour may still be cached from a smaller folio).
     pub(crate) fn file_folio_extent(&self, file: usize, vp: u64) -> (u64, u8) {
+        self.file_folio_extent_at(file, vp, self.cfg.file_folio_order)
+    }
+
+    /// [`Self::file_folio_extent`] for a wanted `order` (readahead's, mm/readahead.rs).
+    pub(crate) fn file_folio_extent_at(&self, file: usize, vp: u64, order: u8) -> (u64, u8) {
         let cache = &self.files[file].cache;
-        let mut order = self.cfg.file_folio_order;
+        let mut order = order;
         loop {
             let nr = 1u64 << order;
             let start = vp & !(nr - 1);

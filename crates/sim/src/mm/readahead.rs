@@ -7,6 +7,13 @@
 //! (one mm's) folios at the tail, and a deferred flush batch covers fewer mms. Off
 //! (`ra_pages = 0`) unless a workload sets it; then every miss reads only its own folio.
 //!
+//! Folio orders (mm/readahead.c page_cache_ra_order, 6.18): the read-around window of a miss
+//! starts at order 0; every asynchronous window (a PG_readahead hit) raises `ra->order` by 2,
+//! capped at the filesystem's largest folio order and at ilog2 of the window, so a sequential
+//! reader's folios grow 0, 2, 4, 6, 8, 9 (PMD) window by window. Inside a window each folio is
+//! as large as that order allows while staying naturally aligned and inside the window and the
+//! file. `sim.file_folio_order` (non-zero) replaces the ramp with one fixed order.
+//!
 //! Not modelled: fault-around (filemap_map_pages mapping up to 16 cached pages per fault;
 //! here every page takes its own minor fault), the mmap_miss heuristic, VM_SEQ_READ /
 //! VM_RAND_READ advice, and asynchronous I/O (the reads are charged to the faulting CPU).
@@ -21,6 +28,8 @@ pub struct FileRa {
     pub size: u64,
     pub async_size: u64,
     pub mark: Option<u64>,
+    /// ra->order: the folio order of the last window (6.16+ keeps it in file_ra_state).
+    pub order: u8,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -34,6 +43,23 @@ pub struct Readahead {
     pub state: Vec<FileRa>,
     /// Pages brought in by readahead (including the faulting pages).
     pub pages_read: u64,
+    /// mapping_max_folio_order of the files (0: no large folios; the default).
+    pub max_order: u8,
+    /// Page-cache folios readahead created, by order (measurement).
+    pub folios_by_order: [u64; 10],
+}
+
+/// The order of the folio page_cache_ra_order allocates at `idx`: `order`, lowered until the
+/// folio is naturally aligned and ends at or before `limit` (the window's or the file's end).
+pub fn ra_folio_order(idx: u64, order: u8, limit: u64) -> u8 {
+    let mut o = order;
+    if o > 0 && idx & ((1u64 << o) - 1) != 0 {
+        o = o.min(idx.trailing_zeros() as u8);
+    }
+    while o > 0 && idx + (1u64 << o) - 1 > limit {
+        o -= 1;
+    }
+    o
 }
 
 /// get_next_ra_size.
@@ -48,6 +74,15 @@ fn get_next_ra_size(cur: u64, max: u64) -> u64 {
 }
 
 impl Kernel {
+    /// The file workloads' readahead: `sim.readahead_pages` (if set) and the filesystem's
+    /// largest folio order `sim.file_max_order`.
+    pub fn file_readahead_setup(&mut self, cfg: &crate::config::SimConfig) {
+        if let Some(n) = cfg.readahead_pages {
+            self.ra.ra_pages = n;
+        }
+        self.ra.max_order = cfg.file_max_order;
+    }
+
     /// CPU cost of filling one page-cache page on a miss: zeroing for a hole of a sparse
     /// file, else the device read (`file_read_page`).
     pub fn file_read_cost(&self) -> u64 {
@@ -82,6 +117,8 @@ impl Kernel {
             st.start = vp.saturating_sub(ra_pages / 2);
             st.size = ra_pages;
             st.async_size = ra_pages / 4;
+            // do_sync_mmap_readahead's read-around starts again from order 0.
+            st.order = 0;
         } else if st.mark == Some(vp) {
             if vp == st.start + st.size - st.async_size {
                 st.start += st.size;
@@ -96,9 +133,14 @@ impl Kernel {
                 st.size = ra_pages;
             }
             st.async_size = st.size;
+            // page_cache_async_ra: ramp the order up by two per window.
+            st.order = st.order.saturating_add(2);
         } else {
             return true;
         }
+        // page_cache_ra_order: cap at the mapping's largest order and at the window size.
+        let ilog2 = 63 - st.size.max(1).leading_zeros() as u8;
+        st.order = st.order.min(self.ra.max_order).min(ilog2);
         st.mark = None;
         self.ra.state[file] = st;
         let mark = st.start + st.size - st.async_size;
@@ -109,7 +151,12 @@ impl Kernel {
                 idx += 1;
                 continue;
             }
-            let (first, order) = self.file_folio_extent(file, idx);
+            let (first, order) = if self.cfg.file_folio_order > 0 {
+                self.file_folio_extent(file, idx)
+            } else {
+                let o = ra_folio_order(idx, st.order, end - 1);
+                self.file_folio_extent_at(file, idx, o)
+            };
             let nr = 1u64 << order;
             let Some(pfn) = self.alloc_charged_folio(cpu, mm, 0, file as u32, first as u32, order)
             else {
@@ -127,6 +174,7 @@ impl Kernel {
                 self.files[file].cache[p as usize] = PTE_SWPCACHE | pfn;
             }
             self.ra.pages_read += nr;
+            self.ra.folios_by_order[order as usize] += 1;
             if (first..first + nr).contains(&mark) {
                 self.ra.state[file].mark = Some(mark);
             }
@@ -136,5 +184,21 @@ impl Kernel {
             self.vmstat.pgmajfault += 1;
         }
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folio_order_is_aligned_and_inside_the_window() {
+        // Aligned and room: the full order.
+        assert_eq!(ra_folio_order(512, 9, 4095), 9);
+        // Misaligned start: the alignment's order.
+        assert_eq!(ra_folio_order(516, 9, 4095), 2);
+        // Too close to the limit: shrink.
+        assert_eq!(ra_folio_order(512, 9, 600), 6);
+        assert_eq!(ra_folio_order(7, 0, 100), 0);
     }
 }
