@@ -47,6 +47,9 @@ pub struct Readahead {
     pub max_order: u8,
     /// Page-cache folios readahead created, by order (measurement).
     pub folios_by_order: [u64; 10],
+    /// Folios carrying PG_readahead: (file, first index) → the folio (a reclaimed and
+    /// re-read folio at the same index is a different one, without the flag).
+    pub marks: std::collections::BTreeMap<(usize, u64), crate::mm::folio::Pfn>,
 }
 
 /// The order of the folio page_cache_ra_order allocates at `idx`: `order`, lowered until the
@@ -113,24 +116,45 @@ impl Kernel {
         let old = self.ra.state[file];
         let mut st = old;
         let major = !cached(self, vp);
+        // PG_readahead is a flag of the folio (any reader may hit it): the folio holding vp.
+        let marked = if major {
+            false
+        } else {
+            let pfn = self.files[file].cache[vp as usize] & PTE_LOW_MASK;
+            let first = self.folios.get(pfn).index as u64;
+            let hit = self.ra.marks.get(&(file, first)) == Some(&pfn);
+            if hit {
+                self.ra.marks.remove(&(file, first));
+            }
+            hit
+        };
         if major {
             st.start = vp.saturating_sub(ra_pages / 2);
             st.size = ra_pages;
             st.async_size = ra_pages / 4;
             // do_sync_mmap_readahead's read-around starts again from order 0.
             st.order = 0;
-        } else if st.mark == Some(vp) {
-            if vp == st.start + st.size - st.async_size {
+        } else if marked {
+            let first = {
+                let pfn = self.files[file].cache[vp as usize] & PTE_LOW_MASK;
+                self.folios.get(pfn).index as u64
+            };
+            if st.mark == Some(first) {
                 st.start += st.size;
                 st.size = get_next_ra_size(st.size, ra_pages);
             } else {
-                // A marked folio without matching state: restart at the next missing page.
+                // A marked folio without matching state (another reader moved the state):
+                // the old async size is the cached run after the folio; ramp that up from the
+                // next missing page (page_cache_next_miss, at most ra_pages away).
                 let mut next = vp + 1;
-                while next < len && cached(self, next) {
+                while next < len && next - vp <= ra_pages && cached(self, next) {
                     next += 1;
                 }
+                if next >= len || next - vp > ra_pages {
+                    return true;
+                }
                 st.start = next;
-                st.size = ra_pages;
+                st.size = get_next_ra_size(next - vp + 1, ra_pages);
             }
             st.async_size = st.size;
             // page_cache_async_ra: ramp the order up by two per window.
@@ -176,7 +200,8 @@ impl Kernel {
             self.ra.pages_read += nr;
             self.ra.folios_by_order[order as usize] += 1;
             if (first..first + nr).contains(&mark) {
-                self.ra.state[file].mark = Some(mark);
+                self.ra.state[file].mark = Some(first);
+                self.ra.marks.insert((file, first), pfn);
             }
             idx = first + nr;
         }
