@@ -328,7 +328,7 @@ impl Kernel {
     fn filemap_fault(&mut self, cpu: CpuId, mm: MmId, file: usize, vp: u64, write: bool) -> bool {
         if self.ra.ra_pages > 0 {
             // do_sync_mmap_readahead / do_async_mmap_readahead (mm/readahead.rs).
-            if !self.filemap_readahead(cpu, mm, file, vp) {
+            if !self.filemap_readahead(cpu, mm, file, vp, write) {
                 return false;
             }
         }

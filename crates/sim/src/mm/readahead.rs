@@ -14,11 +14,20 @@
 //! as large as that order allows while staying naturally aligned and inside the window and the
 //! file. `sim.file_folio_order` (non-zero) replaces the ramp with one fixed order.
 //!
+//! The mmap_miss heuristic (do_sync_mmap_readahead): every miss counts one, a hit in the cache
+//! takes one off (do_async_mmap_readahead) and a read fault's fault-around takes off one per
+//! cached page it maps (filemap_map_pages, up to 16; PG_workingset pages do not count); past
+//! MMAP_LOTSAMISS (100) a miss reads only its own folio. Write faults on a shared mapping do
+//! no fault-around (do_shared_fault), so random writes soon lose read-around while random
+//! reads keep it. Fault-around itself is represented only by that count: each page still
+//! takes its own minor fault.
+//!
 //! Not modelled: fault-around (filemap_map_pages mapping up to 16 cached pages per fault;
 //! here every page takes its own minor fault), the mmap_miss heuristic, VM_SEQ_READ /
 //! VM_RAND_READ advice, and asynchronous I/O (the reads are charged to the faulting CPU).
 
 use crate::kernel::{CpuId, Kernel, MmId};
+use crate::mm::folio::pg;
 use crate::mm::pgtable::*;
 
 /// struct file_ra_state, plus the index of the folio carrying PG_readahead.
@@ -30,7 +39,14 @@ pub struct FileRa {
     pub mark: Option<u64>,
     /// ra->order: the folio order of the last window (6.16+ keeps it in file_ra_state).
     pub order: u8,
+    /// ra->mmap_miss: page-cache misses of mmap faults not yet offset by hits.
+    pub mmap_miss: u32,
 }
+
+/// MMAP_LOTSAMISS: past this many unanswered misses, mmap faults stop reading around.
+const MMAP_LOTSAMISS: u32 = 100;
+/// fault_around_bytes / PAGE_SIZE (64 KiB).
+const FAULT_AROUND_PAGES: u64 = 16;
 
 #[derive(Clone, Debug, Default)]
 pub struct Readahead {
@@ -106,7 +122,14 @@ impl Kernel {
     /// skipped. PG_readahead goes on the folio at start + size - async_size.
     /// Returns false if an allocation has to wait (direct reclaim in progress): the fault is
     /// retried, and the window's remaining pages are read then.
-    pub(crate) fn filemap_readahead(&mut self, cpu: CpuId, mm: MmId, file: usize, vp: u64) -> bool {
+    pub(crate) fn filemap_readahead(
+        &mut self,
+        cpu: CpuId,
+        mm: MmId,
+        file: usize,
+        vp: u64,
+        write: bool,
+    ) -> bool {
         let ra_pages = self.ra.ra_pages;
         if self.ra.state.len() <= file {
             self.ra.state.resize(file + 1, FileRa::default());
@@ -128,6 +151,27 @@ impl Kernel {
             }
             hit
         };
+        if major {
+            st.mmap_miss = (st.mmap_miss + 1).min(MMAP_LOTSAMISS * 10);
+            if st.mmap_miss > MMAP_LOTSAMISS {
+                self.ra.state[file].mmap_miss = st.mmap_miss;
+                return true;
+            }
+        } else {
+            st.mmap_miss = st.mmap_miss.saturating_sub(1);
+            if !write {
+                let base = vp & !(FAULT_AROUND_PAGES - 1);
+                let mapped = (base..(base + FAULT_AROUND_PAGES).min(len))
+                    .filter(|&p| {
+                        let slot = self.files[file].cache[p as usize];
+                        slot & PTE_SWPCACHE != 0
+                            && !self.folios.get(slot & PTE_LOW_MASK).test(pg::WORKINGSET)
+                    })
+                    .count() as u32;
+                st.mmap_miss = st.mmap_miss.saturating_sub(mapped);
+            }
+            self.ra.state[file].mmap_miss = st.mmap_miss;
+        }
         if major {
             st.start = vp.saturating_sub(ra_pages / 2);
             st.size = ra_pages;
