@@ -62,6 +62,9 @@ pub struct SimConfig {
     /// domain and reclaim waiting on writeback; v2 (the default) has sane throttling and a
     /// per-memcg dirty domain.
     pub cgroup_v1: bool,
+    /// Map PMD-sized page-cache folios with one PMD (`sim.file_pmd_map`, default true:
+    /// finish_fault → do_set_pmd, as 6.18 does for a suitably aligned file mapping).
+    pub file_pmd_map: bool,
     /// The lost-write oracle (`sim.oracle`, default true; off only to measure its cost).
     pub oracle: bool,
     /// `sim.interleave`: `step` (default) or `folio` (engine.rs).
@@ -196,6 +199,7 @@ impl Default for SimConfig {
             file_max_order: 9,
             readahead_pages: None,
             cgroup_v1: false,
+            file_pmd_map: true,
             oracle: true,
             interleave: Interleave::Step,
         }
@@ -235,6 +239,7 @@ impl SimConfig {
                 "v2" => false,
                 o => return Err(s.err("sim.cgroup", format!("{o:?}: use v1 or v2")).into()),
             },
+            file_pmd_map: s.bool_or("sim.file_pmd_map", d.file_pmd_map)?,
             oracle: s.bool_or("sim.oracle", d.oracle)?,
             interleave: match s.str_or("sim.interleave", "step")?.as_str() {
                 "step" => Interleave::Step,

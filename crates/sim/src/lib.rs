@@ -198,13 +198,13 @@ fn simulate_with(
             e.k.file_readahead_setup(&cfg);
             let mm = e.k.mm_alloc(pages, Backing::File(0), w.write);
             for i in 0..w.threads {
-                let (s, t) = slice(pages, w.threads, i);
-                let (s, t) = if matches!(w.pattern, Pattern::Random) {
-                    (0, pages)
-                } else {
-                    (s, t)
-                };
-                e.k.task_new(mm, pinned(&w.cpus, i), s, t);
+                // As bench's worker: thread i starts at i/threads of the file and sweeps the
+                // whole file, wrapping at its end (random: the whole file).
+                let (s, _) = slice(pages, w.threads, i);
+                let id = e.k.task_new(mm, pinned(&w.cpus, i), 0, pages);
+                if !matches!(w.pattern, Pattern::Random) {
+                    e.k.tasks[id].cursor = s;
+                }
             }
             e.place_tasks();
             e.run_until(duration, duration);

@@ -217,6 +217,13 @@ impl Kernel {
             self.flush_tlb_mm_range(cpu, mm, vp, vp + 1, false);
             return self.do_anon_fault(cpu, mm, vp, true, PTE_NONE);
         }
+        if pte_present(pte) && self.pmd_mapped(mm, vp) {
+            // A store to a write-protected PMD-mapped page-cache folio (mm/huge_memory.rs).
+            let pfn = pte_pfn(pte);
+            self.do_huge_pmd_wp_page(cpu, mm, vp, pfn);
+            self.task_dirty_folio(cpu, pfn);
+            return true;
+        }
         if pte_present(pte) {
             // do_wp_page on an exclusive anon folio: reuse it, dropping its swap copy.
             // (For a shared file folio: wp_page_shared makes it writable and dirty again.)
@@ -339,7 +346,9 @@ impl Kernel {
         let writable = self.mms[mm].writable && write;
         if slot & PTE_SWPCACHE != 0 {
             let pfn = slot & PTE_LOW_MASK;
-            self.set_pte(mm, vp, pfn, writable, write);
+            if !self.do_set_pmd(mm, vp, pfn, write) {
+                self.set_pte(mm, vp, pfn, writable, write);
+            }
             if write {
                 self.task_dirty_folio(cpu, pfn);
             }
@@ -369,7 +378,9 @@ impl Kernel {
         for p in start..start + nr {
             self.files[file].cache[p as usize] = PTE_SWPCACHE | pfn;
         }
-        self.set_pte(mm, vp, pfn, writable, write);
+        if !self.do_set_pmd(mm, vp, pfn, write) {
+            self.set_pte(mm, vp, pfn, writable, write);
+        }
         if write {
             self.task_dirty_folio(cpu, pfn);
         }

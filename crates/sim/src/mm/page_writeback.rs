@@ -125,7 +125,13 @@ impl Kernel {
     /// translations), PG_dirty → PG_writeback, queue it on the device.
     fn writeback_folio(&mut self, cpu: CpuId, pfn: Pfn) {
         let f = *self.folios.get(pfn);
-        if let Some((mm, first)) = self.folio_mapping_of(pfn) {
+        if let Some((mm, first)) = self.folio_mapping_of(pfn).filter(|&(mm, first)| {
+            let pmd = self.pmd_mapped(mm, first);
+            if pmd {
+                self.pmd_mkclean(cpu, mm, first);
+            }
+            !pmd
+        }) {
             for vp in first..first + f.nr_pages() {
                 let pte = self.mms[mm].ptes[vp as usize];
                 if pte_present(pte) && pte_pfn(pte) == pfn && pte & (PTE_DIRTY | PTE_WRITE) != 0 {

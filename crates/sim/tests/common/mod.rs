@@ -20,6 +20,7 @@ pub fn cfg(file_folio_order: u8) -> SimConfig {
         file_max_order: 9,
         readahead_pages: None,
         cgroup_v1: false,
+        file_pmd_map: true,
         oracle: true,
         interleave: reclaimlab_sim::config::Interleave::Step,
     }
