@@ -133,3 +133,41 @@ fn file_write_sweep_is_deterministic() {
     let b = serde_json::to_string(&write_sweep("v1")).unwrap();
     assert_eq!(a, b);
 }
+
+#[test]
+fn pmd_sized_file_folio_is_mapped_by_one_fault_and_unmapped_with_one_flush() {
+    use reclaimlab_sim::mm::pgtable::*;
+    use reclaimlab_sim::mm::rmap::{TlbUbc, TTU_BATCH_FLUSH};
+    // Order-9 page-cache folios (sim.file_folio_order = 9), no readahead.
+    let mut k = kernel(common::cfg(9), 1 << 20);
+    k.files.push(File {
+        cache: vec![0; 1024],
+    });
+    let mm = k.mm_alloc(1024, Backing::File(0), true);
+    // The mm runs on both CPUs (a thread on each).
+    for cpu in [1, 0] {
+        let t = k.task_new(mm, Some(cpu), 0, 1024);
+        k.context_switch(cpu, Some(t));
+    }
+    k.user_access(1, mm, 700, false);
+    let faults = k.vmstat.pgfault;
+    for vp in 0..1024 {
+        k.user_access(0, mm, vp, true);
+    }
+    // Page 0 faults once (mapping 0..512); page 512..1024 was PMD-mapped read-only by CPU 1's
+    // read, so its first store takes one write-protect fault.
+    assert_eq!(k.vmstat.pgfault - faults, 2);
+    assert!(k.pmd_mapped(mm, 0) && k.pmd_mapped(mm, 1023));
+    let pfn = pte_pfn(k.mms[mm].ptes[0]);
+    let before: u64 = k.irq.tlb_shootdowns.iter().sum();
+    let mut ubc = TlbUbc::new(2);
+    assert!(k.try_to_unmap(0, &mut ubc, pfn, TTU_BATCH_FLUSH));
+    // One synchronous flush of the 2 MiB (not a deferred batch), reaching CPU 1 once.
+    assert!(!ubc.flush_required);
+    let after: u64 = k.irq.tlb_shootdowns.iter().sum();
+    assert_eq!(after - before, 1);
+    assert!(!k.pmd_mapped(mm, 0));
+    assert!(k.mms[mm].ptes[..512].iter().all(|&p| p == PTE_NONE));
+    // The stores made the folio dirty.
+    assert!(k.folios.get(pfn).test(reclaimlab_sim::mm::folio::pg::DIRTY));
+}

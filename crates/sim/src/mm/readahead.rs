@@ -41,6 +41,10 @@ pub struct FileRa {
     pub order: u8,
     /// ra->mmap_miss: page-cache misses of mmap faults not yet offset by hits.
     pub mmap_miss: u32,
+    /// The window's reading stopped at an allocation that had to wait: the retried fault
+    /// carries on with this window (as the kernel's reader would, reclaiming for itself)
+    /// instead of starting a new one.
+    pub resume: bool,
 }
 
 /// MMAP_LOTSAMISS: past this many unanswered misses, mmap faults stop reading around.
@@ -136,11 +140,11 @@ impl Kernel {
         }
         let len = self.files[file].cache.len() as u64;
         let cached = |k: &Kernel, p: u64| k.files[file].cache[p as usize] & PTE_SWPCACHE != 0;
-        let old = self.ra.state[file];
-        let mut st = old;
+        let mut st = self.ra.state[file];
         let major = !cached(self, vp);
+        let resume = std::mem::take(&mut st.resume);
         // PG_readahead is a flag of the folio (any reader may hit it): the folio holding vp.
-        let marked = if major {
+        let marked = if major || resume {
             false
         } else {
             let pfn = self.files[file].cache[vp as usize] & PTE_LOW_MASK;
@@ -151,7 +155,9 @@ impl Kernel {
             }
             hit
         };
-        if major {
+        if resume {
+            // Read the rest of the window below.
+        } else if major {
             st.mmap_miss = (st.mmap_miss + 1).min(MMAP_LOTSAMISS * 10);
             if st.mmap_miss > MMAP_LOTSAMISS {
                 self.ra.state[file].mmap_miss = st.mmap_miss;
@@ -172,7 +178,8 @@ impl Kernel {
             }
             self.ra.state[file].mmap_miss = st.mmap_miss;
         }
-        if major {
+        if resume {
+        } else if major {
             st.start = vp.saturating_sub(ra_pages / 2);
             st.size = ra_pages;
             st.async_size = ra_pages / 4;
@@ -209,7 +216,9 @@ impl Kernel {
         // page_cache_ra_order: cap at the mapping's largest order and at the window size.
         let ilog2 = 63 - st.size.max(1).leading_zeros() as u8;
         st.order = st.order.min(self.ra.max_order).min(ilog2);
-        st.mark = None;
+        if !resume {
+            st.mark = None;
+        }
         self.ra.state[file] = st;
         let mark = st.start + st.size - st.async_size;
         let end = (st.start + st.size).min(len);
@@ -228,8 +237,8 @@ impl Kernel {
             let nr = 1u64 << order;
             let Some(pfn) = self.alloc_charged_folio(cpu, mm, 0, file as u32, first as u32, order)
             else {
-                // Retried in the next step from the same state (mark included).
-                self.ra.state[file] = old;
+                // The fault is retried in the next step and reads the rest of this window.
+                self.ra.state[file].resume = true;
                 return false;
             };
             self.charge(cpu, nr * self.file_read_cost());
