@@ -19,6 +19,35 @@ pub const DENOMINATOR: &str = "pgsteal_anon";
 /// The `placement` field compared by [`ratio_table`].
 pub const MIGRATIONS_PER_TASK_PER_S: &str = "worker_migrations_per_task_per_second";
 
+/// The same for page-cache reclaim (the file workloads): numerators divided by
+/// `pgsteal_file`. pgrotated (folios whose writeback ended with PG_reclaim set, moved to the
+/// inactive tail) and nr_vmscan_immediate_reclaim (dirty folios reclaim tagged PG_reclaim)
+/// measure how reclaim met dirty and writeback folios.
+pub const FILE_RATIOS: &[&str] = &[
+    "tlb_shootdowns",
+    "function_call_interrupts",
+    "pgscan_file",
+    "workingset_refault_file",
+    "nr_vmscan_immediate_reclaim",
+    "pgrotated",
+];
+pub const FILE_DENOMINATOR: &str = "pgsteal_file";
+
+/// The (numerators, denominator) for a host result: file ratios when it stole more file
+/// pages than anon ones.
+fn ratio_set(host: &[&RunResult]) -> (&'static [&'static str], &'static str) {
+    let sum = |k: &str| -> u64 {
+        host.iter()
+            .map(|r| r.counters.get(k).copied().unwrap_or(0))
+            .sum()
+    };
+    if sum(FILE_DENOMINATOR) > sum(DENOMINATOR) {
+        (FILE_RATIOS, FILE_DENOMINATOR)
+    } else {
+        (RATIOS, DENOMINATOR)
+    }
+}
+
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct RatioRow {
     /// e.g. "tlb_shootdowns/pgsteal_anon", or "throughput".
@@ -32,8 +61,8 @@ pub struct RatioRow {
     pub within_25pct: Option<bool>,
 }
 
-fn ratio(r: &RunResult, num: &str) -> Option<f64> {
-    let d = *r.counters.get(DENOMINATOR)? as f64;
+fn ratio(r: &RunResult, num: &str, den: &str) -> Option<f64> {
+    let d = *r.counters.get(den)? as f64;
     if d == 0.0 {
         return None;
     }
@@ -71,13 +100,14 @@ fn row(name: String, host: Vec<f64>, sim: Vec<f64>) -> RatioRow {
 /// One row per ratio, plus throughput (absolute, same unit in both backends).
 pub fn ratio_table(host: &ResultDoc, sim: &ResultDoc) -> Vec<RatioRow> {
     let (h, s) = (valid_runs(host), valid_runs(sim));
-    let mut rows: Vec<RatioRow> = RATIOS
+    let (nums, den) = ratio_set(&h);
+    let mut rows: Vec<RatioRow> = nums
         .iter()
         .map(|num| {
             row(
-                format!("{num}/{DENOMINATOR}"),
-                h.iter().filter_map(|r| ratio(r, num)).collect(),
-                s.iter().filter_map(|r| ratio(r, num)).collect(),
+                format!("{num}/{den}"),
+                h.iter().filter_map(|r| ratio(r, num, den)).collect(),
+                s.iter().filter_map(|r| ratio(r, num, den)).collect(),
             )
         })
         .collect();
@@ -173,6 +203,29 @@ mod tests {
         // pswpout is absent in both: ratio 0 = 0, no error.
         let p = t.iter().find(|r| r.ratio.starts_with("pswpout")).unwrap();
         assert_eq!(p.error_pct, Some(0.0));
+    }
+
+    #[test]
+    fn file_reclaim_uses_file_ratios() {
+        let d = |steal_file: u64, scan_file: u64| ResultDoc {
+            runs: vec![RunResult {
+                counters: [
+                    ("pgsteal_file".to_string(), steal_file),
+                    ("pgscan_file".to_string(), scan_file),
+                ]
+                .into(),
+                valid: true,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let t = ratio_table(&d(100, 220), &d(100, 200));
+        let r = t
+            .iter()
+            .find(|r| r.ratio == "pgscan_file/pgsteal_file")
+            .unwrap();
+        assert_eq!(r.host_median, Some(2.2));
+        assert!(t.iter().all(|r| !r.ratio.ends_with("pgsteal_anon")));
     }
 
     #[test]

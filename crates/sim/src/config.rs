@@ -44,6 +44,21 @@ pub struct SimConfig {
     /// default 0): a page-cache miss allocates a folio of 2^order pages aligned in the file
     /// (smaller near the end of the file), as readahead on a large-folio filesystem does.
     pub file_folio_order: u8,
+    /// The largest page-cache folio order the filesystem accepts (`sim.file_max_order`;
+    /// mapping_max_folio_order: 9 for ext4/xfs on 6.18 with 4 KiB pages, 0 for a filesystem
+    /// without large folios). Readahead's order ramp is capped here; `sim.file_folio_order`
+    /// (when non-zero) overrides the ramp with one order for every folio.
+    pub file_max_order: u8,
+    /// bdi->ra_pages for the file workloads (`sim.readahead_pages`; read_ahead_kb / 4).
+    /// None: the workload's default (off for file-mmap-rw and file-reclaim).
+    pub readahead_pages: Option<u64>,
+    /// cgroup v1 memcg (`sim.cgroup = "v1"`): !writeback_throttling_sane, a global dirty
+    /// domain and reclaim waiting on writeback; v2 (the default) has sane throttling and a
+    /// per-memcg dirty domain.
+    pub cgroup_v1: bool,
+    /// Map PMD-sized page-cache folios with one PMD (`sim.file_pmd_map`, default true:
+    /// finish_fault → do_set_pmd, as 6.18 does for a suitably aligned file mapping).
+    pub file_pmd_map: bool,
     /// The lost-write oracle (`sim.oracle`, default true; off only to measure its cost).
     pub oracle: bool,
     /// `sim.interleave`: `step` (default) or `folio` (engine.rs).
@@ -174,6 +189,10 @@ impl Default for SimConfig {
             progress_every_ns: 5_000_000,
             check: CheckLevel::End,
             file_folio_order: 0,
+            file_max_order: 9,
+            readahead_pages: None,
+            cgroup_v1: false,
+            file_pmd_map: true,
             oracle: true,
             interleave: Interleave::Step,
         }
@@ -218,6 +237,19 @@ impl SimConfig {
                 }
             },
             file_folio_order: s.u64_or("sim.file_folio_order", 0)? as u8,
+            file_max_order: s
+                .u64_or("sim.file_max_order", d.file_max_order as u64)?
+                .min(255) as u8,
+            readahead_pages: match s.u64_or("sim.readahead_pages", u64::MAX)? {
+                u64::MAX => None,
+                n => Some(n),
+            },
+            cgroup_v1: match s.str_or("sim.cgroup", "v2")?.as_str() {
+                "v1" => true,
+                "v2" => false,
+                o => return Err(s.err("sim.cgroup", format!("{o:?}: use v1 or v2")).into()),
+            },
+            file_pmd_map: s.bool_or("sim.file_pmd_map", d.file_pmd_map)?,
             oracle: s.bool_or("sim.oracle", d.oracle)?,
             interleave: match s.str_or("sim.interleave", "step")?.as_str() {
                 "step" => Interleave::Step,
@@ -299,6 +331,11 @@ impl SimConfig {
                     "sim.file_folio_order",
                     "must be in 0..=9 (a PMD is order 9)",
                 )
+                .into());
+        }
+        if cfg.file_max_order > 9 {
+            return Err(s
+                .err("sim.file_max_order", "must be in 0..=9 (a PMD is order 9)")
                 .into());
         }
         if cfg.tick_ns == 0 || cfg.step_pages == 0 {

@@ -56,6 +56,8 @@ pub struct Mm {
     pub incarnation: u64,
     /// mm->context.next_trim_cpumask (ns).
     pub next_trim: u64,
+    /// PMD-mapped page-cache folios, by PMD index (vp >> 9) (mm/huge_memory.rs).
+    pub pmd_mapped: std::collections::BTreeSet<u64>,
 }
 
 /// A task (thread) and the workload cursor it runs.
@@ -260,6 +262,7 @@ impl Kernel {
             writable,
             incarnation: 0,
             next_trim: 0,
+            pmd_mapped: Default::default(),
         });
         for c in &mut self.cpus {
             c.tlb.add_mm();

@@ -132,6 +132,7 @@ fn simulate_with(
     );
     k.set_arch((&scn.machine.arch).into());
     k.cost = cost::CostTable::for_scenario(scn)?;
+    k.wb.global_dirtyable = scn.machine.memory_bytes / PAGE;
     k.arm64_tlbi_range = arch::arm64_tlbi_range(scn)?;
     setup(&mut k);
     let duration = scn.run.duration_ns;
@@ -203,15 +204,16 @@ fn simulate_with(
             e.k.files.push(File {
                 cache: vec![0; pages as usize],
             });
+            e.k.file_readahead_setup(&cfg);
             let mm = e.k.mm_alloc(pages, Backing::File(0), w.write);
             for i in 0..w.threads {
-                let (s, t) = slice(pages, w.threads, i);
-                let (s, t) = if matches!(w.pattern, Pattern::Random) {
-                    (0, pages)
-                } else {
-                    (s, t)
-                };
-                e.k.task_new(mm, pinned(&w.cpus, i), s, t);
+                // As bench's worker: thread i starts at i/threads of the file and sweeps the
+                // whole file, wrapping at its end (random: the whole file).
+                let (s, _) = slice(pages, w.threads, i);
+                let id = e.k.task_new(mm, pinned(&w.cpus, i), 0, pages);
+                if !matches!(w.pattern, Pattern::Random) {
+                    e.k.tasks[id].cursor = s;
+                }
             }
             e.place_tasks();
             e.run_until(duration, duration);
@@ -260,6 +262,7 @@ fn simulate_with(
             e.k.files.push(File {
                 cache: vec![0; pages as usize],
             });
+            e.k.file_readahead_setup(&cfg);
             let mm = e.k.mm_alloc(pages, Backing::File(0), false);
             for i in 0..w.threads {
                 let (s, t) = slice(pages, w.threads, i);

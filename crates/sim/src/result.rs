@@ -124,6 +124,27 @@ pub fn build(
             }),
         );
     }
+    // The host's /proc/vmstat names for the writeback model's counts (page-cache pages).
+    counters.insert("nr_written".into(), k.wb.nr_written);
+    counters.insert("nr_dirtied".into(), k.wb.nr_dirtied);
+    counters.insert("pgrotated".into(), k.wb.nr_rotated);
+    if k.wb.dirty_pauses + k.wb.reclaim_writeback_waits + k.wb.reclaim_throttles > 0 {
+        extra.insert(
+            "dirty_throttling".into(),
+            serde_json::json!({
+                "balance_dirty_pages_pauses": k.wb.dirty_pauses,
+                "balance_dirty_pages_pause_ms": k.wb.dirty_pause_ns / 1_000_000,
+                "reclaim_folio_wait_writeback": k.wb.reclaim_writeback_waits,
+                "reclaim_throttle_writeback": k.wb.reclaim_throttles,
+            }),
+        );
+    }
+    if k.ra.folios_by_order.iter().any(|&n| n > 0) {
+        extra.insert(
+            "readahead_folios_by_order".into(),
+            serde_json::json!(k.ra.folios_by_order),
+        );
+    }
     extra.insert(
         "pages_touched".into(),
         j(k.tasks.iter().map(|t| t.pages_touched).sum()),

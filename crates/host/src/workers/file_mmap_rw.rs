@@ -88,6 +88,8 @@ impl HostWorkload for FileMmapRw {
     fn run(&mut self, env: &Env, meter: &mut Meter) -> Result<Outcome> {
         let (path, file_undo) =
             create_data_file(env.cleanup, &self.spec.dir, env.index, self.spec.file_bytes)?;
+        // Every repetition starts with none of the file cached.
+        super::page_cache::drop_file_cache(&path)?;
         let (spec, p2, dur, seed) = (self.spec.clone(), path.clone(), env.duration, env.seed);
         meter.start()?;
         let t0 = Instant::now();
@@ -126,6 +128,10 @@ impl HostWorkload for FileMmapRw {
                 ended.describe()
             )),
         }
+        // What the kernel built the page cache from, then drop it (and its dirty pages'
+        // writeback) before the next repetition.
+        super::page_cache::record(&path, &self.spec.dir, &mut out.extra);
+        super::page_cache::drop_file_cache(&path)?;
         file_undo.run()?;
         Ok(out)
     }

@@ -107,6 +107,7 @@ impl HostWorkload for FileReclaim {
     fn run(&mut self, env: &Env, meter: &mut Meter) -> Result<Outcome> {
         let (path, file_undo) =
             create_data_file(env.cleanup, &self.spec.dir, env.index, self.spec.file_bytes)?;
+        super::page_cache::drop_file_cache(&path)?;
         let (spec, hold) = (self.spec.clone(), self.hold);
         let p2 = path.clone();
         let (mut w, undo) = fork_in_memcg(
@@ -168,6 +169,10 @@ impl HostWorkload for FileReclaim {
             "reclaimed_bytes".into(),
             charged.saturating_sub(after).into(),
         );
+        // The folios left after reclaim (sampling before would add a mapping to reclaim's
+        // rmap walks), then drop them.
+        super::page_cache::record(&path, &self.spec.dir, &mut out.extra);
+        super::page_cache::drop_file_cache(&path)?;
         file_undo.run()?;
         Ok(out)
     }

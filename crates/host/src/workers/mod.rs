@@ -5,6 +5,7 @@
 pub mod anon_sweep;
 pub mod file_mmap_rw;
 pub mod file_reclaim;
+pub mod page_cache;
 
 use crate::cleanup::{Cleanup, Undo};
 use crate::proc::{read_line, Ended, Forked};

@@ -29,7 +29,7 @@ impl Kernel {
         // filemap_read / __filemap_get_folio(FGP_ACCESSED).
         self.folio_mark_accessed(pfn);
         if write {
-            self.folio_mark_dirty(pfn);
+            self.task_dirty_folio(cpu, pfn);
         }
         result
     }

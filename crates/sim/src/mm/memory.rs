@@ -217,13 +217,20 @@ impl Kernel {
             self.flush_tlb_mm_range(cpu, mm, vp, vp + 1, false);
             return self.do_anon_fault(cpu, mm, vp, true, PTE_NONE);
         }
+        if pte_present(pte) && self.pmd_mapped(mm, vp) {
+            // A store to a write-protected PMD-mapped page-cache folio (mm/huge_memory.rs).
+            let pfn = pte_pfn(pte);
+            self.do_huge_pmd_wp_page(cpu, mm, vp, pfn);
+            self.task_dirty_folio(cpu, pfn);
+            return true;
+        }
         if pte_present(pte) {
             // do_wp_page on an exclusive anon folio: reuse it, dropping its swap copy.
             // (For a shared file folio: wp_page_shared makes it writable and dirty again.)
             let pfn = pte_pfn(pte);
             self.folio_free_swap_clean(pfn);
-            self.folio_mark_dirty(pfn);
             self.mms[mm].ptes[vp as usize] = pte | PTE_WRITE | PTE_DIRTY;
+            self.task_dirty_folio(cpu, pfn);
             return true;
         }
         match self.mms[mm].backing {
@@ -330,7 +337,7 @@ impl Kernel {
     fn filemap_fault(&mut self, cpu: CpuId, mm: MmId, file: usize, vp: u64, write: bool) -> bool {
         if self.ra.ra_pages > 0 {
             // do_sync_mmap_readahead / do_async_mmap_readahead (mm/readahead.rs).
-            if !self.filemap_readahead(cpu, mm, file, vp) {
+            if !self.filemap_readahead(cpu, mm, file, vp, write) {
                 return false;
             }
         }
@@ -341,10 +348,12 @@ impl Kernel {
         let writable = self.mms[mm].writable && write;
         if slot & PTE_SWPCACHE != 0 {
             let pfn = slot & PTE_LOW_MASK;
-            if write {
-                self.folio_mark_dirty(pfn);
+            if !self.do_set_pmd(mm, vp, pfn, write) {
+                self.set_pte(mm, vp, pfn, writable, write);
             }
-            self.set_pte(mm, vp, pfn, writable, write);
+            if write {
+                self.task_dirty_folio(cpu, pfn);
+            }
             return true;
         }
         let (start, order) = self.file_folio_extent(file, vp);
@@ -372,10 +381,12 @@ impl Kernel {
         for p in start..start + nr {
             self.files[file].cache[p as usize] = PTE_SWPCACHE | pfn;
         }
-        if write {
-            self.folio_mark_dirty(pfn);
+        if !self.do_set_pmd(mm, vp, pfn, write) {
+            self.set_pte(mm, vp, pfn, writable, write);
         }
-        self.set_pte(mm, vp, pfn, writable, write);
+        if write {
+            self.task_dirty_folio(cpu, pfn);
+        }
         true
     }
 
@@ -383,8 +394,13 @@ impl Kernel {
     /// `sim.file_folio_order`, reduced until it fits inside the file and covers only pages
     /// that are not cached (a neighbour may still be cached from a smaller folio).
     pub(crate) fn file_folio_extent(&self, file: usize, vp: u64) -> (u64, u8) {
+        self.file_folio_extent_at(file, vp, self.cfg.file_folio_order)
+    }
+
+    /// [`Self::file_folio_extent`] for a wanted `order` (readahead's, mm/readahead.rs).
+    pub(crate) fn file_folio_extent_at(&self, file: usize, vp: u64, order: u8) -> (u64, u8) {
         let cache = &self.files[file].cache;
-        let mut order = self.cfg.file_folio_order;
+        let mut order = order;
         loop {
             let nr = 1u64 << order;
             let start = vp & !(nr - 1);

@@ -1,6 +1,7 @@
 //! Memory management (mm/).
 pub mod filemap;
 pub mod folio;
+pub mod huge_memory;
 pub mod kswapd;
 pub mod lru;
 pub mod lru_gen;

@@ -58,6 +58,7 @@ impl Kernel {
         m.rss = 0;
         m.swapents = 0;
         m.incarnation += 1;
+        m.pmd_mapped.clear();
         m.tlb_gen += 1;
         m.cpumask.clear_all();
         let gen = m.tlb_gen;

@@ -6,12 +6,24 @@
 //! (folio_rotate_reclaimable) so that reclaim frees it next.
 //!
 //! The flusher runs when woken by reclaim (WB_REASON_VMSCAN: all dirty pages), when the dirty
-//! pages pass the background threshold (dirty_background_ratio = 10% of the memcg limit, the
-//! memcg writeback domain; written until below it, cyclically through the file), and every
-//! dirty_writeback_interval (5 s) for an inode dirty longer than dirty_expire_interval (30 s).
-//! Not modelled: balance_dirty_pages throttling of writers, the flusher's own CPU time (its
-//! page_mkclean flushes are sent from the CPU that polls), per-inode dirtied_when beyond one
-//! timestamp per file.
+//! pages pass the background threshold (dirty_background_ratio = 10% of the writeback domain;
+//! written until below it, cyclically through the file), and every dirty_writeback_interval
+//! (5 s) for an inode dirty longer than dirty_expire_interval (30 s).
+//!
+//! The writeback domain: on cgroup v2 the memcg's own (mem_cgroup_wb_domain: the memcg's
+//! dirtyable memory, here its limit, bounded by the global one); on cgroup v1 cgroup writeback
+//! does not exist and only the global domain (global_dirtyable_memory, here `machine.memory`)
+//! applies, so a memcg far smaller than the machine never reaches a dirty threshold.
+//!
+//! balance_dirty_pages: a task that dirties a page-cache folio (a write fault on a shared
+//! mapping, fault_dirty_shared_page; a write(), generic_perform_write) is paused once the
+//! domain's dirty + writeback pages pass dirty_ratio (20%): it sleeps until writeback
+//! completions bring them back under the limit, at most MAX_PAUSE (HZ/5) per call. Below the
+//! freerun point ((background + limit) / 2) it runs free.
+//! Not modelled: the pos_ratio rate control between freerun and the limit (writers are not
+//! slowed there, only stopped at the limit), the flusher's own CPU time (its page_mkclean
+//! flushes are sent from the CPU that polls), per-inode dirtied_when beyond one timestamp per
+//! file.
 
 use crate::kernel::{CpuId, Kernel};
 use crate::mm::folio::{pg, Pfn};
@@ -27,6 +39,10 @@ const EXPIRE_NS: u64 = 30_000_000_000;
 const BACKGROUND_RATIO: u64 = 10;
 /// MIN_WRITEBACK_PAGES (4 MiB).
 const MIN_WRITEBACK_PAGES: u64 = 1024;
+/// vm_dirty_ratio, percent.
+const DIRTY_RATIO: u64 = 20;
+/// MAX_PAUSE: balance_dirty_pages sleeps at most HZ/5 per call.
+const MAX_PAUSE_NS: u64 = 200_000_000;
 
 #[derive(Default)]
 pub struct Writeback {
@@ -36,6 +52,19 @@ pub struct Writeback {
     pub inflight: VecDeque<(u64, Pfn)>,
     /// NR_FILE_DIRTY in pages.
     pub nr_dirty: u64,
+    /// nr_dirtied: page-cache pages that became dirty.
+    pub nr_dirtied: u64,
+    /// NR_WRITEBACK in pages (page-cache folios under writeback).
+    pub nr_writeback: u64,
+    /// The global domain's dirtyable memory in pages (`machine.memory`).
+    pub global_dirtyable: u64,
+    /// balance_dirty_pages: pauses taken and their summed length (ns).
+    pub dirty_pauses: u64,
+    pub dirty_pause_ns: u64,
+    /// cgroup v1 reclaim: folio_wait_writeback calls on a PG_reclaim folio (shrink_folio_list)
+    /// and reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK) calls from shrink_inactive_list.
+    pub reclaim_writeback_waits: u64,
+    pub reclaim_throttles: u64,
     /// When the file's pages became dirty (inode->dirtied_when), per file.
     pub dirtied_when: Vec<Option<u64>>,
     /// The next periodic (kupdate) writeback.
@@ -76,6 +105,7 @@ impl Kernel {
         let now = self.wb.now;
         let wb = &mut self.wb;
         wb.nr_dirty += n;
+        wb.nr_dirtied += n;
         wb.dirtied_at.insert(pfn, now);
         if wb.dirtied_when.len() <= file {
             wb.dirtied_when.resize(file + 1, None);
@@ -95,7 +125,13 @@ impl Kernel {
     /// translations), PG_dirty → PG_writeback, queue it on the device.
     fn writeback_folio(&mut self, cpu: CpuId, pfn: Pfn) {
         let f = *self.folios.get(pfn);
-        if let Some((mm, first)) = self.folio_mapping_of(pfn) {
+        if let Some((mm, first)) = self.folio_mapping_of(pfn).filter(|&(mm, first)| {
+            let pmd = self.pmd_mapped(mm, first);
+            if pmd {
+                self.pmd_mkclean(cpu, mm, first);
+            }
+            !pmd
+        }) {
             for vp in first..first + f.nr_pages() {
                 let pte = self.mms[mm].ptes[vp as usize];
                 if pte_present(pte) && pte_pfn(pte) == pfn && pte & (PTE_DIRTY | PTE_WRITE) != 0 {
@@ -117,6 +153,7 @@ impl Kernel {
         self.folio_clear_dirty_file(pfn);
         self.folios.get_mut(pfn).set(pg::WRITEBACK);
         let n = f.nr_pages();
+        self.wb.nr_writeback += n;
         let start = self.wb.busy_until.max(self.cpus[cpu].clock);
         let done = start + n * self.cost.file_write_page;
         self.wb.busy_until = done;
@@ -165,9 +202,88 @@ impl Kernel {
         }
     }
 
-    /// Background threshold: dirty_background_ratio of the memcg's memory.
-    fn background_thresh(&self) -> u64 {
-        self.memcg.limit * BACKGROUND_RATIO / 100
+    /// The writeback domain's dirtyable pages: the memcg's on cgroup v2 (bounded by the
+    /// global domain), the global one on cgroup v1.
+    fn dirty_domain_pages(&self) -> u64 {
+        let global = if self.wb.global_dirtyable > 0 {
+            self.wb.global_dirtyable
+        } else {
+            u64::MAX
+        };
+        if self.cfg.cgroup_v1 {
+            global
+        } else {
+            self.memcg.limit.min(global)
+        }
+    }
+
+    /// Background threshold: dirty_background_ratio of the domain.
+    pub fn background_thresh(&self) -> u64 {
+        self.dirty_domain_pages().saturating_mul(BACKGROUND_RATIO) / 100
+    }
+
+    /// Dirty limit: vm_dirty_ratio of the domain.
+    pub fn dirty_thresh(&self) -> u64 {
+        self.dirty_domain_pages().saturating_mul(DIRTY_RATIO) / 100
+    }
+
+    /// folio_mark_dirty from a task that dirtied the folio (fault_dirty_shared_page,
+    /// generic_perform_write), then balance_dirty_pages for a page-cache folio.
+    pub fn task_dirty_folio(&mut self, cpu: CpuId, pfn: Pfn) {
+        let was = self.folios.get(pfn).test(pg::DIRTY);
+        self.folio_mark_dirty(pfn);
+        if !was && self.folios.get(pfn).is_file_lru() {
+            self.balance_dirty_pages(cpu);
+        }
+    }
+
+    /// balance_dirty_pages: over the dirty limit, the writer sleeps until writeback brings
+    /// dirty + writeback pages back under it (at most MAX_PAUSE), the flusher having been
+    /// started (background writeback, run by `writeback_poll`).
+    pub fn balance_dirty_pages(&mut self, cpu: CpuId) {
+        // Between the freerun point and the limit the kernel slows the writer down by rate
+        // (pos_ratio); that control is not modelled: only the limit stops it.
+        let thresh = self.dirty_thresh();
+        if self.wb.nr_dirty + self.wb.nr_writeback <= thresh {
+            return;
+        }
+        let t0 = self.cpus[cpu].clock;
+        // wb_start_background_writeback.
+        self.writeback_poll(cpu);
+        while self.wb.nr_dirty + self.wb.nr_writeback > thresh {
+            let Some(&(done, _)) = self.wb.inflight.front() else {
+                break;
+            };
+            let now = self.cpus[cpu].clock;
+            if now >= t0 + MAX_PAUSE_NS {
+                break;
+            }
+            self.cpus[cpu].clock = done.clamp(now, t0 + MAX_PAUSE_NS);
+            self.writeback_poll(cpu);
+        }
+        let paused = self.cpus[cpu].clock - t0;
+        if paused > 0 {
+            self.wb.dirty_pauses += 1;
+            self.wb.dirty_pause_ns += paused;
+        }
+    }
+
+    /// shrink_folio_list on cgroup v1 (!writeback_throttling_sane) meeting a folio under
+    /// writeback that reclaim has already tagged PG_reclaim: folio_wait_writeback, i.e. the
+    /// reclaimer sleeps until the device has written it (and everything queued before it).
+    pub fn reclaim_wait_on_writeback(&mut self, cpu: CpuId, pfn: Pfn) {
+        self.wb.reclaim_writeback_waits += 1;
+        let done = self
+            .wb
+            .inflight
+            .iter()
+            .find(|&&(_, p)| p == pfn)
+            .map(|&(d, _)| d);
+        if let Some(done) = done {
+            let now = self.cpus[cpu].clock;
+            self.cpus[cpu].clock = done.max(now);
+        }
+        self.writeback_poll(cpu);
     }
 
     /// Run what is due at `now` (the clock of the CPU about to step): writeback completions,
@@ -218,6 +334,7 @@ impl Kernel {
         let Some(&(done, _)) = self.wb.inflight.front() else {
             return false;
         };
+        self.wb.reclaim_throttles += 1;
         let now = self.cpus[cpu].clock;
         self.cpus[cpu].clock = done.clamp(now, now + RECLAIM_THROTTLE_NS);
         self.writeback_poll(cpu);
@@ -229,13 +346,15 @@ impl Kernel {
     fn folio_end_writeback(&mut self, pfn: Pfn) {
         let f = self.folios.get_mut(pfn);
         f.clear(pg::WRITEBACK);
+        let n = f.nr_pages();
+        self.wb.nr_writeback -= n;
+        let f = self.folios.get_mut(pfn);
         if !f.test_clear(pg::RECLAIM) {
             return;
         }
         if f.test(pg::DIRTY) || !f.test(pg::LRU) {
             return;
         }
-        let n = f.nr_pages();
         self.lruvec.del(&mut self.folios, pfn);
         self.folios.get_mut(pfn).clear(pg::ACTIVE);
         self.lruvec.add_tail(&mut self.folios, pfn);

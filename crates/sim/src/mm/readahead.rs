@@ -7,11 +7,27 @@
 //! (one mm's) folios at the tail, and a deferred flush batch covers fewer mms. Off
 //! (`ra_pages = 0`) unless a workload sets it; then every miss reads only its own folio.
 //!
+//! Folio orders (mm/readahead.c page_cache_ra_order, 6.18): the read-around window of a miss
+//! starts at order 0; every asynchronous window (a PG_readahead hit) raises `ra->order` by 2,
+//! capped at the filesystem's largest folio order and at ilog2 of the window, so a sequential
+//! reader's folios grow 0, 2, 4, 6, 8, 9 (PMD) window by window. Inside a window each folio is
+//! as large as that order allows while staying naturally aligned and inside the window and the
+//! file. `sim.file_folio_order` (non-zero) replaces the ramp with one fixed order.
+//!
+//! The mmap_miss heuristic (do_sync_mmap_readahead): every miss counts one, a hit in the cache
+//! takes one off (do_async_mmap_readahead) and a read fault's fault-around takes off one per
+//! cached page it maps (filemap_map_pages, up to 16; PG_workingset pages do not count); past
+//! MMAP_LOTSAMISS (100) a miss reads only its own folio. Write faults on a shared mapping do
+//! no fault-around (do_shared_fault), so random writes soon lose read-around while random
+//! reads keep it. Fault-around itself is represented only by that count: each page still
+//! takes its own minor fault.
+//!
 //! Not modelled: fault-around (filemap_map_pages mapping up to 16 cached pages per fault;
 //! here every page takes its own minor fault), the mmap_miss heuristic, VM_SEQ_READ /
 //! VM_RAND_READ advice, and asynchronous I/O (the reads are charged to the faulting CPU).
 
 use crate::kernel::{CpuId, Kernel, MmId};
+use crate::mm::folio::pg;
 use crate::mm::pgtable::*;
 
 /// struct file_ra_state, plus the index of the folio carrying PG_readahead.
@@ -21,7 +37,20 @@ pub struct FileRa {
     pub size: u64,
     pub async_size: u64,
     pub mark: Option<u64>,
+    /// ra->order: the folio order of the last window (6.16+ keeps it in file_ra_state).
+    pub order: u8,
+    /// ra->mmap_miss: page-cache misses of mmap faults not yet offset by hits.
+    pub mmap_miss: u32,
+    /// The window's reading stopped at an allocation that had to wait: the retried fault
+    /// carries on with this window (as the kernel's reader would, reclaiming for itself)
+    /// instead of starting a new one.
+    pub resume: bool,
 }
+
+/// MMAP_LOTSAMISS: past this many unanswered misses, mmap faults stop reading around.
+const MMAP_LOTSAMISS: u32 = 100;
+/// fault_around_bytes / PAGE_SIZE (64 KiB).
+const FAULT_AROUND_PAGES: u64 = 16;
 
 #[derive(Clone, Debug, Default)]
 pub struct Readahead {
@@ -34,6 +63,26 @@ pub struct Readahead {
     pub state: Vec<FileRa>,
     /// Pages brought in by readahead (including the faulting pages).
     pub pages_read: u64,
+    /// mapping_max_folio_order of the files (0: no large folios; the default).
+    pub max_order: u8,
+    /// Page-cache folios readahead created, by order (measurement).
+    pub folios_by_order: [u64; 10],
+    /// Folios carrying PG_readahead: (file, first index) → the folio (a reclaimed and
+    /// re-read folio at the same index is a different one, without the flag).
+    pub marks: std::collections::BTreeMap<(usize, u64), crate::mm::folio::Pfn>,
+}
+
+/// The order of the folio page_cache_ra_order allocates at `idx`: `order`, lowered until the
+/// folio is naturally aligned and ends at or before `limit` (the window's or the file's end).
+pub fn ra_folio_order(idx: u64, order: u8, limit: u64) -> u8 {
+    let mut o = order;
+    if o > 0 && idx & ((1u64 << o) - 1) != 0 {
+        o = o.min(idx.trailing_zeros() as u8);
+    }
+    while o > 0 && idx + (1u64 << o) - 1 > limit {
+        o -= 1;
+    }
+    o
 }
 
 /// get_next_ra_size.
@@ -48,6 +97,15 @@ fn get_next_ra_size(cur: u64, max: u64) -> u64 {
 }
 
 impl Kernel {
+    /// The file workloads' readahead: `sim.readahead_pages` (if set) and the filesystem's
+    /// largest folio order `sim.file_max_order`.
+    pub fn file_readahead_setup(&mut self, cfg: &crate::config::SimConfig) {
+        if let Some(n) = cfg.readahead_pages {
+            self.ra.ra_pages = n;
+        }
+        self.ra.max_order = cfg.file_max_order;
+    }
+
     /// CPU cost of filling one page-cache page on a miss: zeroing for a hole of a sparse
     /// file, else the device read (`file_read_page`).
     pub fn file_read_cost(&self) -> u64 {
@@ -68,38 +126,99 @@ impl Kernel {
     /// skipped. PG_readahead goes on the folio at start + size - async_size.
     /// Returns false if an allocation has to wait (direct reclaim in progress): the fault is
     /// retried, and the window's remaining pages are read then.
-    pub(crate) fn filemap_readahead(&mut self, cpu: CpuId, mm: MmId, file: usize, vp: u64) -> bool {
+    pub(crate) fn filemap_readahead(
+        &mut self,
+        cpu: CpuId,
+        mm: MmId,
+        file: usize,
+        vp: u64,
+        write: bool,
+    ) -> bool {
         let ra_pages = self.ra.ra_pages;
         if self.ra.state.len() <= file {
             self.ra.state.resize(file + 1, FileRa::default());
         }
         let len = self.files[file].cache.len() as u64;
         let cached = |k: &Kernel, p: u64| k.files[file].cache[p as usize] & PTE_SWPCACHE != 0;
-        let old = self.ra.state[file];
-        let mut st = old;
+        let mut st = self.ra.state[file];
         let major = !cached(self, vp);
-        if major {
+        let resume = std::mem::take(&mut st.resume);
+        // PG_readahead is a flag of the folio (any reader may hit it): the folio holding vp.
+        let marked = if major || resume {
+            false
+        } else {
+            let pfn = self.files[file].cache[vp as usize] & PTE_LOW_MASK;
+            let first = self.folios.get(pfn).index as u64;
+            let hit = self.ra.marks.get(&(file, first)) == Some(&pfn);
+            if hit {
+                self.ra.marks.remove(&(file, first));
+            }
+            hit
+        };
+        if resume {
+            // Read the rest of the window below.
+        } else if major {
+            st.mmap_miss = (st.mmap_miss + 1).min(MMAP_LOTSAMISS * 10);
+            if st.mmap_miss > MMAP_LOTSAMISS {
+                self.ra.state[file].mmap_miss = st.mmap_miss;
+                return true;
+            }
+        } else {
+            st.mmap_miss = st.mmap_miss.saturating_sub(1);
+            if !write {
+                let base = vp & !(FAULT_AROUND_PAGES - 1);
+                let mapped = (base..(base + FAULT_AROUND_PAGES).min(len))
+                    .filter(|&p| {
+                        let slot = self.files[file].cache[p as usize];
+                        slot & PTE_SWPCACHE != 0
+                            && !self.folios.get(slot & PTE_LOW_MASK).test(pg::WORKINGSET)
+                    })
+                    .count() as u32;
+                st.mmap_miss = st.mmap_miss.saturating_sub(mapped);
+            }
+            self.ra.state[file].mmap_miss = st.mmap_miss;
+        }
+        if resume {
+        } else if major {
             st.start = vp.saturating_sub(ra_pages / 2);
             st.size = ra_pages;
             st.async_size = ra_pages / 4;
-        } else if st.mark == Some(vp) {
-            if vp == st.start + st.size - st.async_size {
+            // do_sync_mmap_readahead's read-around starts again from order 0.
+            st.order = 0;
+        } else if marked {
+            let first = {
+                let pfn = self.files[file].cache[vp as usize] & PTE_LOW_MASK;
+                self.folios.get(pfn).index as u64
+            };
+            if st.mark == Some(first) {
                 st.start += st.size;
                 st.size = get_next_ra_size(st.size, ra_pages);
             } else {
-                // A marked folio without matching state: restart at the next missing page.
+                // A marked folio without matching state (another reader moved the state):
+                // the old async size is the cached run after the folio; ramp that up from the
+                // next missing page (page_cache_next_miss, at most ra_pages away).
                 let mut next = vp + 1;
-                while next < len && cached(self, next) {
+                while next < len && next - vp <= ra_pages && cached(self, next) {
                     next += 1;
                 }
+                if next >= len || next - vp > ra_pages {
+                    return true;
+                }
                 st.start = next;
-                st.size = ra_pages;
+                st.size = get_next_ra_size(next - vp + 1, ra_pages);
             }
             st.async_size = st.size;
+            // page_cache_async_ra: ramp the order up by two per window.
+            st.order = st.order.saturating_add(2);
         } else {
             return true;
         }
-        st.mark = None;
+        // page_cache_ra_order: cap at the mapping's largest order and at the window size.
+        let ilog2 = 63 - st.size.max(1).leading_zeros() as u8;
+        st.order = st.order.min(self.ra.max_order).min(ilog2);
+        if !resume {
+            st.mark = None;
+        }
         self.ra.state[file] = st;
         let mark = st.start + st.size - st.async_size;
         let end = (st.start + st.size).min(len);
@@ -109,12 +228,17 @@ impl Kernel {
                 idx += 1;
                 continue;
             }
-            let (first, order) = self.file_folio_extent(file, idx);
+            let (first, order) = if self.cfg.file_folio_order > 0 {
+                self.file_folio_extent(file, idx)
+            } else {
+                let o = ra_folio_order(idx, st.order, end - 1);
+                self.file_folio_extent_at(file, idx, o)
+            };
             let nr = 1u64 << order;
             let Some(pfn) = self.alloc_charged_folio(cpu, mm, 0, file as u32, first as u32, order)
             else {
-                // Retried in the next step from the same state (mark included).
-                self.ra.state[file] = old;
+                // The fault is retried in the next step and reads the rest of this window.
+                self.ra.state[file].resume = true;
                 return false;
             };
             self.charge(cpu, nr * self.file_read_cost());
@@ -127,8 +251,10 @@ impl Kernel {
                 self.files[file].cache[p as usize] = PTE_SWPCACHE | pfn;
             }
             self.ra.pages_read += nr;
+            self.ra.folios_by_order[order as usize] += 1;
             if (first..first + nr).contains(&mark) {
-                self.ra.state[file].mark = Some(mark);
+                self.ra.state[file].mark = Some(first);
+                self.ra.marks.insert((file, first), pfn);
             }
             idx = first + nr;
         }
@@ -136,5 +262,21 @@ impl Kernel {
             self.vmstat.pgmajfault += 1;
         }
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folio_order_is_aligned_and_inside_the_window() {
+        // Aligned and room: the full order.
+        assert_eq!(ra_folio_order(512, 9, 4095), 9);
+        // Misaligned start: the alignment's order.
+        assert_eq!(ra_folio_order(516, 9, 4095), 2);
+        // Too close to the limit: shrink.
+        assert_eq!(ra_folio_order(512, 9, 600), 6);
+        assert_eq!(ra_folio_order(7, 0, 100), 0);
     }
 }

@@ -68,6 +68,10 @@ impl Kernel {
         };
         let nr_pages = self.folios.get(pfn).nr_pages();
         self.charge(cpu, self.cost.rmap_walk);
+        if self.pmd_mapped(mm, first) {
+            self.referenced_steps += 1;
+            return self.pmdp_clear_flush_young(cpu, mm, first) as u32;
+        }
         let batch = self.policy.clear_flush_young_ptes && nr_pages > 1;
         let mapped = |k: &Kernel, vp: u64| {
             let pte = k.mms[mm].ptes[vp as usize];
@@ -141,6 +145,13 @@ impl Kernel {
         let nr_pages = f.nr_pages();
         let batch = self.policy.file_large_folio_unmap && !f.test(pg::SWAPBACKED) && nr_pages > 1;
         self.charge(cpu, self.cost.rmap_walk);
+        if self.pmd_mapped(mm, first) {
+            // TTU_SPLIT_HUGE_PMD: a file PMD is zapped with its own flush (huge_memory.rs).
+            self.zap_huge_pmd(cpu, mm, first, pfn);
+            self.ttu_steps += 1;
+            self.ttu_ptes += nr_pages;
+            return true;
+        }
         let mut steps = 0u64;
         let mut dirty = false;
         let mut vp = first;

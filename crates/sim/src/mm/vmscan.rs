@@ -101,12 +101,10 @@ impl Kernel {
             }
             break;
         }
-        if self.policy.mglru {
-            // MGLRU decides on waking the flusher itself (mm/lru_gen.rs).
-            self.writeback_queue.clear();
-        } else if !self.writeback_queue.is_empty() {
-            self.wakeup_flusher_threads(cpu);
-        }
+        // The classic LRU wakes the flusher from shrink_inactive_list (every folio taken
+        // dirty and unqueued), MGLRU from its own loop (mm/lru_gen.rs); do_try_to_free_pages
+        // itself wakes nobody.
+        self.writeback_queue.clear();
         self.reclaim_ns += self.cpus[cpu].clock - t0;
         sc.nr_reclaimed
     }
@@ -361,6 +359,15 @@ impl Kernel {
         sc.nr_scanned += nr_scanned;
         let (nr_reclaimed, stat, ret) = self.shrink_folio_list(cpu, list);
         self.move_folios_to_lru(cpu, &ret);
+        // Every folio taken was dirty and not queued for I/O: the flushers are not keeping
+        // up, so wake them (WB_REASON_VMSCAN); on cgroup v1 (!writeback_throttling_sane)
+        // the reclaimer also sleeps in reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK).
+        if !self.policy.mglru && stat.nr_unqueued_dirty == nr_scanned {
+            self.wakeup_flusher_threads(cpu);
+            if self.cfg.cgroup_v1 {
+                self.reclaim_throttle_writeback(cpu);
+            }
+        }
         if file {
             self.vmstat.pgsteal_file += nr_reclaimed;
         } else {
@@ -484,9 +491,15 @@ impl Kernel {
             if f.is_file_lru() && f.test(pg::DIRTY) && !f.test(pg::WRITEBACK) {
                 stat.nr_unqueued_dirty += nr;
             }
+            if f.test(pg::WRITEBACK) && self.cfg.cgroup_v1 && f.test(pg::RECLAIM) {
+                // Case 3 (cgroup v1, !writeback_throttling_sane, the folio already tagged on
+                // an earlier pass): folio_wait_writeback, then the folio goes round again.
+                self.reclaim_wait_on_writeback(cpu, pfn);
+            }
+            let f = *self.folios.get(pfn);
             if f.test(pg::WRITEBACK) {
-                // Case 2 (writeback_throttling_sane for cgroup v2): tag for immediate reclaim
-                // when the write completes, and reactivate.
+                // Case 2 (writeback_throttling_sane for cgroup v2, or not yet tagged): tag for
+                // immediate reclaim when the write completes, and reactivate.
                 self.folios.get_mut(pfn).set(pg::RECLAIM);
                 stat.nr_writeback += nr;
                 self.folios.get_mut(pfn).set(pg::ACTIVE);

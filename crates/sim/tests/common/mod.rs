@@ -16,6 +16,10 @@ pub fn cfg(file_folio_order: u8) -> SimConfig {
         progress_every_ns: 1_000_000_000,
         check: CheckLevel::Full,
         file_folio_order,
+        file_max_order: 9,
+        readahead_pages: None,
+        cgroup_v1: false,
+        file_pmd_map: true,
         oracle: true,
         interleave: reclaimlab_sim::config::Interleave::Step,
     }

@@ -1,0 +1,173 @@
+//! File-page mechanisms: readahead's folio-order ramp (page_cache_ra_order), dirty throttling
+//! of writers (balance_dirty_pages) and what memcg reclaim does with dirty and writeback
+//! page-cache folios on cgroup v1 and v2 (shrink_folio_list, shrink_inactive_list).
+
+mod common;
+
+use reclaimlab_core::ResultDoc;
+use reclaimlab_sim::config::{Policy, SimConfig};
+use reclaimlab_sim::kernel::{Backing, File, Kernel};
+
+fn kernel(cfg: SimConfig, limit_pages: u64) -> Kernel {
+    Kernel::new(cfg, Policy::linux_6_18(), 2, limit_pages, 0, 60, 1)
+}
+
+/// One task on CPU 0 reading (or writing) every page of a `pages`-page file mapping in order.
+fn sweep_file(k: &mut Kernel, pages: u64, write: bool) {
+    k.files.push(File {
+        cache: vec![0; pages as usize],
+    });
+    let mm = k.mm_alloc(pages, Backing::File(0), write);
+    let t = k.task_new(mm, Some(0), 0, pages);
+    k.context_switch(0, Some(t));
+    for vp in 0..pages {
+        k.writeback_poll(0);
+        k.user_access(0, mm, vp, write);
+    }
+}
+
+#[test]
+fn readahead_raises_the_folio_order_by_two_per_window() {
+    let mut k = kernel(common::cfg(0), 1 << 20);
+    k.ra.ra_pages = 64;
+    k.ra.max_order = 9;
+    sweep_file(&mut k, 1024, false);
+    let o = k.ra.folios_by_order;
+    // Read-around at order 0 (64 pages), then windows of order 2, 4, then 6 (capped at
+    // ilog2 of the 64-page window, below the filesystem's 9).
+    assert_eq!(o[0], 64, "{o:?}");
+    assert_eq!(o[2], 16, "{o:?}");
+    assert_eq!(o[4], 4, "{o:?}");
+    assert_eq!(o[6], (1024 - 64 * 3) / 64, "{o:?}");
+    assert_eq!(o[1] + o[3] + o[5] + o[7] + o[8] + o[9], 0, "{o:?}");
+}
+
+#[test]
+fn readahead_without_large_folio_support_stays_at_order_0() {
+    let mut k = kernel(common::cfg(0), 1 << 20);
+    k.ra.ra_pages = 64;
+    k.ra.max_order = 0;
+    sweep_file(&mut k, 512, false);
+    assert_eq!(k.ra.folios_by_order[0], 512);
+}
+
+#[test]
+fn balance_dirty_pages_pauses_a_writer_over_the_memcg_limit_on_v2_only() {
+    for v1 in [false, true] {
+        let cfg = SimConfig {
+            cgroup_v1: v1,
+            ..common::cfg(0)
+        };
+        // 2000-page memcg: on v2 the dirty limit is 20% of it (400 pages); on v1 the domain
+        // is the machine's (6M pages), far out of reach.
+        let mut k = kernel(cfg, 2000);
+        k.wb.global_dirtyable = 6 << 20;
+        // A device ten times slower than the writer dirties pages, so dirty pages pile up.
+        k.cost.file_write_page = 100_000;
+        sweep_file(&mut k, 1500, true);
+        if v1 {
+            assert_eq!(k.wb.dirty_pauses, 0);
+        } else {
+            assert!(k.wb.dirty_pauses > 0, "v2 writer never paused");
+            assert!(k.wb.dirty_pause_ns > 0);
+            assert!(
+                k.wb.nr_dirty + k.wb.nr_writeback <= k.dirty_thresh() + 1,
+                "dirty {} + writeback {} over the limit {}",
+                k.wb.nr_dirty,
+                k.wb.nr_writeback,
+                k.dirty_thresh()
+            );
+        }
+    }
+}
+
+fn write_sweep(cgroup: &str) -> ResultDoc {
+    common::sim_with(
+        "file-mmap-rw",
+        &[
+            "machine.cpus=2",
+            "memcg.limit=16M",
+            "workload.file_bytes=64M",
+            "workload.threads=2",
+            "workload.cpus=[0,1]",
+            "workload.write=true",
+            "run.duration=1s",
+            "sim.readahead_pages=256",
+        ],
+        &[&format!("sim.cgroup={cgroup}")],
+    )
+}
+
+#[test]
+fn memcg_reclaim_of_dirty_file_folios_v1_waits_v2_rotates() {
+    let ratio = |d: &ResultDoc, k: &str| {
+        let c = &d.runs[0].counters;
+        c[k] as f64 / c["pgsteal_file"].max(1) as f64
+    };
+    let thr = |d: &ResultDoc, k: &str| d.runs[0].extra["dirty_throttling"][k].as_u64().unwrap();
+    let v1 = write_sweep("v1");
+    let v2 = write_sweep("v2");
+    for d in [&v1, &v2] {
+        let c = &d.runs[0].counters;
+        assert!(c["pgsteal_file"] > 10_000);
+        // Reclaim never writes page-cache folios: the flusher does.
+        assert_eq!(c["nr_vmscan_write"], 0);
+        assert!(c["nr_written"] > 0);
+        // A sequential writer's folios are scanned about twice per steal (once referenced,
+        // once reclaimed), not cycled through the active list while they wait for I/O.
+        assert!(ratio(d, "pgscan_file") < 3.0, "{}", ratio(d, "pgscan_file"));
+    }
+    // v1: reclaim sleeps on writeback (folio_wait_writeback, reclaim_throttle).
+    assert!(thr(&v1, "reclaim_folio_wait_writeback") > 0);
+    assert!(thr(&v1, "reclaim_throttle_writeback") > 0);
+    // v2: never waits on a folio; its writer is throttled by the memcg's dirty limit instead.
+    assert!(v2.runs[0]
+        .extra
+        .get("dirty_throttling")
+        .is_none_or(|t| t["reclaim_folio_wait_writeback"] == 0));
+}
+
+#[test]
+fn file_write_sweep_is_deterministic() {
+    let a = serde_json::to_string(&write_sweep("v1")).unwrap();
+    let b = serde_json::to_string(&write_sweep("v1")).unwrap();
+    assert_eq!(a, b);
+}
+
+#[test]
+fn pmd_sized_file_folio_is_mapped_by_one_fault_and_unmapped_with_one_flush() {
+    use reclaimlab_sim::mm::pgtable::*;
+    use reclaimlab_sim::mm::rmap::{TlbUbc, TTU_BATCH_FLUSH};
+    // Order-9 page-cache folios (sim.file_folio_order = 9), no readahead.
+    let mut k = kernel(common::cfg(9), 1 << 20);
+    k.files.push(File {
+        cache: vec![0; 1024],
+    });
+    let mm = k.mm_alloc(1024, Backing::File(0), true);
+    // The mm runs on both CPUs (a thread on each).
+    for cpu in [1, 0] {
+        let t = k.task_new(mm, Some(cpu), 0, 1024);
+        k.context_switch(cpu, Some(t));
+    }
+    k.user_access(1, mm, 700, false);
+    let faults = k.vmstat.pgfault;
+    for vp in 0..1024 {
+        k.user_access(0, mm, vp, true);
+    }
+    // Page 0 faults once (mapping 0..512); page 512..1024 was PMD-mapped read-only by CPU 1's
+    // read, so its first store takes one write-protect fault.
+    assert_eq!(k.vmstat.pgfault - faults, 2);
+    assert!(k.pmd_mapped(mm, 0) && k.pmd_mapped(mm, 1023));
+    let pfn = pte_pfn(k.mms[mm].ptes[0]);
+    let before: u64 = k.irq.tlb_shootdowns.iter().sum();
+    let mut ubc = TlbUbc::new(2);
+    assert!(k.try_to_unmap(0, &mut ubc, pfn, TTU_BATCH_FLUSH));
+    // One synchronous flush of the 2 MiB (not a deferred batch), reaching CPU 1 once.
+    assert!(!ubc.flush_required);
+    let after: u64 = k.irq.tlb_shootdowns.iter().sum();
+    assert_eq!(after - before, 1);
+    assert!(!k.pmd_mapped(mm, 0));
+    assert!(k.mms[mm].ptes[..512].iter().all(|&p| p == PTE_NONE));
+    // The stores made the folio dirty.
+    assert!(k.folios.get(pfn).test(reclaimlab_sim::mm::folio::pg::DIRTY));
+}
