@@ -109,7 +109,11 @@ fn a_tick_shorter_than_its_own_work_is_reported_not_spun() {
     )
     .unwrap_err();
     assert!(e.contains("simulation stuck"), "{e}");
-    assert!(e.contains("task 2: waiting on a run queue"), "{e}");
+    // Every task's state is named (which one waits depends on the scheduler's placement).
+    for t in 0..3 {
+        assert!(e.contains(&format!("task {t}: ")), "{e}");
+    }
+    assert!(e.contains("0 pages touched"), "{e}");
     assert!(e.contains("use a longer sim.tick"), "{e}");
     // The watchdog fires in well under a second in release; allow a slow debug build.
     assert!(t.elapsed().as_secs() < 60);
