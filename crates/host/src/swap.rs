@@ -85,21 +85,7 @@ fn swapoff(dev: &Path) -> Result<()> {
 /// hot-added).
 fn free_zram(cleanup: &Cleanup) -> Result<(u32, bool)> {
     let in_use: Vec<String> = active().into_iter().map(|(d, _)| d).collect();
-    let mut ids: Vec<u32> = std::fs::read_dir("/sys/block")
-        .map(|rd| {
-            rd.filter_map(|e| {
-                e.ok()?
-                    .file_name()
-                    .to_str()?
-                    .strip_prefix("zram")?
-                    .parse()
-                    .ok()
-            })
-            .collect()
-        })
-        .unwrap_or_default();
-    ids.sort();
-    for id in ids {
+    for id in crate::state::zram_ids() {
         let size =
             std::fs::read_to_string(format!("/sys/block/zram{id}/disksize")).unwrap_or_default();
         if size.trim() == "0" && !in_use.contains(&format!("/dev/zram{id}")) {
