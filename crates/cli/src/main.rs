@@ -194,7 +194,7 @@ enum Cmd {
         #[arg(long, value_name = "NAME|FILE")]
         profile: Option<String>,
         /// Run every configuration of a suite file instead, e.g. validation/default.toml.
-        #[arg(long, value_name = "FILE", conflicts_with_all = ["scenario", "host_result"])]
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["scenario"])]
         suite: Option<PathBuf>,
         /// Host repetitions.
         #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=1000))]
@@ -202,7 +202,9 @@ enum Cmd {
         /// Swap for the host runs: zram:SIZE.
         #[arg(long, value_name = "zram:SIZE")]
         swap: Option<reclaimlab_host::SwapRequest>,
-        /// Use this host result instead of running the host backend.
+        /// Use this host result instead of running the host backend. With --suite, FILE is a
+        /// suite result (`validate --suite ... --out FILE`): each configuration's host runs are
+        /// taken from it by name and only the simulator runs (no root needed).
         #[arg(long, value_name = "FILE")]
         host_result: Option<PathBuf>,
         /// Print a Markdown table (for docs/validation.md).
@@ -557,11 +559,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     (Some(f), _) => suite::run_suite(
                         &f,
                         &sets,
-                        repeat,
-                        swap,
-                        markdown,
-                        out.json,
-                        out.out.as_deref().map(|p| (p, resume)),
+                        suite::SuiteRun {
+                            repeat,
+                            swap,
+                            host_from: host_result.as_deref(),
+                            markdown,
+                            json: out.json,
+                            out_resume: out.out.as_deref().map(|p| (p, resume)),
+                        },
                     ),
                     (None, scenario) => validate(
                         ScenarioArgs {
@@ -763,7 +768,7 @@ fn validate(
         &scn.sets,
         repeat,
         swap,
-        host_result.as_deref(),
+        host_result.as_deref().map(read_doc).transpose()?,
         out.json,
     )?;
     let rows = reclaimlab_core::validate::ratio_table(&host, &sim);

@@ -20,12 +20,12 @@ pub fn host_and_sim(
     sets: &[String],
     repeat: u64,
     swap: Option<SwapRequest>,
-    host_result: Option<&Path>,
+    host_result: Option<ResultDoc>,
     json: bool,
 ) -> Result<(ResultDoc, ResultDoc)> {
     let (cpus, memory_bytes) = reclaimlab_host::machine_limits();
     let host = match host_result {
-        Some(p) => crate::read_doc(p)?,
+        Some(d) => d,
         None => {
             let s = Scenario::load(scenario, sets, Target::Host { cpus, memory_bytes })?;
             let bar = crate::progress_bar(json, "host repetition");
@@ -99,6 +99,7 @@ fn run_config(
     cli_sets: &[String],
     repeat: u64,
     swap: Option<SwapRequest>,
+    host: Option<ResultDoc>,
     json: bool,
 ) -> ConfigResult {
     let t0 = Instant::now();
@@ -117,7 +118,7 @@ fn run_config(
         error: None,
         docs: None,
     };
-    match host_and_sim(&c.scenario, &sets, repeat, swap, None, json) {
+    match host_and_sim(&c.scenario, &sets, repeat, swap, host, json) {
         Ok((host, sim)) => r.fill(host, sim),
         Err(e) => r.error = Some(format!("{e:#}")),
     }
@@ -142,10 +143,7 @@ impl ConfigResult {
 type Kept = std::collections::BTreeMap<String, (Vec<String>, f64, ResultDoc, ResultDoc)>;
 
 fn kept(p: &Path, suite: &Suite, repeat: u64, cli_sets: &[String]) -> Result<Kept> {
-    let text = std::fs::read_to_string(p)
-        .map_err(|e| anyhow::anyhow!("--resume: cannot read {}: {e}", p.display()))?;
-    let v: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| anyhow::anyhow!("--resume: {} is not a suite result: {e}", p.display()))?;
+    let v = read_suite_result(p, "--resume")?;
     if v["suite"] != serde_json::json!(suite.file)
         || v["repeat"] != serde_json::json!(repeat)
         || v["cli_sets"] != serde_json::json!(cli_sets)
@@ -155,6 +153,25 @@ fn kept(p: &Path, suite: &Suite, repeat: u64, cli_sets: &[String]) -> Result<Kep
             p.display()
         );
     }
+    Ok(stored_configs(&v))
+}
+
+fn read_suite_result(p: &Path, flag: &str) -> Result<serde_json::Value> {
+    let text = std::fs::read_to_string(p)
+        .map_err(|e| anyhow::anyhow!("{flag}: cannot read {}: {e}", p.display()))?;
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| anyhow::anyhow!("{flag}: {} is not a suite result: {e}", p.display()))?;
+    if !v["configs"].is_array() {
+        anyhow::bail!(
+            "{flag}: {} is not a suite result (no \"configs\"; write one with validate --suite ... --out FILE)",
+            p.display()
+        );
+    }
+    Ok(v)
+}
+
+/// The configurations of a stored suite result that finished with both documents.
+fn stored_configs(v: &serde_json::Value) -> Kept {
     let mut out = Kept::new();
     for c in v["configs"].as_array().into_iter().flatten() {
         let (Some(name), Some(h), Some(s)) = (c["name"].as_str(), c.get("host"), c.get("sim"))
@@ -174,6 +191,42 @@ fn kept(p: &Path, suite: &Suite, repeat: u64, cli_sets: &[String]) -> Result<Kep
         out.insert(
             name.to_string(),
             (sets, c["seconds"].as_f64().unwrap_or(0.0), h, s),
+        );
+    }
+    out
+}
+
+/// `--host-result SUITE.json` with `--suite`: each configuration's stored host document, by
+/// name. A configuration must be stored with the suite's own sets (the stored run's --set may
+/// differ: they are the simulator's business now), so a host run is never matched to another
+/// configuration.
+fn host_from(p: &Path, suite: &Suite) -> Result<std::collections::BTreeMap<String, ResultDoc>> {
+    let v = read_suite_result(p, "--host-result")?;
+    let stored = stored_configs(&v);
+    let mut out = std::collections::BTreeMap::new();
+    let mut missing = Vec::new();
+    for c in &suite.configs {
+        match stored.get(&c.name) {
+            Some((sets, _, h, _)) if sets.starts_with(&c.sets) => {
+                out.insert(c.name.clone(), h.clone());
+            }
+            Some(_) => anyhow::bail!(
+                "--host-result: configuration {:?} in {} was run with other sets than the suite gives",
+                c.name,
+                p.display()
+            ),
+            None => missing.push(c.name.clone()),
+        }
+    }
+    if !missing.is_empty() {
+        anyhow::bail!(
+            "--host-result: {} has no finished host run for {}",
+            p.display(),
+            missing
+                .iter()
+                .map(|n| format!("{n:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     Ok(out)
@@ -260,20 +313,35 @@ fn write_full(
     crate::output::write_atomic(p, serde_json::to_string_pretty(&full)?.as_bytes())
 }
 
+/// How `validate --suite` runs, besides the suite and its --set.
+pub struct SuiteRun<'a> {
+    pub repeat: u64,
+    pub swap: Option<SwapRequest>,
+    /// A stored suite result whose host runs stand in for new ones.
+    pub host_from: Option<&'a Path>,
+    pub markdown: bool,
+    pub json: bool,
+    /// --out FILE, and whether to --resume from it.
+    pub out_resume: Option<(&'a Path, bool)>,
+}
+
 /// `reclaimlab validate --suite FILE`.
-pub fn run_suite(
-    file: &Path,
-    cli_sets: &[String],
-    repeat: u64,
-    swap: Option<SwapRequest>,
-    markdown: bool,
-    json: bool,
-    // --out FILE, and whether to --resume from it.
-    out_resume: Option<(&Path, bool)>,
-) -> Result<ExitCode> {
+pub fn run_suite(file: &Path, cli_sets: &[String], run: SuiteRun) -> Result<ExitCode> {
+    let SuiteRun {
+        repeat,
+        swap,
+        host_from: host_file,
+        markdown,
+        json,
+        out_resume,
+    } = run;
     let out = out_resume.map(|(p, _)| p);
     let resume = out_resume.is_some_and(|(_, r)| r);
     let suite = Suite::load(file)?;
+    let mut stored_hosts = match host_file {
+        Some(p) => host_from(p, &suite)?,
+        None => Default::default(),
+    };
     let mut kept = match (out, resume) {
         (Some(p), true) => kept(p, &suite, repeat, cli_sets)?,
         _ => Kept::new(),
@@ -325,7 +393,14 @@ pub fn run_suite(
                 r.fill(h, s);
                 r
             }
-            _ => run_config(c, cli_sets, repeat, swap.clone(), json),
+            _ => run_config(
+                c,
+                cli_sets,
+                repeat,
+                swap.clone(),
+                stored_hosts.remove(&c.name),
+                json,
+            ),
         };
         if let Some(e) = &r.error {
             eprintln!("reclaimlab: configuration {:?} failed: {e}", c.name);

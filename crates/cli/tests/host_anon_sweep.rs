@@ -109,7 +109,15 @@ fn ci_suite_runs_both_backends_and_prints_the_table() {
         assert_eq!(c["sim"]["backend"], "sim", "{}", c["name"]);
         assert!(c["host"]["runs"][0]["counters"]["pgsteal_anon"].as_u64() > Some(0));
         assert!(c["sim"]["runs"][0]["counters"]["pgsteal_anon"].as_u64() > Some(0));
-        assert_eq!(c["rows"].as_array().unwrap().len(), 6);
+        // Five per-stolen-page ratios, throughput, and the placement row.
+        let rows = c["rows"].as_array().unwrap();
+        assert_eq!(rows.len(), 7, "{}", c["name"]);
+        assert!(
+            rows.iter()
+                .any(|r| r["ratio"] == "migrations per worker per second"),
+            "{}",
+            c["name"]
+        );
     }
     std::fs::remove_dir_all(&dir).unwrap();
     assert_clean(&before, &cg_root, &[]);

@@ -1,0 +1,103 @@
+//! `validate --suite S --host-result STORED.json`: the stored host runs are reused by
+//! configuration name and only the simulator runs again (no root needed), so a model change can
+//! be held against one set of host measurements. A stored run of other sets is refused.
+
+use std::process::Command;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_reclaimlab"))
+}
+
+const COMMON: &[&str] = &["run.duration=20ms", "workload.bytes=8M", "memcg.limit=8M"];
+
+/// A simulated result standing in for a host one (same document format).
+fn doc(sets: &[&str]) -> serde_json::Value {
+    let mut c = bin();
+    c.args(["sim", "anon-sweep", "--json", "--set", "machine.cpus=2"]);
+    for s in sets {
+        c.args(["--set", s]);
+    }
+    let o = c.output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+fn write_suite(dir: &std::path::Path) -> std::path::PathBuf {
+    let p = dir.join("s.toml");
+    let common: Vec<String> = COMMON.iter().map(|s| format!("{s:?}")).collect();
+    std::fs::write(
+        &p,
+        format!(
+            "scenario = \"anon-sweep\"\nsets = [{}]\n\
+             [[config]]\nname = \"one\"\nsets = [\"workload.processes=1\"]\n\
+             [[config]]\nname = \"two\"\nsets = [\"workload.processes=2\"]\n",
+            common.join(", ")
+        ),
+    )
+    .unwrap();
+    p
+}
+
+fn stored(dir: &std::path::Path, two_sets: &[&str]) -> std::path::PathBuf {
+    let mut one: Vec<&str> = COMMON.to_vec();
+    one.push("workload.processes=1");
+    let mut two: Vec<&str> = COMMON.to_vec();
+    two.extend_from_slice(two_sets);
+    let configs: Vec<serde_json::Value> = [("one", one), ("two", two)]
+        .into_iter()
+        .map(|(name, sets)| {
+            let d = doc(&sets);
+            serde_json::json!({"name": name, "sets": sets, "error": null, "seconds": 1.0,
+                               "host": d, "sim": d})
+        })
+        .collect();
+    let p = dir.join("stored.json");
+    std::fs::write(&p, serde_json::json!({ "configs": configs }).to_string()).unwrap();
+    p
+}
+
+#[test]
+fn stored_host_runs_are_reused_and_only_the_simulator_runs() {
+    let d = tempfile::tempdir().unwrap();
+    let suite = write_suite(d.path());
+    let host = stored(d.path(), &["workload.processes=2"]);
+    let o = bin()
+        .args(["validate", "--suite"])
+        .arg(&suite)
+        .arg("--host-result")
+        .arg(&host)
+        .args(["--json", "--set", "sim.tick=50us"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let configs = v["configs"].as_array().unwrap();
+    assert_eq!(configs.len(), 2);
+    for c in configs {
+        assert!(c["error"].is_null(), "{c}");
+        // The host column holds the stored runs: one run each, as stored.
+        assert_eq!(c["host_runs"], 1, "{c}");
+        assert!(!c["rows"].as_array().unwrap().is_empty());
+    }
+}
+
+#[test]
+fn a_stored_run_of_other_sets_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let suite = write_suite(d.path());
+    let host = stored(d.path(), &["workload.processes=3"]);
+    let o = bin()
+        .args(["validate", "--suite"])
+        .arg(&suite)
+        .arg("--host-result")
+        .arg(&host)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("\"two\"") && err.contains("other sets"),
+        "{err}"
+    );
+}
