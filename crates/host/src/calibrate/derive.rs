@@ -64,24 +64,10 @@ pub struct Check {
     pub note: String,
 }
 
-/// Put a measured cost into a table by its field name. False for a name that is not a
-/// CostTable field this module sets.
+/// Put a measured cost into a table by its name (the table's own names: `CostTable::overlay`).
+/// False for a name that is not a simulator cost, or a value that is not a cost.
 pub fn set_cost(t: &mut CostTable, name: &str, ns: f64) -> bool {
-    let v = ns.round().max(0.0) as u64;
-    let slot = match name {
-        "touch_page" => &mut t.touch_page,
-        "fault_base" => &mut t.fault_base,
-        "zero_page" => &mut t.zero_page,
-        "zram_compress" => &mut t.zram_compress,
-        "zram_decompress" => &mut t.zram_decompress,
-        "file_read_page" => &mut t.file_read_page,
-        "local_flush_one" => &mut t.local_flush_one,
-        "local_flush_all" => &mut t.local_flush_all,
-        "ipi_handle" => &mut t.ipi_handle,
-        _ => return false,
-    };
-    *slot = v;
-    true
+    t.overlay([(name, ns.max(0.0))]).is_ok()
 }
 
 /// The default x86 table with `costs` put in.
