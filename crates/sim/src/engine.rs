@@ -55,7 +55,11 @@ impl<'a> Engine<'a> {
     pub fn place_tasks(&mut self) {
         let n = self.k.nr_cpus();
         for t in 0..self.k.tasks.len() {
-            let cpu = self.k.tasks[t].pinned.unwrap_or(t % n);
+            if self.k.tasks[t].done {
+                continue;
+            }
+            let task = &self.k.tasks[t];
+            let cpu = task.pinned.or(task.initial_cpu).unwrap_or(t % n);
             self.k.with_rqs(|k, rqs| k.enqueue(rqs, cpu, t, 0));
         }
         self.k.background_spawn();

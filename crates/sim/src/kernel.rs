@@ -88,6 +88,11 @@ pub struct Task {
     pub kthread: bool,
     /// When a one-cycle task finished (its CPU's clock).
     pub done_at: Option<u64>,
+    /// A workload's own thread that set it up and then waits for it (anon-sweep's main
+    /// thread in join): reported as a helper, not a worker.
+    pub helper: bool,
+    /// Where fork/clone placement put an unpinned task (None: `place_tasks`' round robin).
+    pub initial_cpu: Option<CpuId>,
 }
 
 /// A file's page cache: per page either empty, a folio, or a workingset shadow.
@@ -288,12 +293,24 @@ impl Kernel {
             phase_entered_ns: 0,
             kthread: false,
             done_at: None,
+            helper: false,
+            initial_cpu: None,
         });
         self.sched.se.push(crate::sched::SchedEntity {
             avg: crate::sched::pelt::Avg::new_task(0),
             ..Default::default()
         });
         self.tasks.len() - 1
+    }
+
+    /// A helper thread's whole life at the start of the run: it runs on `cpu` (its mm is
+    /// loaded there and the CPU joins the mm's cpumask), then blocks for good, leaving the
+    /// idle CPU lazy on that mm.
+    pub fn run_helper(&mut self, t: TaskId, cpu: CpuId) {
+        self.tasks[t].done = true;
+        self.sched.se[t].sleeping = true;
+        self.context_switch(cpu, Some(t));
+        self.context_switch(cpu, None);
     }
 
     /// Charge `ns` of work to a CPU's clock.

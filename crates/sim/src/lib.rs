@@ -143,12 +143,20 @@ fn simulate_with(
             let pages = w.bytes_per_process / PAGE;
             let mut e = Engine::new(k, workload::anon_sweep::access_model(w));
             e.progress = opts.progress;
-            for p in 0..w.processes {
-                let mm = e.k.mm_alloc(pages, Backing::Anon, true);
-                for t in 0..w.threads {
-                    let (s, end) = workload::anon_sweep::thread_range(w, pages, t);
-                    e.k.task_new(mm, w.cpu_of(p, t), s, end);
-                }
+            // Processes forked together: every main thread is running while the sweepers
+            // are cloned.
+            let mains: Vec<_> = (0..w.processes)
+                .map(|p| {
+                    let mm = e.k.mm_alloc(pages, Backing::Anon, true);
+                    workload::anon_sweep::main_thread(&mut e.k, w, p, mm)
+                })
+                .collect();
+            for (p, &(main, _)) in mains.iter().enumerate() {
+                workload::anon_sweep::clone_threads(&mut e.k, w, p, main, pages);
+            }
+            // The main threads ran first (mmap, clone) and now wait in join.
+            for (main, cpu) in mains {
+                e.k.run_helper(main, cpu);
             }
             e.place_tasks();
             e.run_until(duration, duration);

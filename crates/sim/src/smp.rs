@@ -103,6 +103,12 @@ impl Smp {
         }
     }
 
+    /// Does a call-function interrupt on `cpu` enter its handler after `t`? (A call already
+    /// queued whose handler has not run yet; every call the model queues is a TLB flush.)
+    pub fn call_irq_after(&self, cpu: CpuId, t: u64) -> bool {
+        self.latest_entry.get(cpu).is_some_and(|&e| e > t)
+    }
+
     /// The pending interrupt on `cpu` that a call queued at `queued` joins, if any (its index):
     /// one whose queue was non-empty at `queued` (queued first, handler not yet entered), or
     /// one whose first call came after `queued` but before this call's own IPI would have been

@@ -272,13 +272,15 @@ fn classic_lru_results_are_unchanged() {
     // anon-sweep's figures re-pinned when the scheduler model replaced the seeded migration
     // rate (its two unpinned processes no longer migrate on a quiet machine; before:
     // 177 985.5 pages/s, pgscan 612 004, pgsteal 304 833, 208 173 shootdowns, 253 571
-    // refaults), then again with the contention model merged (the two together: this pin).
-    assert_eq!(d.runs[0].throughput.value, 192_667.5);
+    // refaults), then again with the contention model merged (the two together), then for
+    // the main thread that clones the sweepers and waits (its context switch at the start:
+    // 192 667.5 pages/s and 282 935 refaults before; this pin).
+    assert_eq!(d.runs[0].throughput.value, 192_667.0);
     assert_eq!(c["pgscan_anon"], 692_529);
     assert_eq!(c["pgsteal_anon"], 334_166);
     assert_eq!(c["tlb_shootdowns"], 101_847);
     assert_eq!(c["function_call_interrupts"], 101_847);
-    assert_eq!(c["workingset_refault_anon"], 282_935);
+    assert_eq!(c["workingset_refault_anon"], 282_934);
     let d = sim_with("file-mmap-rw", &["run.duration=2s"], &[]);
     let c = &d.runs[0].counters;
     assert_eq!(d.runs[0].throughput.value, 160_697.0);

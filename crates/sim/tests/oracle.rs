@@ -17,7 +17,9 @@ const RACE: &[&str] = &[
     "workload.pattern=random",
     "workload.write_ratio=1",
     "sim.interleave=folio",
-    "run.duration=500ms",
+    // The race needs a page stored to through a stale entry between unmap and pageout; with
+    // the processes' main threads modelled it first happens after 500 ms.
+    "run.duration=1s",
 ];
 
 fn run(extra: &[&str]) -> anyhow::Result<reclaimlab_core::ResultDoc> {

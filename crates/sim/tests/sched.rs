@@ -283,7 +283,9 @@ fn removed_migration_knobs_are_a_clear_error() {
 }
 
 /// "Quiet" and "busy" are two settings of one mechanism: two processes on two CPUs never
-/// migrate alone, and do once foreign tasks compete for the CPUs (load balancing moves them).
+/// migrate alone; once foreign tasks compete for the CPUs, load balancing moves tasks (which
+/// ones, workers or foreign, depends on the run: on the host under a foreign autogroup's load
+/// the workers stayed put, docs/results/2026-11-25-quiet-host.md).
 #[test]
 fn background_load_makes_unpinned_processes_migrate() {
     let base = [
@@ -292,15 +294,16 @@ fn background_load_makes_unpinned_processes_migrate() {
         "memcg.limit=8M",
         "run.duration=5s",
     ];
-    let migr = |d: &reclaimlab_core::ResultDoc| {
+    let migr_of = |d: &reclaimlab_core::ResultDoc, kinds: &[&str]| {
         d.runs[0].extra["placement"]["tasks"]
             .as_array()
             .unwrap()
             .iter()
-            .filter(|t| t["kind"] == "worker")
+            .filter(|t| kinds.iter().any(|k| t["kind"] == *k))
             .map(|t| t["migrations"].as_u64().unwrap())
             .sum::<u64>()
     };
+    let migr = |d: &reclaimlab_core::ResultDoc| migr_of(d, &["worker"]);
     let quiet = common::sim_with("anon-sweep", &base, &[]);
     assert_eq!(migr(&quiet), 0);
     let p = &quiet.runs[0].extra["placement"];
@@ -319,7 +322,7 @@ fn background_load_makes_unpinned_processes_migrate() {
             "machine.background_load.period=20ms",
         ],
     );
-    assert!(migr(&busy) > 0);
+    assert!(migr_of(&busy, &["worker", "background"]) > 0);
     // The workers now share the CPUs: each got well under the whole run.
     let tasks = busy.runs[0].extra["placement"]["tasks"]
         .as_array()
@@ -327,5 +330,52 @@ fn background_load_makes_unpinned_processes_migrate() {
         .clone();
     for t in tasks.iter().filter(|t| t["kind"] == "worker") {
         assert!(t["cpu_seconds"].as_f64().unwrap() < 3.0, "{t}");
+    }
+}
+
+/// anon-sweep as the host runs it: each process's main thread clones the sweepers and waits.
+/// A lone unpinned process puts its sweeper on the other CPU (clone's placement), so its
+/// mm_cpumask holds both CPUs; two processes forked together keep one CPU each.
+#[test]
+fn anon_sweep_main_thread_and_clone_placement() {
+    let run = |procs: &str| {
+        let scn = reclaimlab_core::Scenario::load(
+            "anon-sweep",
+            &[
+                "machine.cpus=2".to_string(),
+                "workload.cpus=all".to_string(),
+                format!("workload.processes={procs}"),
+                "workload.bytes=8M".to_string(),
+                "memcg.limit=8M".to_string(),
+                "run.duration=50ms".to_string(),
+            ],
+            reclaimlab_core::Target::Sim,
+        )
+        .unwrap();
+        let d = reclaimlab_sim::run(&scn, &Default::default()).unwrap();
+        d.runs[0].extra["placement"].clone()
+    };
+    let one = run("1");
+    let kinds: Vec<&str> = one["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["helper", "worker"]);
+    assert_eq!(one["mms"][0]["cpumask_weight_max"], 2, "{one}");
+    let busy: Vec<f64> = one["cpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["busy_seconds"].as_f64().unwrap())
+        .collect();
+    assert!(
+        busy[1] > 10.0 * busy[0],
+        "the sweeper runs on CPU 1: {busy:?}"
+    );
+    let two = run("2");
+    for m in 0..2 {
+        assert_eq!(two["mms"][m]["cpumask_weight_max"], 1, "{two}");
     }
 }

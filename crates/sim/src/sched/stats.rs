@@ -15,6 +15,7 @@ pub fn report(k: &Kernel, secs: f64) -> Value {
         .map(|(t, se)| {
             let kind = match se.class {
                 Class::Worker if k.tasks[t].kthread => "kthread",
+                Class::Worker if k.tasks[t].helper => "helper",
                 Class::Worker => "worker",
                 Class::Kthread => "kthread",
                 Class::Background => "background",
@@ -31,7 +32,9 @@ pub fn report(k: &Kernel, secs: f64) -> Value {
         })
         .collect();
     let workers: Vec<usize> = (0..k.sched.se.len())
-        .filter(|&t| k.sched.se[t].class == Class::Worker && !k.tasks[t].kthread)
+        .filter(|&t| {
+            k.sched.se[t].class == Class::Worker && !k.tasks[t].kthread && !k.tasks[t].helper
+        })
         .collect();
     let per_task_per_s = if workers.is_empty() || secs <= 0.0 {
         0.0

@@ -11,6 +11,7 @@
 //! written maps the zero page). Throughput: pages touched per second (the host's unit).
 
 use super::{AccessModel, Sweep};
+use crate::kernel::{CpuId, Kernel, MmId, TaskId};
 use reclaimlab_core::scenario::{AnonSweep, Pattern};
 
 /// Passes after the populate pass before the model's sweep list wraps round and populates
@@ -48,5 +49,45 @@ pub fn thread_range(w: &AnonSweep, pages: u64, t: usize) -> (u64, u64) {
             let t = t as u64;
             (pages * t / n, pages * (t + 1) / n)
         }
+    }
+}
+
+/// Process `p` as the host's worker runs it: a main thread that maps the buffer on the
+/// process's CPU and clones the sweeping threads (`clone_threads`), then sleeps in join for
+/// the whole run. Returns the main thread and its CPU (it has not run yet:
+/// `Kernel::run_helper`). Unpinned processes start round-robin (fork balancing of processes
+/// forked together).
+pub fn main_thread(k: &mut Kernel, w: &AnonSweep, p: usize, mm: MmId) -> (TaskId, CpuId) {
+    let cpu = w.cpu_of(p, 0).unwrap_or(p % k.nr_cpus());
+    let main = k.task_new(mm, Some(cpu), 0, 0);
+    k.tasks[main].helper = true;
+    (main, cpu)
+}
+
+/// The sweeping threads of process `p`, cloned by its main thread. An unpinned one goes where
+/// clone's placement puts it (sched_balance_fork → find_idlest_cpu): the CPU with the fewest
+/// tasks, counting the main threads (running while they clone) and the sweepers placed so
+/// far, the parent's CPU on a tie. So a lone process on an idle machine puts its sweeper on
+/// the other CPU and its mm_cpumask holds both CPUs from the start, as on the host.
+pub fn clone_threads(k: &mut Kernel, w: &AnonSweep, p: usize, main: TaskId, pages: u64) {
+    let n = k.nr_cpus();
+    let mm = k.tasks[main].mm;
+    let main_cpu = k.tasks[main].pinned.unwrap_or(0);
+    let running = |k: &Kernel, cpu: CpuId| {
+        k.tasks
+            .iter()
+            .filter(|t| t.pinned.or(t.initial_cpu) == Some(cpu))
+            .count()
+    };
+    for t in 0..w.threads {
+        let (s, end) = thread_range(w, pages, t);
+        let pinned = w.cpu_of(p, t);
+        let initial = pinned.is_none().then(|| {
+            (0..n)
+                .min_by_key(|&c| (running(k, c), c != main_cpu, c))
+                .unwrap_or(main_cpu)
+        });
+        let task = k.task_new(mm, pinned, s, end);
+        k.tasks[task].initial_cpu = initial;
     }
 }

@@ -363,6 +363,13 @@ impl Kernel {
             // enter_lazy_tlb: nothing to do on init_mm (the CPU stays non-lazy there).
             if self.cpus[cpu].loaded_mm.is_some() {
                 self.cpus[cpu].is_lazy = true;
+                // A flush call queued while this CPU still ran a task (should_flush_tlb saw it
+                // non-lazy) whose handler runs only now finds it lazy: flush_tlb_func leaves
+                // the borrowed mm for init_mm, where the idle CPU stays non-lazy and takes
+                // every mm = NULL batch flush of the mms whose cpumask still holds it.
+                if self.smp.call_irq_after(cpu, self.cpus[cpu].clock) {
+                    self.switch_to_init_mm(cpu);
+                }
             }
             return;
         };
