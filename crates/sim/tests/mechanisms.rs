@@ -362,13 +362,9 @@ fn populate_read_faults_in_without_a_tlb_fill_and_marks_accessed() {
     );
 }
 
-#[test]
-fn a_cpu_that_idles_before_its_flush_call_arrives_ends_on_init_mm() {
-    // CPU 1 ran the reclaimer's mm once (its bit stays) and now runs another process, so it
-    // is not lazy: a reclaim batch (mm = NULL) from CPU 0 queues a call to it. CPU 1's task
-    // then sleeps before the interrupt is taken (its clock is behind the call's entry):
-    // flush_tlb_func finds the CPU lazy and leaves for init_mm, where it idles non-lazy and
-    // takes every later batch whose mask holds it.
+/// CPU 1 ran the reclaimer's mm once (its bit stays) and now runs another process, so it is
+/// not lazy; CPU 0 runs the reclaimer's mm again. Returns the kernel and that mm.
+fn reclaimer_on_0_other_process_on_1() -> (Kernel, usize) {
     let mut k = kernel(2, 1024);
     let mm = dirty_mm_on(&mut k, 0, 8);
     let t = k.cpus[0].curr.unwrap();
@@ -378,19 +374,31 @@ fn a_cpu_that_idles_before_its_flush_call_arrives_ends_on_init_mm() {
     k.context_switch(0, Some(t));
     assert_eq!(k.mms[mm].cpumask.iter().collect::<Vec<_>>(), vec![0, 1]);
     assert!(!k.cpus[1].is_lazy);
-    // CPU 0 is ahead of CPU 1, so the call's handler runs after CPU 1's clock.
-    k.cpus[0].clock = k.cpus[1].clock + 1_000_000;
+    (k, mm)
+}
+
+/// One reclaim batch (mm = NULL) from CPU 0 unmapping the mm's page `vp`.
+fn batch_flush(k: &mut Kernel, mm: usize, vp: usize) {
     let mut ubc = TlbUbc::new(2);
-    k.try_to_unmap(0, &mut ubc, pte_pfn(k.mms[mm].ptes[0]), TTU_BATCH_FLUSH);
+    k.try_to_unmap(0, &mut ubc, pte_pfn(k.mms[mm].ptes[vp]), TTU_BATCH_FLUSH);
     k.try_to_unmap_flush(0, &mut ubc);
+}
+
+#[test]
+fn a_cpu_that_idles_before_its_flush_call_arrives_ends_on_init_mm() {
+    // A batch queues a call to CPU 1, whose task then sleeps before the interrupt is taken
+    // (its clock is behind the call's entry): flush_tlb_func finds the CPU lazy and leaves
+    // for init_mm, where it idles non-lazy and takes every later batch whose mask holds it.
+    let (mut k, mm) = reclaimer_on_0_other_process_on_1();
+    k.cpus[0].clock = k.cpus[1].clock + 1_000_000;
+    batch_flush(&mut k, mm, 0);
     assert_eq!(k.irq.tlb_shootdowns, vec![0, 1]);
     k.context_switch(1, None);
     assert!(
         !k.cpus[1].is_lazy && k.cpus[1].loaded_mm.is_none(),
         "on init_mm, not lazy"
     );
-    k.try_to_unmap(0, &mut ubc, pte_pfn(k.mms[mm].ptes[1]), TTU_BATCH_FLUSH);
-    k.try_to_unmap_flush(0, &mut ubc);
+    batch_flush(&mut k, mm, 1);
     assert_eq!(
         k.irq.tlb_shootdowns,
         vec![0, 2],
@@ -399,20 +407,11 @@ fn a_cpu_that_idles_before_its_flush_call_arrives_ends_on_init_mm() {
 
     // The same with the interrupt taken before the task slept: the CPU idles lazily on the
     // other mm and the next batch skips it.
-    let mut k = kernel(2, 1024);
-    let mm = dirty_mm_on(&mut k, 0, 8);
-    let t = k.cpus[0].curr.unwrap();
-    k.context_switch(0, None);
-    k.context_switch(1, Some(t));
-    let _other = dirty_mm_on(&mut k, 1, 1);
-    k.context_switch(0, Some(t));
+    let (mut k, mm) = reclaimer_on_0_other_process_on_1();
     k.cpus[1].clock = k.cpus[0].clock + 1_000_000;
-    let mut ubc = TlbUbc::new(2);
-    k.try_to_unmap(0, &mut ubc, pte_pfn(k.mms[mm].ptes[0]), TTU_BATCH_FLUSH);
-    k.try_to_unmap_flush(0, &mut ubc);
+    batch_flush(&mut k, mm, 0);
     k.context_switch(1, None);
     assert!(k.cpus[1].is_lazy);
-    k.try_to_unmap(0, &mut ubc, pte_pfn(k.mms[mm].ptes[1]), TTU_BATCH_FLUSH);
-    k.try_to_unmap_flush(0, &mut ubc);
+    batch_flush(&mut k, mm, 1);
     assert_eq!(k.irq.tlb_shootdowns, vec![0, 1], "the lazy CPU is skipped");
 }
