@@ -380,3 +380,61 @@ fn the_hierarchical_pick_shares_one_cpu_between_a_task_and_a_group() {
     // Inside the group, its three tasks share its half evenly.
     assert!(ran[1..].iter().all(|&r| (55..=78).contains(&r)), "{ran:?}");
 }
+
+/// check_preempt_wakeup_fair at the matching level: a woken root task competes with the
+/// running task's group entity (and wins the tie at zero lag); a woken task of the running
+/// task's own group competes inside the group, where a task that has waited longer comes
+/// first, so it does not preempt.
+#[test]
+fn wakeup_preemption_compares_entities_where_the_hierarchies_meet() {
+    let mut k = Kernel::new(
+        common::cfg(0),
+        Policy::linux_6_18(),
+        1,
+        1024,
+        1 << 20,
+        60,
+        1,
+    );
+    k.sched.autogroup = true;
+    k.sched.groups.push(TaskGroup::new(0, 1));
+    let mut rqs = RunQueues::new(1);
+    for i in 0..4 {
+        let mm = k.mm_alloc(1, Backing::Anon, true);
+        let t = k.task_new(mm, None, 0, 1);
+        if i == 0 {
+            k.tasks[t].kthread = true; // root group
+        } else {
+            k.sched.se[t].group = 1;
+        }
+    }
+    for t in [0, 3] {
+        k.sched.se[t].sleeping = true;
+        k.sched.se[t].last_cpu = Some(0);
+    }
+    k.enqueue(&mut rqs, 0, 1, 0);
+    k.enqueue(&mut rqs, 0, 2, 0);
+    assert_eq!(k.cpus[0].curr, Some(1));
+    // 5 ms later the root task wakes: it meets task 1 at the root, against its group's
+    // entity, and is picked.
+    k.cpus[0].clock = 5_000_000;
+    k.try_to_wake_up(&mut rqs, 0, 0, 5_000_000);
+    assert_eq!(k.cpus[0].curr, Some(0));
+    k.check_sched(&rqs, "after the root wake-up");
+    // It sleeps again at 10 ms: the group runs task 2 (it has not run yet).
+    k.cpus[0].clock = 10_000_000;
+    k.block_task(&mut rqs, 0, None);
+    assert_eq!(k.cpus[0].curr, Some(2));
+    // At 20 ms task 3 of the same group wakes: placed at the group's average vruntime, it
+    // comes after task 1 (5 ms of vruntime against task 2's 10 ms): no preemption.
+    k.cpus[0].clock = 20_000_000;
+    k.try_to_wake_up(&mut rqs, 3, 0, 20_000_000);
+    assert_eq!(k.cpus[0].curr, Some(2));
+    assert!(rqs.rq[0].contains(&3));
+    k.check_sched(&rqs, "after the group wake-up");
+    // The next tick runs task 1, the group's smallest vruntime.
+    k.scheduler_tick(&mut rqs, 0);
+    assert_eq!(k.cpus[0].curr, Some(1));
+    k.check_sched(&rqs, "after the tick");
+    assert!(k.invariant_errors.is_empty(), "{:?}", k.invariant_errors);
+}
