@@ -8,9 +8,8 @@
 //! Loads are hierarchical (fair_group.rs): a CPU's load is its root cfs_rq's, and
 //! detach_tasks and wake_affine_weight weigh a task by task_h_load.
 //!
-//! Simplified (docs/sim-model.md): CPU capacity is 1024 for
-//! every CPU (SMT siblings too); group_is_overloaded looks at task counts only (not
-//! utilisation against capacity); no wake_wide, recent_used_cpu, NUMA or misfit handling;
+//! Simplified (docs/sim-model.md): CPU capacity is 1024 for every CPU (SMT siblings too);
+//! group_is_overloaded looks at task counts only (not utilisation against capacity); no wake_wide, recent_used_cpu, NUMA or misfit handling;
 //! new-idle balancing does not check avg_idle against its cost.
 
 use super::pelt::NICE_0_LOAD;
