@@ -358,6 +358,7 @@ pub fn run_suite(file: &Path, cli_sets: &[String], run: SuiteRun) -> Result<Exit
                 // Read by the sim backend (the scheduler model) when it runs.
                 s.skip_section("machine.topology");
                 s.skip_section("machine.background_load");
+                s.skip_section("sched");
                 s.finish()
             })
             .map_err(|e| anyhow::anyhow!("configuration {:?}: {e}", c.name))?;

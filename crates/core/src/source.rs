@@ -220,6 +220,39 @@ impl Source {
         Ok(self.u64_opt(key)?.unwrap_or(default))
     }
 
+    /// A whole number that may be negative (a nice level), within `lo..=hi`.
+    pub fn i64_in(
+        &self,
+        key: &str,
+        default: i64,
+        lo: i64,
+        hi: i64,
+        why: &str,
+    ) -> Result<i64, ScenarioError> {
+        let v = match self.take(key) {
+            None => default,
+            Some(e) => match &e.value {
+                Value::Integer(i) => *i.value(),
+                Value::String(s) => s.value().trim().parse::<i64>().map_err(|_| {
+                    self.err(
+                        key,
+                        format!("expected a whole number, got {}", clip(s.value())),
+                    )
+                })?,
+                other => {
+                    return Err(self.err(
+                        key,
+                        format!("expected a whole number, got {}", other.type_name()),
+                    ))
+                }
+            },
+        };
+        if v < lo || v > hi {
+            return Err(self.err(key, format!("must be within {lo}..={hi} (got {v}): {why}")));
+        }
+        Ok(v)
+    }
+
     pub fn f64_or(&self, key: &str, default: f64) -> Result<f64, ScenarioError> {
         let v = match self.take(key) {
             None => return Ok(default),

@@ -33,6 +33,8 @@ pub fn bench(scn: &Scenario, opts: &BenchOptions) -> Result<ResultDoc> {
     // The live machine has its own topology and load.
     scn.skip_section("machine.topology");
     scn.skip_section("machine.background_load");
+    // ... and its own sched_autogroup_enabled.
+    scn.skip_section("sched");
     let cfg = HostConfig::read(scn)?;
     let root = preflight()?;
     let mut wl = for_scenario(scn, &cfg)?;

@@ -298,6 +298,8 @@ impl Kernel {
         });
         self.sched.se.push(crate::sched::SchedEntity {
             avg: crate::sched::pelt::Avg::new_task(0),
+            weight: crate::sched::pelt::NICE_0_LOAD,
+            group: crate::sched::autogroup::WORKLOAD_GROUP,
             ..Default::default()
         });
         self.tasks.len() - 1

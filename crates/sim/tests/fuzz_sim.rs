@@ -99,8 +99,30 @@ fn sets() -> impl Strategy<Value = Vec<String>> {
                 .prop_map(|a| format!("machine.arch={a}"))
                 .boxed()),
         ),
+        (
+            // Foreign load in sessions of its own, with or without autogroup (groups and
+            // nices out of range now and then: a clear error).
+            opt((0u64..=6)
+                .prop_map(|n| format!("machine.background_load.tasks={n}"))
+                .boxed()),
+            opt(prop::sample::select(vec!["0.2", "0.7", "1.0"])
+                .prop_map(|d| format!("machine.background_load.duty={d}"))
+                .boxed()),
+            opt((0u64..=7)
+                .prop_map(|n| format!("machine.background_load.groups={n}"))
+                .boxed()),
+            opt((-21i64..=20)
+                .prop_map(|n| format!("machine.background_load.nice={n}"))
+                .boxed()),
+            opt((-21i64..=20)
+                .prop_map(|n| format!("machine.background_load.group_nice={n}"))
+                .boxed()),
+            opt(any::<bool>()
+                .prop_map(|b| format!("sched.autogroup={b}"))
+                .boxed()),
+        ),
     )
-        .prop_map(|(a, b, c)| {
+        .prop_map(|(a, b, c, d)| {
             let mut v = vec![a.0, a.4, a.5];
             v.extend([a.1, a.2, a.3].into_iter().flatten());
             v.extend(
@@ -113,6 +135,7 @@ fn sets() -> impl Strategy<Value = Vec<String>> {
                     .into_iter()
                     .flatten(),
             );
+            v.extend([d.0, d.1, d.2, d.3, d.4, d.5].into_iter().flatten());
             // Pairs travel joined by NUL (tlb_entries with its ways).
             v.iter()
                 .flat_map(|s| s.split('\u{0}').map(str::to_string).collect::<Vec<_>>())

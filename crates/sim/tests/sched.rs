@@ -316,7 +316,10 @@ fn background_load_makes_unpinned_processes_migrate() {
         "anon-sweep",
         &base,
         &[
-            // The load measured on this machine's /proc/stat (docs/results/2026-11-25-scheduler.md).
+            // The load measured on this machine's /proc/stat (docs/results/2026-11-25-scheduler.md),
+            // as equal-weight tasks: without task groups every foreign task weighs a worker
+            // (with autogroup on, autogroup.rs's tests compare the two).
+            "sched.autogroup=false",
             "machine.background_load.tasks=9",
             "machine.background_load.duty=0.9",
             "machine.background_load.period=20ms",

@@ -142,15 +142,14 @@ impl Kernel {
             return;
         }
         if self.cpus[cpu].clock >= self.cpus[cpu].next_tick && !rqs.rq[cpu].is_empty() {
-            // A pass is one step and may overrun the tick. CFS runs the task with the
-            // smallest vruntime: the waiting task now runs until it has had as long.
-            let t = self.kswapd.task.expect("kswapd");
-            let next = rqs.rq[cpu].pop_front();
-            rqs.rq[cpu].push_back(t);
-            self.context_switch(cpu, next);
-            let c = &mut self.cpus[cpu];
-            while c.next_tick < c.clock + ran {
-                c.next_tick += self.cfg.tick_ns;
+            // A pass is one step and may overrun the tick: the tick's pick (the smallest
+            // vruntime, sched/fair_pick.rs) decides whether a waiting task runs now.
+            if self.resched(rqs, cpu, false) {
+                // The task that took over runs until it has had about as long.
+                let c = &mut self.cpus[cpu];
+                while c.next_tick < c.clock + ran {
+                    c.next_tick += self.cfg.tick_ns;
+                }
             }
         }
     }

@@ -3,12 +3,17 @@
 //! of its own (an mm with nothing mapped that matters here), so running it switches the CPU
 //! away from the workload's mm: it competes for CPUs, takes part in load balancing and
 //! wake-up placement, and its CPU drops out of flush IPIs for the workload's mms while it
-//! runs (should_flush_tlb). A quiet machine is `tasks = 0` (the default).
+//! runs (should_flush_tlb). A quiet machine is `tasks = 0` (the default). The tasks run at
+//! `nice` in `groups` sessions of their own (autogroups at `group_nice`, autogroup.rs).
 
+use super::autogroup::{nice_to_weight, WORKLOAD_GROUP};
 use super::{Class, RunQueues};
 use crate::cpumask::CpuMask;
 use crate::kernel::{Backing, CpuId, Kernel, TaskId};
 use reclaimlab_core::Scenario;
+
+/// The most `machine.background_load.tasks`.
+pub const MAX_TASKS: u64 = 4096;
 
 /// `machine.background_load.*`.
 #[derive(Clone, Debug, PartialEq)]
@@ -21,6 +26,14 @@ pub struct BackgroundLoad {
     pub period_ns: u64,
     /// `cpus`: where they may run (None: every CPU).
     pub cpus: Option<Vec<usize>>,
+    /// `groups`: how many sessions (autogroups) the tasks belong to, spread round-robin.
+    pub groups: usize,
+    /// `nice`: the tasks' nice level (their weight inside their group, or against every
+    /// task with `sched.autogroup = false`).
+    pub nice: i32,
+    /// `group_nice`: the sessions' autogroup nice (`/proc/PID/autogroup`: the group's
+    /// shares).
+    pub group_nice: i32,
 }
 
 /// A background task's burst in progress.
@@ -76,11 +89,36 @@ impl BackgroundLoad {
             }
             Some(l)
         };
+        s.check_range(
+            &format!("{p}.tasks"),
+            tasks as u64,
+            0,
+            MAX_TASKS,
+            |v| v.to_string(),
+            "foreign tasks are simulated one by one; more than this is not a machine's load",
+        )?;
+        let groups = s.u64_or(&format!("{p}.groups"), 1)? as usize;
+        if tasks > 0 {
+            s.check_range(
+                &format!("{p}.groups"),
+                groups as u64,
+                1,
+                tasks as u64,
+                |v| v.to_string(),
+                "the tasks are spread over the sessions, and a session without a task is no load",
+            )?;
+        }
+        let why = "a nice level is -20..=19 (sched_prio_to_weight)";
+        let nice = s.i64_in(&format!("{p}.nice"), 0, -20, 19, why)? as i32;
+        let group_nice = s.i64_in(&format!("{p}.group_nice"), 0, -20, 19, why)? as i32;
         Ok((tasks > 0).then_some(BackgroundLoad {
             tasks,
             duty,
             period_ns,
             cpus,
+            groups,
+            nice,
+            group_nice,
         }))
     }
 
@@ -104,6 +142,9 @@ impl Kernel {
             se.class = Class::Background;
             se.sleeping = true;
             se.avg.avg = 0;
+            se.weight = nice_to_weight(b.nice);
+            // Its session: the foreign groups follow the workload's (autogroup.rs).
+            se.group = WORKLOAD_GROUP + 1 + i % b.groups;
             if let Some(l) = &b.cpus {
                 let mut m = CpuMask::new(n);
                 l.iter().for_each(|&c| m.set(c));
@@ -124,7 +165,8 @@ impl Kernel {
     }
 
     /// One engine step of a background task: run until its burst ends or the tick, then
-    /// sleep to the next period (or at once, if it fell a whole period behind).
+    /// sleep to the next period (or at once, if it fell a whole period behind); with
+    /// `duty = 1` it never sleeps.
     pub fn background_step(&mut self, rqs: &mut RunQueues, cpu: CpuId, t: TaskId) {
         let b = self.sched.background.clone().expect("background task");
         let i = self
@@ -143,6 +185,12 @@ impl Kernel {
             return;
         }
         let now = self.cpus[cpu].clock;
+        if b.duty >= 1.0 {
+            // A CPU hog (stress-ng --cpu) never sleeps: its next burst follows at once.
+            st.period_start = now;
+            st.left_ns = b.run_ns();
+            return;
+        }
         let mut next = st.period_start + b.period_ns;
         while next + b.period_ns <= now {
             next += b.period_ns;

@@ -5,9 +5,11 @@
 //! periodically per domain at a busy CPU's tick, for idle CPUs by a nohz kick, and when a
 //! CPU goes idle (sched_balance_newidle).
 //!
-//! Simplified (docs/sim-model.md): every task weighs NICE_0_LOAD; CPU capacity is 1024 for
-//! every CPU (SMT siblings too); group_is_overloaded looks at task counts only (not
-//! utilisation against capacity); no wake_wide, recent_used_cpu, NUMA or misfit handling;
+//! Loads are hierarchical (fair_group.rs): a CPU's load is its root cfs_rq's, and
+//! detach_tasks and wake_affine_weight weigh a task by task_h_load.
+//!
+//! Simplified (docs/sim-model.md): CPU capacity is 1024 for every CPU (SMT siblings too);
+//! group_is_overloaded looks at task counts only (not utilisation against capacity); no wake_wide, recent_used_cpu, NUMA or misfit handling;
 //! new-idle balancing does not check avg_idle against its cost.
 
 use super::pelt::NICE_0_LOAD;
@@ -50,18 +52,6 @@ enum Migration {
 }
 
 impl Kernel {
-    /// cpu_load: the PELT load of the tasks on a CPU, runnable or blocked there (a sleeping
-    /// task's load stays on its last CPU's cfs_rq and decays).
-    pub fn cpu_load(&self, cpu: CpuId) -> u64 {
-        self.sched
-            .se
-            .iter()
-            .enumerate()
-            .filter(|(t, se)| se.last_cpu == Some(cpu) && !self.tasks[*t].done)
-            .map(|(_, se)| se.avg.avg)
-            .sum()
-    }
-
     /// select_task_rq_fair for a wake-up of `t` that last ran on `prev`, woken from `waker`.
     pub fn select_task_rq_fair(
         &self,
@@ -104,7 +94,7 @@ impl Kernel {
         if self.idle_cpu(rqs, prev) {
             return prev;
         }
-        let task_load = self.sched.se[t].avg.avg;
+        let task_load = self.task_h_load(t);
         let this_eff = (self.cpu_load(this) + task_load) * 100;
         let prev_eff =
             self.cpu_load(prev).saturating_sub(task_load) * (100 + (imbalance_pct - 100) / 2);
@@ -258,7 +248,8 @@ impl Kernel {
                 continue;
             }
             if kind == Migration::Load {
-                let load = self.sched.se[t].avg.avg;
+                // The task's hierarchical load: a task in a busy group weighs its share.
+                let load = self.task_h_load(t).max(1);
                 if (load >> failed.min(63)) as i64 > left {
                     continue;
                 }
@@ -295,7 +286,7 @@ impl Kernel {
                 if self.cpu_allowed(curr, this) && !self.tasks[curr].kthread {
                     let t_src = self.cpus[src].clock;
                     // The pushed task is runnable: it goes back to no queue until placed.
-                    let next = rqs.rq[src].pop_front();
+                    let next = self.take_next(rqs, src);
                     self.context_switch(src, next);
                     self.enqueue(rqs, this, curr, now.max(t_src));
                     self.sched.active_migrations += 1;

@@ -4,6 +4,9 @@
 //!   scheduler_tick (time-slice rotation, then the load balancer's trigger), and the
 //!   accounting behind the result's `placement` section.
 //! - [`pelt`]: the load signal (per-entity load tracking, simplified).
+//! - [`autogroup`]: task groups, one per session (`sched.autogroup`), and nice weights.
+//! - [`fair_group`]: group scheduling's loads: calc_group_shares, cpu_load, task_h_load.
+//! - [`fair_pick`]: vruntime, place_entity and the hierarchical pick_next_task_fair.
 //! - [`topology`]: `machine.topology` and the sched domains built from it.
 //! - [`fair`]: kernel/sched/fair.c's placement decisions: select_task_rq_fair on wake-up,
 //!   periodic, nohz-idle and new-idle load balancing with the imbalance rules and the
@@ -15,15 +18,18 @@
 //! A task migrates only for the kernel's reasons: a wake-up placed it elsewhere, a balancer
 //! pulled it, or an active balance pushed it. There is no migration probability.
 
+pub mod autogroup;
 pub mod background;
 pub mod fair;
+pub mod fair_group;
+pub mod fair_pick;
 pub mod pelt;
 pub mod stats;
 pub mod topology;
 
 use crate::cpumask::CpuMask;
 use crate::kernel::{CpuId, Kernel, TaskId};
-use pelt::{Avg, NICE_0_LOAD};
+use pelt::Avg;
 use std::collections::{BTreeSet, VecDeque};
 use topology::{SchedDomain, Topology};
 
@@ -61,6 +67,15 @@ pub struct SchedEntity {
     /// task_cpu(p): the CPU it last ran or was queued on (None before its first placement).
     pub last_cpu: Option<CpuId>,
     pub avg: Avg,
+    /// se.load.weight (scale_load_down units): sched_prio_to_weight of the task's nice.
+    pub weight: u64,
+    /// The task's autogroup (autogroup::WORKLOAD_GROUP for workload tasks; ignored for
+    /// kernel threads and when `sched.autogroup` is off).
+    pub group: usize,
+    /// se.vruntime on its group's cfs_rq (or the root's) on its CPU.
+    pub vruntime: u64,
+    /// When update_curr last charged its run time to vruntime.
+    pub vr_stamp: u64,
     /// se.exec_start: when it last stopped (or, running, started) executing.
     pub exec_start: u64,
     /// When it got its CPU this time (for sum_exec_runtime).
@@ -79,11 +94,13 @@ pub struct SchedConfig {
     pub topology: Option<Topology>,
     /// `machine.background_load` (None: a quiet machine).
     pub background: Option<background::BackgroundLoad>,
+    /// `sched.autogroup` (sched_autogroup_enabled): every session is a task group.
+    pub autogroup: bool,
 }
 
 impl SchedConfig {
-    /// Read `machine.topology.{sockets,cores_per_socket,threads_per_core}` and
-    /// `machine.background_load.*`.
+    /// Read `machine.topology.{sockets,cores_per_socket,threads_per_core}`,
+    /// `machine.background_load.*` and `sched.autogroup`.
     pub fn from_scenario(scn: &reclaimlab_core::Scenario) -> anyhow::Result<SchedConfig> {
         let s = &scn.source;
         let keys = [
@@ -120,6 +137,7 @@ impl SchedConfig {
         Ok(SchedConfig {
             topology,
             background: background::BackgroundLoad::from_scenario(scn)?,
+            autogroup: s.bool_or("sched.autogroup", true)?,
         })
     }
 }
@@ -142,6 +160,10 @@ pub struct Sched {
     pub busy_ns: Vec<u64>,
     pub background: Option<background::BackgroundLoad>,
     pub bg_state: Vec<background::BgState>,
+    /// `sched.autogroup`, and the task groups: the workload's session, then the foreign
+    /// sessions of `machine.background_load.groups`.
+    pub autogroup: bool,
+    pub groups: Vec<autogroup::TaskGroup>,
     /// mm_cpumask weight samples at ticks: per mm (sum, max), and the sample count.
     pub cpumask_sum: Vec<u64>,
     pub cpumask_max: Vec<u64>,
@@ -165,6 +187,12 @@ impl Sched {
     pub fn new(cfg: &SchedConfig, nr_cpus: usize) -> Sched {
         let topo = cfg.topology.unwrap_or(Topology::flat(nr_cpus));
         let sd = topology::build_sched_domains(&topo);
+        let mut groups = vec![autogroup::TaskGroup::new(0, nr_cpus)];
+        if let Some(b) = &cfg.background {
+            for _ in 0..b.groups {
+                groups.push(autogroup::TaskGroup::new(b.group_nice, nr_cpus));
+            }
+        }
         let per = |f: &dyn Fn(&SchedDomain) -> u64| -> Vec<Vec<u64>> {
             sd.iter().map(|d| d.iter().map(f).collect()).collect()
         };
@@ -176,6 +204,8 @@ impl Sched {
             sd,
             busy_ns: vec![0; nr_cpus],
             background: cfg.background.clone(),
+            autogroup: cfg.autogroup,
+            groups,
             ..Default::default()
         }
     }
@@ -214,10 +244,10 @@ impl Kernel {
         self.cpus[cpu].curr.is_none() && rqs.rq[cpu].is_empty()
     }
 
-    /// Bring a task's PELT average up to `now` (runnable weight unless it sleeps).
+    /// Bring a task's PELT average up to `now` (its weight while runnable, 0 asleep).
     pub fn update_load_avg(&mut self, t: TaskId, now: u64) {
         let se = &mut self.sched.se[t];
-        let w = if se.sleeping { 0 } else { NICE_0_LOAD };
+        let w = if se.sleeping { 0 } else { se.weight };
         se.avg.update(now, w);
     }
 
@@ -233,6 +263,7 @@ impl Kernel {
     /// context_switch to `next` (None = the idle task, lazy TLB).
     pub fn context_switch(&mut self, cpu: CpuId, next: Option<TaskId>) {
         let now = self.cpus[cpu].clock;
+        self.update_curr(cpu);
         if let Some(prev) = self.cpus[cpu].curr {
             self.tasks[prev].cpu = None;
             let se = &mut self.sched.se[prev];
@@ -249,6 +280,7 @@ impl Kernel {
                 let se = &mut self.sched.se[t];
                 se.run_start = now;
                 se.exec_start = now;
+                se.vr_stamp = now;
                 let mm = self.tasks[t].mm;
                 self.charge(cpu, self.cost.context_switch);
                 if self.tasks[t].kthread {
@@ -262,8 +294,10 @@ impl Kernel {
         }
     }
 
-    /// Put a task on a CPU: run it now if the CPU is idle, else queue it.
+    /// Put a task on a CPU: run it now if the CPU is idle, else queue it (placed on its
+    /// cfs_rq by place_entity either way).
     pub fn enqueue(&mut self, rqs: &mut RunQueues, cpu: CpuId, t: TaskId, now: u64) {
+        self.place_entity(rqs, t, cpu);
         if self.cpus[cpu].curr.is_none() {
             let c = &mut self.cpus[cpu];
             if c.clock < now {
@@ -280,14 +314,16 @@ impl Kernel {
     }
 
     /// The current task leaves the CPU (it blocks or is done): __schedule picks the next
-    /// queued task; an empty queue first tries new-idle balancing, else runs the idle task.
+    /// queued task (pick_next_task_fair); an empty queue first tries new-idle balancing,
+    /// else runs the idle task.
     pub fn schedule(&mut self, rqs: &mut RunQueues, cpu: CpuId) {
         let now = self.cpus[cpu].clock;
+        self.update_curr(cpu);
         if let Some(prev) = self.cpus[cpu].curr {
             self.update_load_avg(prev, now);
             self.sched.se[prev].sleeping = true;
         }
-        match rqs.rq[cpu].pop_front() {
+        match self.take_next(rqs, cpu) {
             Some(next) => self.context_switch(cpu, Some(next)),
             None => {
                 self.context_switch(cpu, None);
@@ -325,8 +361,9 @@ impl Kernel {
     }
 
     /// try_to_wake_up: choose the CPU (select_task_rq_fair), then enqueue; the woken task
-    /// preempts the current one if that has had its base slice (check_preempt_wakeup_fair,
-    /// reduced to EEVDF's common case: a sleeper's deadline comes before a long runner's).
+    /// preempts the current one if that has had its base slice and the woken task's entity
+    /// would be picked where the two hierarchies meet (check_preempt_wakeup_fair, with the
+    /// slice standing in for EEVDF's protection of the running task's deadline).
     /// A busy target sees the wake-up at its own clock (CPUs' clocks differ by up to a step).
     pub fn try_to_wake_up(&mut self, rqs: &mut RunQueues, t: TaskId, waker: CpuId, now: u64) {
         self.update_load_avg(t, now);
@@ -341,23 +378,57 @@ impl Kernel {
         match self.cpus[cpu].curr {
             None => self.enqueue(rqs, cpu, t, now),
             Some(curr) => {
+                self.place_entity(rqs, t, cpu);
+                self.set_task_cpu(t, cpu);
+                rqs.rq[cpu].push_front(t);
                 let clock = self.cpus[cpu].clock;
                 let ran = clock.saturating_sub(self.sched.se[curr].run_start);
-                if ran >= Sched::base_slice_ns(self.nr_cpus()) {
-                    self.set_task_cpu(t, cpu);
-                    rqs.rq[cpu].push_front(curr);
-                    self.context_switch(cpu, Some(t));
-                } else {
-                    self.set_task_cpu(t, cpu);
-                    rqs.rq[cpu].push_front(t);
+                if ran >= Sched::base_slice_ns(self.nr_cpus())
+                    && self.wakeup_preempt_entity(rqs, cpu, t)
+                {
+                    self.resched(rqs, cpu, true);
                 }
             }
         }
     }
 
-    /// scheduler_tick on `cpu`: load tracking, time-slice rotation (the slice, 0.75–3 ms,
-    /// is below the 4 ms tick, so a waiting task always gets the CPU at the tick), the
-    /// mm_cpumask sample, then trigger_load_balance.
+    /// resched_curr + __schedule with the running task still runnable: pick again with it
+    /// competing; if another task wins, it runs and the preempted one is queued (at the
+    /// head after a wake-up preemption, else at the tail). Returns whether it switched.
+    pub fn resched(&mut self, rqs: &mut RunQueues, cpu: CpuId, to_front: bool) -> bool {
+        self.update_curr(cpu);
+        let Some(curr) = self.cpus[cpu].curr else {
+            return false;
+        };
+        let Some(next) = self
+            .pick_next_task_fair(rqs, cpu, true)
+            .filter(|&n| n != curr)
+        else {
+            return false;
+        };
+        rqs.rq[cpu].retain(|&x| x != next);
+        if to_front {
+            rqs.rq[cpu].push_front(curr);
+        } else {
+            rqs.rq[cpu].push_back(curr);
+        }
+        self.context_switch(cpu, Some(next));
+        true
+    }
+
+    /// pick_next_task_fair for a CPU whose running task is leaving: take the chosen task
+    /// off the queue.
+    pub fn take_next(&mut self, rqs: &mut RunQueues, cpu: CpuId) -> Option<TaskId> {
+        self.update_curr(cpu);
+        let next = self.pick_next_task_fair(rqs, cpu, false)?;
+        rqs.rq[cpu].retain(|&x| x != next);
+        Some(next)
+    }
+
+    /// scheduler_tick on `cpu`: load tracking, the mm_cpumask sample, update_curr and a new
+    /// pick with the running task competing (the slice, 0.75–3 ms, is below the 4 ms tick,
+    /// so the tick always reschedules: the entity with the smallest vruntime runs, a waiting
+    /// one on a tie), then trigger_load_balance.
     pub fn scheduler_tick(&mut self, rqs: &mut RunQueues, cpu: CpuId) {
         self.cpus[cpu].next_tick += self.cfg.tick_ns;
         let now = self.cpus[cpu].clock;
@@ -370,10 +441,7 @@ impl Kernel {
             let t = rqs.rq[cpu][i];
             self.update_load_avg(t, now);
         }
-        if let Some(next) = rqs.rq[cpu].pop_front() {
-            rqs.rq[cpu].push_back(curr);
-            self.context_switch(cpu, Some(next));
-        }
+        self.resched(rqs, cpu, false);
         self.trigger_load_balance(rqs, cpu, now);
     }
 

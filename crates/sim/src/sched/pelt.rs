@@ -5,8 +5,9 @@
 //! y per period with y^32 = 1/2. The kernel keeps a running sum and divides by LOAD_AVG_MAX;
 //! here the average itself is decayed and topped up: avg' = avg·y^n + w·(1 − y^n) for n
 //! elapsed periods at weight w. Partial periods carry over. Not modelled: the
-//! running/runnable/util distinction (one signal serves as load and utilisation), nice
-//! weights (every task weighs NICE_0_LOAD = 1024) and cgroup hierarchies.
+//! running/runnable/util distinction (one signal serves as load and utilisation). A task's
+//! signal is its weight (sched_prio_to_weight of its nice) while runnable; group entities'
+//! loads are derived from their tasks' (fair_group.rs).
 
 /// One PELT period: 1024 µs.
 pub const PERIOD_NS: u64 = 1024 * 1024;

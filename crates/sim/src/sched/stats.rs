@@ -28,6 +28,8 @@ pub fn report(k: &Kernel, secs: f64) -> Value {
                 "cpu_seconds": cpu_s,
                 "migrations": se.nr_migrations,
                 "wakeups": se.wakeups,
+                "nice_weight": se.weight,
+                "group": k.task_group(t),
             })
         })
         .collect();
@@ -46,6 +48,22 @@ pub fn report(k: &Kernel, secs: f64) -> Value {
             / workers.len() as f64
             / secs
     };
+    // Each task group: its shares and the CPU time its tasks got.
+    let groups: Vec<Value> = (0..k.sched.groups.len())
+        .filter(|_| k.sched.autogroup)
+        .map(|g| {
+            let ns: u64 = (0..k.sched.se.len())
+                .filter(|&t| k.task_group(t) == Some(g))
+                .map(|t| k.sched.se[t].sum_exec_runtime)
+                .sum();
+            json!({
+                "group": g,
+                "nice": k.sched.groups[g].nice,
+                "shares": k.sched.groups[g].shares,
+                "cpu_seconds": ns as f64 / 1e9,
+            })
+        })
+        .collect();
     let n = k.sched.samples.max(1) as f64;
     let mms: Vec<Value> = (0..k.mms.len())
         .map(|m| {
@@ -75,6 +93,8 @@ pub fn report(k: &Kernel, secs: f64) -> Value {
             "active_balance": k.sched.active_migrations,
         },
         "cpumask_samples": k.sched.samples,
+        "autogroup": k.sched.autogroup,
+        "groups": groups,
         "tasks": tasks,
         "mms": mms,
         "cpus": cpus,
