@@ -163,7 +163,9 @@ fn autogroup_moves_workers_less_against_light_foreign_tasks() {
                 "workload.processes=2",
                 "workload.bytes=16M",
                 "memcg.limit=8M",
-                "run.duration=5s",
+                // Long enough for several balancing decisions either way (at 5 s, with the
+                // processes' main threads modelled, neither setting happened to move one).
+                "run.duration=10s",
                 "machine.background_load.tasks=9",
                 "machine.background_load.duty=0.9",
                 "machine.background_load.period=20ms",
