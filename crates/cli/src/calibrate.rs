@@ -1,7 +1,7 @@
 //! `reclaimlab calibrate`: run the host crate's microbenchmarks, write the profile and its raw
 //! samples, and show people the measured costs beside the simulator's defaults.
 
-use anyhow::Result;
+use anyhow::{bail, Context, Result};
 use comfy_table::{presets::UTF8_FULL_CONDENSED, CellAlignment, Table};
 use reclaimlab_host::calibrate::{self, Calibration};
 use reclaimlab_sim::cost::CostTable;
@@ -14,6 +14,7 @@ pub struct Args {
     pub only: Option<Vec<String>>,
     pub name: Option<String>,
     pub dir: PathBuf,
+    pub from_raw: Option<PathBuf>,
     pub command: String,
 }
 
@@ -41,19 +42,10 @@ fn num(x: f64) -> String {
 
 /// The default value of a cost, by its CostTable field name.
 fn default_of(name: &str) -> Option<u64> {
-    let d = CostTable::x86();
-    Some(match name {
-        "touch_page" => d.touch_page,
-        "fault_base" => d.fault_base,
-        "zero_page" => d.zero_page,
-        "zram_compress" => d.zram_compress,
-        "zram_decompress" => d.zram_decompress,
-        "file_read_page" => d.file_read_page,
-        "local_flush_one" => d.local_flush_one,
-        "local_flush_all" => d.local_flush_all,
-        "ipi_handle" => d.ipi_handle,
-        _ => return None,
-    })
+    serde_json::to_value(CostTable::x86())
+        .ok()?
+        .get(name)?
+        .as_u64()
 }
 
 /// Measurements, costs (beside cost.rs's defaults) and checks, as tables.
@@ -84,7 +76,7 @@ pub fn render(cal: &Calibration) -> String {
             num(d.min),
             num(d.max),
             default_of(k).map_or("-".into(), |v| v.to_string()),
-            d.from.join(" − "),
+            d.from.join(", "),
         ]);
     }
     let mut k = table(&[
@@ -121,7 +113,41 @@ pub fn render(cal: &Calibration) -> String {
     s
 }
 
+/// `--from-raw`: the stored measurements with today's derivations. The raw document keeps its
+/// own command; the new derivation is noted with the command that made it.
+fn rederive(path: &std::path::Path, command: &str) -> Result<Calibration> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut cal: Calibration = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not a raw calibration document (FILE.calibrate.json)",
+            path.display()
+        )
+    })?;
+    if cal.schema != calibrate::SCHEMA {
+        bail!(
+            "{}: schema {:?}, this reclaimlab reads {:?}",
+            path.display(),
+            cal.schema,
+            calibrate::SCHEMA
+        );
+    }
+    let (costs, checks, mut notes) = calibrate::derive_all(&cal.measurements);
+    notes.retain(|n| !n.starts_with("derived again"));
+    notes.push(format!(
+        "derived again from the stored samples by `{command}`"
+    ));
+    cal.costs = costs;
+    cal.checks = checks;
+    cal.notes = notes;
+    Ok(cal)
+}
+
 pub fn run(a: Args) -> Result<()> {
+    if let Some(raw) = &a.from_raw {
+        let cal = rederive(raw, &a.command)?;
+        return finish(cal, &a);
+    }
     let bar = crate::progress_bar(a.json, "families");
     if let Some(b) = &bar {
         b.enable_steady_tick(std::time::Duration::from_millis(200));
@@ -147,7 +173,12 @@ pub fn run(a: Args) -> Result<()> {
         b.finish_and_clear();
     }
     let mut cal = r?;
-    cal.command = a.command;
+    cal.command = a.command.clone();
+    finish(cal, &a)
+}
+
+/// Write the profile and raw document (--out), then print tables or JSON.
+fn finish(cal: Calibration, a: &Args) -> Result<()> {
     if let Some(out) = &a.out {
         let raw = calibrate::output::write(&cal, out, a.name.as_deref())?;
         if !a.json {

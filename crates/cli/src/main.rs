@@ -137,6 +137,11 @@ enum Cmd {
         /// Directory for the file benchmarks' data files (a disk filesystem, not tmpfs).
         #[arg(long, default_value = "/var/tmp", value_name = "DIR")]
         dir: PathBuf,
+        /// Measure nothing: derive the costs and checks again from a raw document an earlier
+        /// run wrote (FILE.calibrate.json), e.g. after the derivations changed; no root needed.
+        /// With --out, the new profile keeps the raw samples beside it.
+        #[arg(long, value_name = "FILE.calibrate.json", conflicts_with_all = ["quick", "only"])]
+        from_raw: Option<PathBuf>,
     },
     /// Before/After/Delta table: of two result files (host or sim, in any mix), or of two
     /// simulations of one scenario: `compare SCENARIO --before 6.18 --after 6.18+batch-dirty-flush`;
@@ -452,6 +457,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             only,
             name,
             dir,
+            from_raw,
         } => {
             calibrate::run(calibrate::Args {
                 out,
@@ -460,6 +466,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 only,
                 name,
                 dir,
+                from_raw,
                 command: format!(
                     "reclaimlab {}",
                     std::env::args().skip(1).collect::<Vec<_>>().join(" ")

@@ -63,6 +63,9 @@ pub struct SimConfig {
     pub oracle: bool,
     /// `sim.interleave`: `step` (default) or `folio` (engine.rs).
     pub interleave: Interleave,
+    /// `sim.page_data`: what swapped pages hold, for zram's cost (drivers/zram.rs); `auto`
+    /// (None, the default) takes what the workload writes.
+    pub page_data: Option<crate::drivers::zram::PageData>,
 }
 
 /// Kernel behaviour at the decision points the seed series change (Linux 6.18 on x86 here).
@@ -195,6 +198,7 @@ impl Default for SimConfig {
             file_pmd_map: true,
             oracle: true,
             interleave: Interleave::Step,
+            page_data: None,
         }
     }
 }
@@ -261,6 +265,27 @@ impl SimConfig {
                             format!("{}: use step or folio", reclaimlab_core::units::clip(o)),
                         )
                         .into())
+                }
+            },
+            page_data: {
+                use crate::drivers::zram::PageData;
+                match s.str_or("sim.page_data", "auto")?.as_str() {
+                    "auto" => None,
+                    "zero" => Some(PageData::Zero),
+                    "sparse" => Some(PageData::Sparse),
+                    "pattern" => Some(PageData::Pattern),
+                    "random" => Some(PageData::Random),
+                    o => {
+                        return Err(s
+                            .err(
+                                "sim.page_data",
+                                format!(
+                                    "{}: use auto, zero, sparse, pattern or random",
+                                    reclaimlab_core::units::clip(o)
+                                ),
+                            )
+                            .into())
+                    }
                 }
             },
         };

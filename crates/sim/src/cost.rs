@@ -26,6 +26,17 @@ pub struct CostTable {
     pub zram_compress: u64,
     /// Decompress one 4 KiB page from zram (lzo-rle, ~2 GB/s): ~2 us.
     pub zram_decompress: u64,
+    /// Compress a page that is zero but for a byte or a few (drivers/zram.rs `Sparse`): lzo-rle
+    /// codes the zero run as one long match, so it is a scan of the page at ~10 GB/s: ~400 ns.
+    /// Estimate.
+    pub zram_compress_sparse: u64,
+    /// Decompress such a page: writing 4 KiB of mostly zeros at memset speed, ~200 ns. Estimate.
+    pub zram_decompress_sparse: u64,
+    /// Try to compress an incompressible page: lzo's match search gives up faster the longer it
+    /// finds nothing (its skip grows), so less than a pattern's ~6 us: ~2 us. Estimate.
+    pub zram_compress_random: u64,
+    /// Read back a page zram stored whole (huge class): a 4 KiB copy, ~300 ns. Estimate.
+    pub zram_decompress_random: u64,
     /// Read one 4 KiB page of file data that is not cached (NVMe 4K random read ~80 us,
     /// sequential with readahead much less; we charge a readahead-amortized ~10 us).
     pub file_read_page: u64,
@@ -104,6 +115,23 @@ pub struct CostTable {
     /// lru_add: folio_set_lru, lruvec_add_folio, the same lruvec so no relock): ~50 ns, as
     /// `lru_lock_putback_per_folio`. Estimate, not measured.
     pub lru_lock_add_per_folio: u64,
+    /// do_anonymous_page's new folio beyond the charge and the zeroing: the page allocator's
+    /// per-CPU list (rmqueue_pcplist), folio_add_new_anon_rmap, the mm counter and the lru_add
+    /// batch entry: a few hundred instructions and cache misses, ~300 ns. Estimate.
+    pub alloc_anon_folio: u64,
+    /// do_swap_page beyond the fault, the new folio (`alloc_anon_folio`), the charge and the
+    /// decompression: the swap cache lookup, the swap device's read path (swap_read_folio's
+    /// synchronous call into zram), swap_free_nr and the swap count, the PTE install with its
+    /// swap checks: ~1 us. Estimate.
+    pub do_swap_page: u64,
+    /// The swap write path per page beyond compression (pageout → swap_writeout →
+    /// __swap_writepage): folio_alloc_swap's slot, the bio and zram's slot bookkeeping,
+    /// zsmalloc's allocation and copy, the swap cache insert and delete: ~1 us. Estimate.
+    pub swap_writeout: u64,
+    /// flush_tlb_mm_range's fixed work for a ranged local flush, beyond its INVLPGs: the
+    /// flush_tlb_info set-up, inc_mm_tlb_gen, the checks in flush_tlb_func and
+    /// preempt/irq toggling: ~100 ns. Estimate.
+    pub flush_tlb_range_fixed: u64,
 }
 
 impl CostTable {
@@ -115,6 +143,10 @@ impl CostTable {
             zero_page: 200,
             zram_compress: 6000,
             zram_decompress: 2000,
+            zram_compress_sparse: 400,
+            zram_decompress_sparse: 200,
+            zram_compress_random: 2000,
+            zram_decompress_random: 300,
             file_read_page: 10_000,
             isolate_folio: 50,
             rmap_walk: 250,
@@ -140,6 +172,10 @@ impl CostTable {
             file_write_page: 10_000,
             lru_lock_putback_per_folio: 50,
             lru_lock_add_per_folio: 50,
+            alloc_anon_folio: 300,
+            do_swap_page: 1000,
+            swap_writeout: 1000,
+            flush_tlb_range_fixed: 100,
         }
     }
 

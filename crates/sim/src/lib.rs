@@ -8,6 +8,7 @@ pub mod arch;
 pub mod config;
 pub mod cost;
 pub mod cpumask;
+pub mod drivers;
 pub mod engine;
 pub mod footprint;
 pub mod invariants;
@@ -132,6 +133,9 @@ fn simulate_with(
     );
     k.set_arch((&scn.machine.arch).into());
     k.cost = cost::CostTable::for_scenario(scn)?;
+    k.swap.data = cfg
+        .page_data
+        .unwrap_or_else(|| drivers::zram::PageData::of(&scn.workload));
     k.wb.global_dirtyable = scn.machine.memory_bytes / PAGE;
     k.arm64_tlbi_range = arch::arm64_tlbi_range(scn)?;
     setup(&mut k);

@@ -17,8 +17,9 @@ const RACE: &[&str] = &[
     "workload.pattern=random",
     "workload.write_ratio=1",
     "sim.interleave=folio",
-    // The race needs a page stored to through a stale entry between unmap and pageout; with
-    // the processes' main threads modelled it first happens after 500 ms.
+    // The race needs a page stored to through a stale entry between unmap and pageout: pages
+    // that take zram long to compress (stress-ng-like data) keep that window wide.
+    "sim.page_data=pattern",
     "run.duration=1s",
 ];
 

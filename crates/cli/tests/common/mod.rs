@@ -14,6 +14,16 @@ pub fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_reclaimlab"))
 }
 
+/// Run reclaimlab: (exit code, stdout, stderr).
+pub fn run(args: &[&str]) -> (i32, String, String) {
+    let o = bin().args(args).output().expect("runs");
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
 /// The memory controller's directory, or None (with the reason printed) when the tests must skip.
 pub fn host_or_skip(test: &str, needs_stress_ng: bool) -> Option<PathBuf> {
     if !is_root() {

@@ -17,6 +17,7 @@ pub mod mem;
 pub mod output;
 pub mod pagemap;
 pub mod parallel;
+pub mod paths;
 pub mod readahead;
 pub mod reclaim;
 pub mod shootdown;
@@ -857,6 +858,7 @@ pub fn derive_all(ms: &[Measurement]) -> (BTreeMap<String, Derived>, Vec<Check>,
         }
     }
     derive_ipi_delivery(ms, &mut costs, &mut notes);
+    paths::derive(ms, &mut costs, &mut notes);
     let checks = checks(ms, &costs);
     (costs, checks, notes)
 }
@@ -918,45 +920,6 @@ fn checks(ms: &[Measurement], costs: &BTreeMap<String, Derived>) -> Vec<Check> {
     use derive::{check, check_values};
     let mut v = Vec::new();
     let c64 = |x: u64| x as f64;
-    if let Some(m) = find(ms, "anon-write-fault") {
-        v.push(check(
-            "first-touch anon write fault",
-            m,
-            "fault_base + zero_page + memcg_charge / 64 (the charge batch)",
-            |t| c64(t.fault_base + t.zero_page) + c64(t.memcg_charge) / 64.0,
-            costs,
-            "the rest is the page allocation, LRU add and rmap, which the simulator does not charge",
-        ));
-    }
-    if let Some(m) = find(ms, "swapin-fault-zram") {
-        v.push(check(
-            "swap-in fault from zram",
-            m,
-            "fault_base + zram_decompress + memcg_charge / 64",
-            |t| c64(t.fault_base + t.zram_decompress) + c64(t.memcg_charge) / 64.0,
-            costs,
-            "not charged by the simulator: the folio allocation, swap entry lookup and free, LRU add",
-        ));
-    }
-    if let (Some(fixed), Some(one)) = (
-        find(ms, "flush-ranged-fixed-fit"),
-        find(ms, "flush-invlpg-fit"),
-    ) {
-        v.push(check_values(
-            "local flush of one page, whole path",
-            "ns",
-            &fixed
-                .samples
-                .iter()
-                .zip(&one.samples)
-                .map(|(f, o)| f + o)
-                .collect::<Vec<_>>(),
-            "local_flush_one",
-            |t| c64(t.local_flush_one),
-            costs,
-            "a ranged flush's fixed work plus one INVLPG; the simulator charges only n x local_flush_one",
-        ));
-    }
     let rt_charges = "ipi_send + ipi_delivery + ipi_handle + local_flush_one (flush_tlb_multi's wait for the ack)";
     let rt = |t: &reclaimlab_sim::cost::CostTable| {
         c64(t.ipi_send + t.ipi_delivery + t.ipi_handle + t.local_flush_one)
@@ -1049,13 +1012,17 @@ fn checks(ms: &[Measurement], costs: &BTreeMap<String, Derived>) -> Vec<Check> {
         v.push(check(
             "reclaim of an anon page to zram",
             m,
-            "isolate_folio + 2 rmap_walk + add_to_swap + zram_compress + remove_mapping + local_flush_all / 32",
+            "isolate_folio + 2 rmap_walk + add_to_swap + zram_compress + swap_writeout + remove_mapping + local_flush_all / 32",
             |t| {
-                c64(t.isolate_folio + 2 * t.rmap_walk + t.add_to_swap + t.zram_compress + t.remove_mapping)
+                c64(t.isolate_folio + 2 * t.rmap_walk + t.add_to_swap + t.zram_compress)
+                    + c64(t.swap_writeout + t.remove_mapping)
                     + c64(t.local_flush_all) / 32.0
             },
             costs,
-            "one mapping, one CPU (the reclaimer is the mm's only thread: local flush)",
+            "one mapping, one CPU, stress-ng-like data. Not used to set swap_writeout: a v1 limit \
+             write (mem_cgroup_resize_max) reclaims in calls of try_to_free_mem_cgroup_pages(1), \
+             each a whole do_try_to_free_pages set-up for 32 pages, which reclaim from a charge \
+             shares only in part",
         ));
     }
     if let (Some(two), Some(one)) = (
@@ -1087,27 +1054,6 @@ fn checks(ms: &[Measurement], costs: &BTreeMap<String, Derived>) -> Vec<Check> {
             costs,
             "above 1: the hypervisor does not run the two vCPUs at the same time all the time; every two-CPU figure here (shootdowns, contention) carries that",
         ));
-    }
-    for d in [Data::Sparse, Data::Random] {
-        let n = d.name();
-        for (dir, cost) in [("write", "zram_compress"), ("read", "zram_decompress")] {
-            if let (Some(a), Some(z)) = (
-                find(ms, &format!("zram-{dir}-{n}")),
-                find(ms, &format!("zram-{dir}-zero")),
-            ) {
-                let diff = paired_diff(&a.samples, &z.samples);
-                let is_write = dir == "write";
-                v.push(check_values(
-                    &format!("zram {dir} of {n} data minus zero data"),
-                    "ns/page",
-                    &diff,
-                    cost,
-                    move |t| c64(if is_write { t.zram_compress } else { t.zram_decompress }),
-                    costs,
-                    "the simulator has one figure for all data; the profile's is the stress-ng-like pattern",
-                ));
-            }
-        }
     }
     v
 }

@@ -272,7 +272,11 @@ impl Kernel {
             // do_swap_page: synchronous zram read, workingset refault check.
             self.vmstat.pgmajfault += 1;
             self.vmstat.pswpin += 1;
-            self.charge(cpu, self.cost.zram_decompress);
+            let read = crate::drivers::zram::zram_read_ns(&self.cost, self.swap.data);
+            self.charge(
+                cpu,
+                self.cost.alloc_anon_folio + self.cost.do_swap_page + read,
+            );
             self.workingset_refault(pfn, pte & PTE_LOW_MASK);
             self.lru_add_fault(pfn);
             self.lru_add_batch(cpu, 1);
@@ -294,7 +298,7 @@ impl Kernel {
             }
         } else {
             // do_anonymous_page: zeroed folio on the inactive anon list.
-            self.charge(cpu, self.cost.zero_page);
+            self.charge(cpu, self.cost.alloc_anon_folio + self.cost.zero_page);
             self.lru_add_fault(pfn);
             self.lru_add_batch(cpu, 1);
             self.set_pte(mm, vp, pfn, true, write);

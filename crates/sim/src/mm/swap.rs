@@ -8,6 +8,8 @@ pub struct SwapDevice {
     /// SWP_SYNCHRONOUS_IO (zram sets it): do_swap_page reads an entry with swap count 1
     /// straight into a new folio, bypassing (and freeing) the swap cache slot.
     pub synchronous_io: bool,
+    /// What the swapped pages hold: zram's time per page depends on it (drivers/zram.rs).
+    pub data: crate::drivers::zram::PageData,
 }
 
 impl SwapDevice {
@@ -16,6 +18,7 @@ impl SwapDevice {
             total,
             used: 0,
             synchronous_io: true,
+            data: crate::drivers::zram::PageData::Pattern,
         }
     }
     /// folio_alloc_swap: false when the device is full.

@@ -412,7 +412,9 @@ impl Kernel {
         let n = f.nr_pages();
         self.vmstat.pswpout += n;
         self.vmstat.nr_vmscan_write += n;
-        self.charge(cpu, n * self.cost.zram_compress);
+        let per_page = crate::drivers::zram::zram_write_ns(&self.cost, self.swap.data)
+            + self.cost.swap_writeout;
+        self.charge(cpu, n * per_page);
     }
 
     /// __remove_mapping: leave a workingset shadow where the folio was.

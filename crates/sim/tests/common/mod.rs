@@ -22,6 +22,7 @@ pub fn cfg(file_folio_order: u8) -> SimConfig {
         file_pmd_map: true,
         oracle: true,
         interleave: reclaimlab_sim::config::Interleave::Step,
+        page_data: None,
     }
 }
 

@@ -332,10 +332,13 @@ impl Kernel {
             for vp in info.start..info.end {
                 self.cpus[cpu].tlb.flush_one(loaded, vp);
             }
-            if !remote {
+            if remote {
+                // The receiver's fixed work is part of ipi_handle.
+                n * self.cost.local_flush_one
+            } else {
                 self.vmstat.nr_tlb_local_flush_one += n;
+                self.cost.flush_tlb_range_fixed + n * self.cost.local_flush_one
             }
-            n * self.cost.local_flush_one
         } else {
             self.cpus[cpu].tlb.flush_mm(loaded);
             if !remote {

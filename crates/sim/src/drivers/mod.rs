@@ -1,0 +1,3 @@
+//! Device drivers reclaim goes through, named after drivers/ in the kernel tree.
+
+pub mod zram;
