@@ -223,5 +223,13 @@ fn folio_interleave_folio_freed_without_a_mapping() {
     ] {
         let d = sim(kind, sets).unwrap_or_else(|e| panic!("{kind} {sets:?}: {e}"));
         assert!(d.median["oom_kill"] > 0.0, "{kind} {sets:?}: no OOM kill");
+        assert_eq!(d.runs[0].extra["oracle_lost_writes"], 0, "{kind} {sets:?}");
+        // Same seed, same output.
+        let again = sim(kind, sets).unwrap();
+        assert_eq!(
+            serde_json::to_string(&d).unwrap(),
+            serde_json::to_string(&again).unwrap(),
+            "{kind} {sets:?}"
+        );
     }
 }
