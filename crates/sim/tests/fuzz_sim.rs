@@ -169,10 +169,6 @@ proptest! {
             "kswapd-mmap-read"]),
         sets in sets()) {
         let mut sets: Vec<String> = sets.into_iter().filter(|s| applies(kind, s)).collect();
-        // Known bug, kept out of the random search (the ignored regression test
-        // folio_interleave_folio_freed_without_a_mapping in robust.rs): sim.interleave=folio
-        // with OOM kills can free a folio reclaim holds isolated.
-        sets.retain(|s| s != "sim.interleave=folio");
         sets.push("sim.max_model_memory=64M".into());
         if kind == "ycsb-b" {
             sets.push("workload.records=4096".into());

@@ -26,6 +26,11 @@ pub mod pg {
     /// PG_locked: reclaim holds the folio lock (seen by faults only with
     /// `sim.interleave = "folio"`; otherwise no fault can run while it is held).
     pub const LOCKED: u16 = 1 << 14;
+    /// The owner's mm exited while reclaim held the folio isolated: the exit dropped only the
+    /// mapping's reference (zap_pte_range → folio_remove_rmap_ptes), and the isolation
+    /// reference (isolate_lru_folios' folio_try_get) keeps the folio until reclaim's last put
+    /// frees it. `owner`/`index` name nothing any more (the mm restarts as a fresh process).
+    pub const ORPHAN: u16 = 1 << 15;
     /// MGLRU's refs counter (LRU_REFS_WIDTH = 2 bits, include/linux/mm_inline.h): accesses
     /// through file descriptors beyond the first (which sets PG_referenced).
     pub const LRU_REFS_SHIFT: u32 = 12;

@@ -756,6 +756,9 @@ impl Kernel {
             let mut clean = Vec::new();
             let mut back = Vec::new();
             for pfn in ret.into_iter().rev() {
+                if self.put_orphan(pfn) {
+                    continue;
+                }
                 let f = *self.folios.get(pfn);
                 if !skip_retry
                     && !f.test(pg::ACTIVE)

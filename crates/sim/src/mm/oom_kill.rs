@@ -2,7 +2,7 @@
 //! OOM-killed worker at once, so the victim's mm is torn down and reused as a fresh process.
 
 use crate::kernel::{CpuId, Kernel, MmId};
-use crate::mm::folio::{pg, LRU_NONE};
+use crate::mm::folio::pg;
 use crate::mm::pgtable::*;
 
 impl Kernel {
@@ -40,17 +40,24 @@ impl Kernel {
                 None
             };
             if let Some(pfn) = pfn {
-                let f = *self.folios.get(pfn);
-                if f.lru != LRU_NONE {
-                    self.lruvec.del(&mut self.folios, pfn);
-                }
-                if f.test(pg::SWAPCACHE) {
-                    self.swap.free_slot();
-                }
-                self.folios.get_mut(pfn).clear(pg::MAPPED);
-                self.memcg.uncharge(1);
                 self.oracle_discard(pfn);
-                self.folios.free(pfn);
+                let f = self.folios.get_mut(pfn);
+                f.clear(pg::MAPPED);
+                if f.test(pg::LRU) {
+                    // The last reference: __folio_put → __page_cache_release, then freed.
+                    let swapcache = f.test(pg::SWAPCACHE);
+                    self.lruvec.del(&mut self.folios, pfn);
+                    if swapcache {
+                        self.swap.free_slot();
+                    }
+                    self.memcg.uncharge(1);
+                    self.folios.free(pfn);
+                } else {
+                    // Isolated by reclaim (preempted with `sim.interleave = "folio"`): the zap
+                    // drops only the mapping's reference; reclaim's last put frees the folio,
+                    // its charge and its swap slot (free_folio_batch, move_folios_to_lru).
+                    f.set(pg::ORPHAN);
+                }
             }
             self.mms[mm].ptes[vp] = PTE_NONE;
         }

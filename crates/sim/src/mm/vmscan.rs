@@ -314,6 +314,9 @@ impl Kernel {
     fn move_folios_to_lru(&mut self, cpu: CpuId, list: &[Pfn]) {
         self.lru_putback_locked(cpu, list.len() as u64);
         for &pfn in list {
+            if self.put_orphan(pfn) {
+                continue;
+            }
             self.lruvec.add(&mut self.folios, pfn);
             if self.folios.get(pfn).test(pg::ACTIVE) {
                 let n = self.folios.get(pfn).nr_pages();
@@ -420,6 +423,11 @@ impl Kernel {
     /// __remove_mapping: leave a workingset shadow where the folio was.
     pub(crate) fn remove_mapping(&mut self, cpu: CpuId, pfn: Pfn) {
         self.charge(cpu, self.cost.remove_mapping);
+        if self.folios.get(pfn).test(pg::ORPHAN) {
+            // Its mm exited: no page table is left to hold a shadow, only the slot to drop.
+            self.orphan_free_swap(pfn);
+            return;
+        }
         let shadow = self.workingset_eviction(pfn);
         let f = *self.folios.get(pfn);
         if f.test(pg::SWAPCACHE) {
@@ -487,6 +495,13 @@ impl Kernel {
         for pfn in list {
             // A preemption point between folios (sim.interleave = "folio"; no-op otherwise).
             self.reclaim_preempt(cpu);
+            if self.folios.get(pfn).test(pg::ORPHAN) {
+                // Its owner exited meanwhile (exit_mmap): only the isolation reference is
+                // left. The kernel would still swap it out before __remove_mapping frees it;
+                // here it goes straight to the free batch.
+                nr_reclaimed += self.free_it(cpu, &mut ubc, pfn, &mut free);
+                continue;
+            }
             let nr = self.folios.get(pfn).nr_pages();
             // folio_check_dirty_writeback: only page cache is the flushers' business.
             let f = *self.folios.get(pfn);
@@ -670,6 +685,27 @@ impl Kernel {
     pub(crate) fn wakeup_flusher_threads(&mut self, cpu: CpuId) {
         self.writeback_queue.clear();
         self.wb_start_all(cpu);
+    }
+
+    /// Release an orphan's swap slot (put_swap_folio; no mapping is left to take it over).
+    fn orphan_free_swap(&mut self, pfn: Pfn) {
+        if self.folios.get_mut(pfn).test_clear(pg::SWAPCACHE) {
+            self.swap.free_slot();
+        }
+    }
+
+    /// A put of an isolated folio that was the last reference (move_folios_to_lru's
+    /// folio_put_testzero, then mem_cgroup_uncharge_folios and free_unref_folios): true when
+    /// `pfn` was an orphan (pg::ORPHAN) and is freed instead of going back to the LRU.
+    pub(crate) fn put_orphan(&mut self, pfn: Pfn) -> bool {
+        if !self.folios.get(pfn).test(pg::ORPHAN) {
+            return false;
+        }
+        self.orphan_free_swap(pfn);
+        self.memcg.uncharge(self.folios.get(pfn).nr_pages());
+        self.oracle_discard(pfn);
+        self.folios.free(pfn);
+        true
     }
 
     /// folio_free_swap: release a mapped swap-cache folio's slot.
