@@ -14,7 +14,7 @@ pub struct Args {
     pub only: Option<Vec<String>>,
     pub name: Option<String>,
     pub dir: PathBuf,
-    pub from_raw: Option<PathBuf>,
+    pub from_raw: Vec<PathBuf>,
     pub command: String,
 }
 
@@ -113,12 +113,10 @@ pub fn render(cal: &Calibration) -> String {
     s
 }
 
-/// `--from-raw`: the stored measurements with today's derivations. The raw document keeps its
-/// own command; the new derivation is noted with the command that made it.
-fn rederive(path: &std::path::Path, command: &str) -> Result<Calibration> {
+fn load_raw(path: &std::path::Path) -> Result<Calibration> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let mut cal: Calibration = serde_json::from_str(&text).with_context(|| {
+    let cal: Calibration = serde_json::from_str(&text).with_context(|| {
         format!(
             "{} is not a raw calibration document (FILE.calibrate.json)",
             path.display()
@@ -132,8 +130,37 @@ fn rederive(path: &std::path::Path, command: &str) -> Result<Calibration> {
             calibrate::SCHEMA
         );
     }
+    Ok(cal)
+}
+
+/// `--from-raw`: the stored measurements with today's derivations. Several documents combine:
+/// the first gives the machine facts, a later benchmark replaces an earlier one of the same
+/// name, and the notes name every source and the command that combined them.
+fn rederive(paths: &[PathBuf], command: &str) -> Result<Calibration> {
+    let mut cal = load_raw(&paths[0])?;
+    let mut sources = vec![format!("{} ({})", paths[0].display(), cal.command)];
+    for p in &paths[1..] {
+        let more = load_raw(p)?;
+        sources.push(format!("{} ({})", p.display(), more.command));
+        for m in more.measurements {
+            cal.measurements.retain(|x| x.name != m.name);
+            cal.measurements.push(m);
+        }
+        for f in more.families {
+            if !cal.families.contains(&f) {
+                cal.families.push(f);
+            }
+        }
+        cal.loadavg.extend(more.loadavg);
+        cal.seconds += more.seconds;
+    }
     let (costs, checks, mut notes) = calibrate::derive_all(&cal.measurements);
-    notes.retain(|n| !n.starts_with("derived again"));
+    if paths.len() > 1 {
+        notes.push(format!(
+            "measurements combined from: {}",
+            sources.join("; ")
+        ));
+    }
     notes.push(format!(
         "derived again from the stored samples by `{command}`"
     ));
@@ -144,8 +171,8 @@ fn rederive(path: &std::path::Path, command: &str) -> Result<Calibration> {
 }
 
 pub fn run(a: Args) -> Result<()> {
-    if let Some(raw) = &a.from_raw {
-        let cal = rederive(raw, &a.command)?;
+    if !a.from_raw.is_empty() {
+        let cal = rederive(&a.from_raw, &a.command)?;
         return finish(cal, &a);
     }
     let bar = crate::progress_bar(a.json, "families");

@@ -137,11 +137,13 @@ enum Cmd {
         /// Directory for the file benchmarks' data files (a disk filesystem, not tmpfs).
         #[arg(long, default_value = "/var/tmp", value_name = "DIR")]
         dir: PathBuf,
-        /// Measure nothing: derive the costs and checks again from a raw document an earlier
-        /// run wrote (FILE.calibrate.json), e.g. after the derivations changed; no root needed.
-        /// With --out, the new profile keeps the raw samples beside it.
+        /// Measure nothing: derive the costs and checks again from raw documents earlier runs
+        /// wrote (FILE.calibrate.json), e.g. after the derivations changed; no root needed.
+        /// Repeat it to combine runs (say, one family measured later): a benchmark in a later
+        /// file replaces the same benchmark of an earlier one. With --out, the new profile
+        /// keeps the combined samples beside it.
         #[arg(long, value_name = "FILE.calibrate.json", conflicts_with_all = ["quick", "only"])]
-        from_raw: Option<PathBuf>,
+        from_raw: Vec<PathBuf>,
     },
     /// Before/After/Delta table: of two result files (host or sim, in any mix), or of two
     /// simulations of one scenario: `compare SCENARIO --before 6.18 --after 6.18+batch-dirty-flush`;

@@ -68,3 +68,33 @@ fn refuses_a_file_that_is_not_a_raw_document() {
     assert_ne!(code, 0);
     assert!(err.contains("cannot read"), "{err}");
 }
+
+#[test]
+fn a_later_document_replaces_the_same_benchmark() {
+    let t = tempfile::tempdir().unwrap();
+    let raw = raw();
+    let mut later: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&raw).unwrap()).unwrap();
+    later["command"] = "reclaimlab calibrate --only access".into();
+    let ms = later["measurements"].as_array_mut().unwrap();
+    ms.retain(|m| m["name"] == "clear-page");
+    ms[0]["samples"] = serde_json::json!([500.0, 500.0, 500.0]);
+    ms[0]["median"] = 500.0.into();
+    let later_path = t.path().join("later.calibrate.json");
+    std::fs::write(&later_path, later.to_string()).unwrap();
+    let (code, out, err) = run(&[
+        "calibrate",
+        "--from-raw",
+        raw.to_str().unwrap(),
+        "--from-raw",
+        later_path.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let cal: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(cal["costs"]["zero_page"]["ns"], 500.0);
+    // Everything else still comes from the first document.
+    assert!(cal["costs"]["ipi_handle"]["ns"].as_f64().unwrap() > 5000.0);
+    let notes = cal["notes"].to_string();
+    assert!(notes.contains("--only access"), "{notes}");
+}

@@ -9,6 +9,7 @@
 //! through [`crate::cleanup`], as in `bench`.
 
 pub mod child;
+pub mod cycle;
 pub mod derive;
 pub mod fault;
 pub mod flush;
@@ -26,6 +27,7 @@ pub mod zram;
 
 use crate::cgroup::MemcgRoot;
 use crate::cleanup::Cleanup;
+use crate::counters;
 use anyhow::{bail, Context, Result};
 use derive::{Check, Derived};
 use mem::Data;
@@ -37,7 +39,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// The benchmark families, in the order they run (`--only` takes a subset).
-pub const FAMILIES: [&str; 9] = [
+pub const FAMILIES: [&str; 10] = [
     "parallel",
     "fault",
     "access",
@@ -47,6 +49,7 @@ pub const FAMILIES: [&str; 9] = [
     "readahead",
     "reclaim",
     "contention",
+    "cycle",
 ];
 
 pub const SCHEMA: &str = "reclaimlab-calibrate/1";
@@ -223,6 +226,7 @@ pub fn calibrate(opts: &Options) -> Result<Calibration> {
             "readahead" => fam_readahead(&ctx),
             "reclaim" => fam_reclaim(&ctx),
             "contention" => fam_contention(&ctx),
+            "cycle" => fam_cycle(&ctx),
             _ => unreachable!(),
         };
         match r {
@@ -627,6 +631,83 @@ fn fam_reclaim(ctx: &Ctx) -> Result<Vec<Measurement>> {
     Ok(v)
 }
 
+/// The swap-in/reclaim cycle profiled with perf (cycle.rs): per stolen page, each class of
+/// kernel work; several windows, one sample each.
+fn fam_cycle(ctx: &Ctx) -> Result<Vec<Measurement>> {
+    cycle::perf_available()?;
+    ensure_swap(ctx)?;
+    let quick = ctx.sizes.samples <= 5;
+    let (limit_pages, warm, secs, windows) = if quick {
+        (8192usize, 1.0f64, 2.0f64, 2usize)
+    } else {
+        (16384, 2.0, 4.0, 3)
+    };
+    let freq = 4999;
+    let mut got: Vec<cycle::Window> = Vec::new();
+    for _ in 0..windows {
+        let (cg, undo) = child::fresh_memcg(ctx.root, ctx.cleanup)?;
+        cg.set_limit((limit_pages * mem::PAGE) as u64)?;
+        let dir = ctx.dir.to_path_buf();
+        let prof = std::thread::spawn(
+            move || -> Result<(String, counters::Snapshot, counters::Snapshot, f64)> {
+                std::thread::sleep(Duration::from_secs_f64(warm));
+                let before = counters::Snapshot::take(None);
+                let t = Instant::now();
+                let text = cycle::record_cpu0(&dir, secs, freq)?;
+                let took = t.elapsed().as_secs_f64();
+                Ok((text, before, counters::Snapshot::take(None), took))
+            },
+        );
+        let run = child::run_in(&cg, ctx.cleanup, "reclaim cycle", CHILD_LIMIT, move || {
+            mem::pin(0)?;
+            let r = mem::Region::anon(2 * limit_pages)?;
+            let until = Instant::now() + Duration::from_secs_f64(warm + secs + 1.0);
+            let mut touched = 0u64;
+            while Instant::now() < until {
+                for i in 0..r.pages() {
+                    // One byte per page, as anon-sweep's worker: the page stays nearly zero.
+                    r.write(i, r.read(i).wrapping_add(1));
+                }
+                touched += r.pages() as u64;
+            }
+            Ok((std::process::id() as i64, touched))
+        });
+        let prof = prof
+            .join()
+            .map_err(|_| anyhow::anyhow!("the perf thread panicked"))?;
+        undo.run()?;
+        let (pid, _touched) = run?;
+        let (text, before, after, took) = prof?;
+        let d = |k: &str| {
+            after
+                .vmstat
+                .get(k)
+                .copied()
+                .unwrap_or(0)
+                .saturating_sub(before.vmstat.get(k).copied().unwrap_or(0))
+        };
+        let w = cycle::Window {
+            classes: cycle::classes(&cycle::parse_script(&text), pid),
+            freq,
+            pgsteal: d("pgsteal_anon"),
+            pgscan: d("pgscan_anon"),
+            pswpin: d("pswpin"),
+            pgfault: d("pgfault"),
+            seconds: took,
+        };
+        if w.total_samples() < 100 || w.pgsteal == 0 {
+            bail!(
+                "the profiled window had {} samples of the sweeping task and {} steals: perf \
+                 cannot sample the kernel here, or the cycle did not reclaim",
+                w.total_samples(),
+                w.pgsteal
+            );
+        }
+        got.push(w);
+    }
+    cycle::measurements(&got, limit_pages)
+}
+
 fn fam_contention(ctx: &Ctx) -> Result<Vec<Measurement>> {
     let s = ctx.sizes;
     let n = s.reclaim_pages;
@@ -859,6 +940,7 @@ pub fn derive_all(ms: &[Measurement]) -> (BTreeMap<String, Derived>, Vec<Check>,
     }
     derive_ipi_delivery(ms, &mut costs, &mut notes);
     paths::derive(ms, &mut costs, &mut notes);
+    cycle::derive(ms, &mut costs, &mut notes);
     let checks = checks(ms, &costs);
     (costs, checks, notes)
 }
