@@ -154,13 +154,26 @@ pub struct Window {
     pub pswpin: u64,
     pub pgfault: u64,
     pub seconds: f64,
+    /// The sweeping task's CPU time over the window (/proc/PID/schedstat), ns; 0 if unknown.
+    /// Samples are shares of it: perf lowers its rate when sampling takes too long
+    /// (perf_event_max_sample_rate), so the nominal period would understate the time.
+    pub task_ns: u64,
 }
 
 impl Window {
     /// ns per stolen page charged to `class` (None without steals).
     pub fn per_steal(&self, class: &str) -> Option<f64> {
         let n = *self.classes.get(class).unwrap_or(&0) as f64;
-        (self.pgsteal > 0).then(|| n * 1e9 / self.freq as f64 / self.pgsteal as f64)
+        (self.pgsteal > 0).then(|| n * self.ns_per_sample() / self.pgsteal as f64)
+    }
+    /// CPU time a sample stands for: the task's time over its samples, or the nominal period.
+    pub fn ns_per_sample(&self) -> f64 {
+        let total = self.total_samples();
+        if self.task_ns > 0 && total > 0 {
+            self.task_ns as f64 / total as f64
+        } else {
+            1e9 / self.freq as f64
+        }
     }
     pub fn total_samples(&self) -> u64 {
         self.classes.values().sum()
@@ -177,6 +190,26 @@ pub fn perf_available() -> Result<()> {
         bail!("perf --version failed");
     }
     Ok(())
+}
+
+/// Summed run time (ns) of every thread of the processes in `procs` (/proc/PID/task/*/schedstat).
+pub fn cpu_ns(procs: &[i32]) -> u64 {
+    let mut t = 0;
+    for p in procs {
+        let Ok(rd) = std::fs::read_dir(format!("/proc/{p}/task")) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            if let Ok(s) = std::fs::read_to_string(e.path().join("schedstat")) {
+                t += s
+                    .split_whitespace()
+                    .next()
+                    .and_then(|x| x.parse::<u64>().ok())
+                    .unwrap_or(0);
+            }
+        }
+    }
+    t
 }
 
 /// `perf record` of CPU 0 with call graphs for `seconds`, then its samples as text.
@@ -236,7 +269,7 @@ pub fn measurements(ws: &[Window], limit_pages: usize) -> Result<Vec<Measurement
     };
     let total: Vec<f64> = ws
         .iter()
-        .map(|w| w.total_samples() as f64 * 1e9 / w.freq as f64 / w.pgsteal as f64)
+        .map(|w| w.total_samples() as f64 * w.ns_per_sample() / w.pgsteal as f64)
         .collect();
     v.push(
         Measurement::new(
@@ -435,14 +468,17 @@ reclaimlab 4242 [000]
             !c.contains_key("fault"),
             "another task's samples are not counted"
         );
-        let w = Window {
+        let mut w = Window {
             classes: c,
             freq: 1000,
             pgsteal: 2,
             ..Default::default()
         };
-        // One sample = 1 ms of CPU; over 2 steals, 0.5 ms each.
+        // One sample = 1 ms of CPU at the nominal rate; over 2 steals, 0.5 ms each.
         assert_eq!(w.per_steal("user"), Some(500_000.0));
         assert_eq!(w.total_samples(), 4);
+        // With the task's measured CPU time (8 ms for 4 samples) a sample is 2 ms.
+        w.task_ns = 8_000_000;
+        assert_eq!(w.per_steal("user"), Some(1_000_000.0));
     }
 }

@@ -648,16 +648,28 @@ fn fam_cycle(ctx: &Ctx) -> Result<Vec<Measurement>> {
         let (cg, undo) = child::fresh_memcg(ctx.root, ctx.cleanup)?;
         cg.set_limit((limit_pages * mem::PAGE) as u64)?;
         let dir = ctx.dir.to_path_buf();
+        let cg_procs = cg.clone();
         let prof = std::thread::spawn(
-            move || -> Result<(String, counters::Snapshot, counters::Snapshot, f64)> {
+            move || -> Result<(String, counters::Snapshot, counters::Snapshot, f64, u64)> {
+                // perf and its sampling stay off the measured CPU.
+                mem::pin(1)?;
                 std::thread::sleep(Duration::from_secs_f64(warm));
+                let procs = cg_procs.pids().unwrap_or_default();
+                let cpu0 = cycle::cpu_ns(&procs);
                 let before = counters::Snapshot::take(None);
                 let t = Instant::now();
                 let text = cycle::record_cpu0(&dir, secs, freq)?;
                 let took = t.elapsed().as_secs_f64();
-                Ok((text, before, counters::Snapshot::take(None), took))
+                let after = counters::Snapshot::take(None);
+                let task_ns = cycle::cpu_ns(&procs).saturating_sub(cpu0);
+                Ok((text, before, after, took, task_ns))
             },
         );
+        // Fork from CPU 0: a child that ever ran on CPU 1 keeps it in its mm_cpumask (6.18
+        // trims the mask only on flushes that name the mm), and try_to_unmap would then defer
+        // its flushes and send IPIs to whatever runs there.
+        let saved = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))?;
+        mem::pin(0)?;
         let run = child::run_in(&cg, ctx.cleanup, "reclaim cycle", CHILD_LIMIT, move || {
             mem::pin(0)?;
             let r = mem::Region::anon(2 * limit_pages)?;
@@ -672,12 +684,13 @@ fn fam_cycle(ctx: &Ctx) -> Result<Vec<Measurement>> {
             }
             Ok((std::process::id() as i64, touched))
         });
+        nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &saved)?;
         let prof = prof
             .join()
             .map_err(|_| anyhow::anyhow!("the perf thread panicked"))?;
         undo.run()?;
         let (pid, _touched) = run?;
-        let (text, before, after, took) = prof?;
+        let (text, before, after, took, task_ns) = prof?;
         let d = |k: &str| {
             after
                 .vmstat
@@ -694,6 +707,7 @@ fn fam_cycle(ctx: &Ctx) -> Result<Vec<Measurement>> {
             pswpin: d("pswpin"),
             pgfault: d("pgfault"),
             seconds: took,
+            task_ns,
         };
         if w.total_samples() < 100 || w.pgsteal == 0 {
             bail!(
