@@ -13,6 +13,9 @@ pub fn mmap_rw_model(write: bool, random: bool) -> AccessModel {
         bogo_units_per_store: 0,
         one_cycle: false,
         ycsb: None,
+        // bench's worker (crates/host/src/workers/mod.rs, Mapping::touch) reads the byte it
+        // then writes.
+        load_before_store: write,
     }
 }
 
@@ -24,5 +27,6 @@ pub fn populate_model() -> AccessModel {
         bogo_units_per_store: 0,
         one_cycle: true,
         ycsb: None,
+        load_before_store: false,
     }
 }
