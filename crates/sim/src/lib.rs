@@ -213,6 +213,8 @@ fn simulate_with(
                 cache: vec![0; pages as usize],
             });
             e.k.file_readahead_setup(&cfg);
+            // bench's data file: fallocated, never written before the run.
+            e.k.file_fallocated(0);
             let mm = e.k.mm_alloc(pages, Backing::File(0), w.write);
             for i in 0..w.threads {
                 // As bench's worker: thread i starts at i/threads of the file and sweeps the
@@ -271,6 +273,7 @@ fn simulate_with(
                 cache: vec![0; pages as usize],
             });
             e.k.file_readahead_setup(&cfg);
+            e.k.file_fallocated(0);
             let mm = e.k.mm_alloc(pages, Backing::File(0), false);
             for i in 0..w.threads {
                 let (s, t) = slice(pages, w.threads, i);

@@ -139,6 +139,16 @@ pub fn build(
             }),
         );
     }
+    if k.ra.pages_zeroed + k.ra.pages_from_device > 0 {
+        extra.insert("file_pages_zeroed".into(), j(k.ra.pages_zeroed));
+        extra.insert(
+            "file_pages_read_from_device".into(),
+            j(k.ra.pages_from_device),
+        );
+    }
+    if k.ra.fault_around_pages > 0 {
+        extra.insert("fault_around_pages".into(), j(k.ra.fault_around_pages));
+    }
     if k.ra.folios_by_order.iter().any(|&n| n > 0) {
         extra.insert(
             "readahead_folios_by_order".into(),

@@ -347,6 +347,8 @@ impl Kernel {
         let f = self.folios.get_mut(pfn);
         f.clear(pg::WRITEBACK);
         let n = f.nr_pages();
+        let (file, first) = (f.owner as usize, f.index as u64);
+        self.file_block_written(file, first, n);
         self.wb.nr_writeback -= n;
         let f = self.folios.get_mut(pfn);
         if !f.test_clear(pg::RECLAIM) {
