@@ -197,21 +197,6 @@ impl Kernel {
         self.in_reclaim_preempt = false;
     }
 
-    /// A load and then a store to one byte of page `vp` (an increment through a mapping): the
-    /// load may fault the page in (a read fault, mapped read-only on a shared file mapping
-    /// with dirty accounting), the store then takes the write-protect fault. The page's CPU
-    /// time (`touch_page`) is charged once, with the store.
-    fn load_then_store(&mut self, cpu: CpuId, mm: crate::kernel::MmId, vp: u64) -> Access {
-        let load = self.user_access_ns(cpu, mm, vp, false, 0);
-        if matches!(load, Access::Killed | Access::Blocked) {
-            return load;
-        }
-        match self.user_access(cpu, mm, vp, true) {
-            Access::TlbHit | Access::Walk if load == Access::Fault => Access::Fault,
-            a => a,
-        }
-    }
-
     /// One step of task `t` on `cpu`.
     pub fn engine_step(&mut self, cpu: CpuId, t: TaskId) {
         self.steps += 1;
@@ -245,7 +230,6 @@ impl Kernel {
                 Some(Sweep::Populate) => k.populate_read(cpu, mm, vp),
                 Some(Sweep::Pass(p)) => k.user_access_ns(cpu, mm, vp, write, u64::from(p.ns)),
                 _ if m.ycsb.as_ref().is_some_and(|y| y.fd) => k.filemap_rw(cpu, mm, vp, write),
-                _ if write && m.load_before_store => k.load_then_store(cpu, mm, vp),
                 _ => k.user_access(cpu, mm, vp, write),
             };
             if a == Access::Killed {

@@ -37,7 +37,6 @@ pub fn access_model(w: &AnonSweep) -> AccessModel {
         bogo_units_per_store: 0,
         one_cycle: false,
         ycsb: None,
-        load_before_store: false,
     }
 }
 

@@ -13,9 +13,6 @@ pub fn mmap_rw_model(write: bool, random: bool) -> AccessModel {
         bogo_units_per_store: 0,
         one_cycle: false,
         ycsb: None,
-        // bench's worker (crates/host/src/workers/mod.rs, Mapping::touch) reads the byte it
-        // then writes.
-        load_before_store: write,
     }
 }
 
@@ -27,6 +24,5 @@ pub fn populate_model() -> AccessModel {
         bogo_units_per_store: 0,
         one_cycle: true,
         ycsb: None,
-        load_before_store: false,
     }
 }

@@ -195,8 +195,4 @@ pub struct AccessModel {
     pub one_cycle: bool,
     /// YCSB operations instead of sweeps (`ycsb-b`): each access is one operation.
     pub ycsb: Option<ycsb::YcsbGen>,
-    /// Every store is preceded by a load of the same byte (bench's file-mmap-rw worker
-    /// increments a byte: read_volatile, then write_volatile), so a store to a page that is
-    /// not mapped is a read fault followed by a write-protect fault.
-    pub load_before_store: bool,
 }

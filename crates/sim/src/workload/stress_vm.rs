@@ -596,7 +596,6 @@ pub fn access_model(
         bogo_units_per_store: 0,
         one_cycle: false,
         ycsb: None,
-        load_before_store: false,
     })
 }
 

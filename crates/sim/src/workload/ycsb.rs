@@ -125,7 +125,6 @@ pub fn access_model(w: &YcsbB) -> AccessModel {
         bogo_units_per_store: 0,
         one_cycle: false,
         ycsb: Some(YcsbGen::new(w)),
-        load_before_store: false,
     }
 }
 
