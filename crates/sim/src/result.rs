@@ -146,6 +146,9 @@ pub fn build(
             j(k.ra.pages_from_device),
         );
     }
+    if k.ra.charge_failures > 0 {
+        extra.insert("readahead_charge_failures".into(), j(k.ra.charge_failures));
+    }
     if k.ra.fault_around_pages > 0 {
         extra.insert("fault_around_pages".into(), j(k.ra.fault_around_pages));
     }

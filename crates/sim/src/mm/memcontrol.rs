@@ -73,6 +73,45 @@ impl MemCgroup {
 }
 
 impl Kernel {
+    /// try_charge_memcg with __GFP_NORETRY (readahead_gfp_mask): one reclaim call and a
+    /// drain of the per-CPU stocks, then give up (`goto nomem`) instead of retrying,
+    /// throttling or invoking the OOM killer. Returns whether the charge succeeded.
+    pub fn try_charge_noretry(&mut self, cpu: CpuId, nr: u64) -> bool {
+        let mut drained = false;
+        let mut reclaimed_once = false;
+        loop {
+            if self.memcg.stock[cpu] >= nr {
+                self.memcg.stock[cpu] -= nr;
+                return true;
+            }
+            let batch = MEMCG_CHARGE_BATCH.max(nr);
+            self.charge(cpu, self.cost.memcg_charge);
+            if self.memcg.try_counter(batch) {
+                self.memcg.stock[cpu] += batch - nr;
+                return true;
+            }
+            if batch > nr && self.memcg.try_counter(nr) {
+                return true;
+            }
+            // The kernel retries the charge after a reclaim that made margin (`goto retry`),
+            // so a call that freed something is followed by another attempt.
+            if !reclaimed_once || self.memcg.margin() >= nr {
+                reclaimed_once = true;
+                self.try_to_free_mem_cgroup_pages(cpu, nr);
+                if self.memcg.margin() >= nr {
+                    continue;
+                }
+            }
+            if !drained {
+                drained = true;
+                self.memcg.drain_all_stock();
+                continue;
+            }
+            self.ra.charge_failures += 1;
+            return false;
+        }
+    }
+
     /// try_charge_memcg for `nr` pages from `cpu`, reclaiming synchronously on that CPU.
     pub fn try_charge(&mut self, cpu: CpuId, nr: u64) -> Charge {
         let mut retries = MAX_RECLAIM_RETRIES;

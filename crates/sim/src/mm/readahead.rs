@@ -66,6 +66,8 @@ pub struct Readahead {
     pub pages_read: u64,
     /// Pages fault-around mapped (filemap_map_pages), the faulting ones included.
     pub fault_around_pages: u64,
+    /// Readahead windows cut short because a folio's __GFP_NORETRY charge failed.
+    pub charge_failures: u64,
     /// Per file, the pages whose blocks are allocated but unwritten (fallocate: an unwritten
     /// extent); empty = every block holds data. Reading an unwritten block is no I/O: the
     /// filesystem zeroes the folio (ext4_mpage_readpages treats a block that ext4_map_blocks
@@ -311,12 +313,26 @@ impl Kernel {
                 self.file_folio_extent_at(file, idx, o)
             };
             let nr = 1u64 << order;
-            let Some(pfn) = self.alloc_charged_folio(cpu, mm, 0, file as u32, first as u32, order)
-            else {
+            // readahead_gfp_mask is __GFP_NORETRY: in a memcg whose reclaim frees nothing
+            // (dirty pages, writeback) the charge fails and page_cache_ra_unbounded stops at
+            // -ENOMEM; the faulting page, if not read yet, is then allocated by filemap_fault
+            // with the fault's own gfp.
+            if !self.prepare_alloc_pages(cpu, nr) {
                 // The fault is retried in the next step and reads the rest of this window.
                 self.ra.state[file].resume = true;
                 return false;
-            };
+            }
+            let gen = self.mm_generation(mm);
+            if !self.try_charge_noretry(cpu, nr) {
+                break;
+            }
+            if self.mm_generation(mm) != gen {
+                // OOM-killed while another CPU ran (reclaim preemption points).
+                self.memcg.uncharge(nr);
+                self.ra.state[file].resume = true;
+                return false;
+            }
+            let pfn = self.folios.alloc_order(0, file as u32, first as u32, order);
             let cost = self.file_read_cost(file, first, nr);
             self.charge(cpu, cost);
             let slot = self.files[file].cache[first as usize];
