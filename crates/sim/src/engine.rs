@@ -116,6 +116,14 @@ impl<'a> Engine<'a> {
                 self.k.with_rqs(|k, rqs| k.kswapd_step(rqs, cpu));
             } else {
                 self.k.engine_step(cpu, t);
+                // A wait the step's kernel work ended in (a device read, reclaim_throttle):
+                // the task sleeps and its CPU is free (mm/page_writeback.rs).
+                if let Some(at) = self.k.take_sleep(cpu) {
+                    let c = &self.k.cpus[cpu];
+                    if c.curr == Some(t) && !self.k.tasks[t].done && at > c.clock {
+                        self.k.with_rqs(|k, rqs| k.block_task(rqs, cpu, Some(at)));
+                    }
+                }
             }
             // A wakeup_kswapd during the step places kswapd now (mm/kswapd.rs).
             self.k.with_rqs(|k, rqs| k.kthread_wakeups(rqs, cpu, now));

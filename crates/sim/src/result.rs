@@ -136,6 +136,7 @@ pub fn build(
                 "balance_dirty_pages_pause_ms": k.wb.dirty_pause_ns / 1_000_000,
                 "reclaim_folio_wait_writeback": k.wb.reclaim_writeback_waits,
                 "reclaim_throttle_writeback": k.wb.reclaim_throttles,
+                "reclaim_throttle_sleeps": k.wb.throttle_sleeps,
             }),
         );
     }
@@ -144,6 +145,12 @@ pub fn build(
         extra.insert(
             "file_pages_read_from_device".into(),
             j(k.ra.pages_from_device),
+        );
+    }
+    if k.wb.io_wait_ns > 0 {
+        extra.insert(
+            "file_read_wait_seconds".into(),
+            serde_json::Value::from(k.wb.io_wait_ns as f64 / 1e9),
         );
     }
     if k.ra.charge_failures > 0 {

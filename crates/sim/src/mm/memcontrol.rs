@@ -23,6 +23,8 @@ pub struct MemCgroup {
 
 pub enum Charge {
     Ok,
+    /// The charging task sleeps (reclaim_throttle) and retries the allocation afterwards.
+    Throttled,
     /// The memcg OOM killer ran (the victim is gone; the faulting task retries or died).
     Oom,
 }
@@ -145,6 +147,10 @@ impl Kernel {
                 continue;
             }
             if reclaimed == 0 && self.reclaim_throttle_writeback(cpu) {
+                if self.sleep_pending(cpu) {
+                    // The task sleeps in reclaim_throttle; the fault is retried after it.
+                    return Charge::Throttled;
+                }
                 continue;
             }
             if retries > 0 {

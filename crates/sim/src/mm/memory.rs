@@ -175,6 +175,7 @@ impl Kernel {
                     }
                     return Some(self.folios.alloc_order(flags, owner, index, order));
                 }
+                Charge::Throttled => return None,
                 Charge::Oom => {
                     if self.mm_generation(mm) != gen {
                         return None;
@@ -383,8 +384,7 @@ impl Kernel {
             return true;
         }
         self.vmstat.pgmajfault += 1;
-        let cost = self.file_read_cost(file, start, nr);
-        self.charge(cpu, cost);
+        self.file_fill(cpu, file, start, nr);
         if slot & PTE_SWP != 0 {
             self.workingset_refault(pfn, slot & PTE_LOW_MASK);
         }

@@ -88,9 +88,64 @@ pub struct Writeback {
     pub dirty_wait_pages: u64,
     pub reclaim_wait_ns: u64,
     pub reclaim_wait_pages: u64,
+    /// Per CPU: the running task sleeps until this time when its step ends (device reads it
+    /// waits on, reclaim_throttle); and the summed device-read waits (ns).
+    pub sleep_until: Vec<Option<u64>>,
+    pub io_wait_ns: u64,
+    pub throttle_sleeps: u64,
 }
 
 impl Kernel {
+    /// Whether the task running on `cpu` can take a sleep at the end of its engine step: a
+    /// workload task (kswapd's and background steps have no such hand-over; they keep the
+    /// old behaviour of waiting on their CPU's clock).
+    fn can_sleep(&self, cpu: CpuId) -> bool {
+        self.cpus[cpu]
+            .curr
+            .is_some_and(|t| !self.tasks[t].kthread && !self.runner.rqs_out)
+    }
+
+    /// The task running on `cpu` sleeps until `until` when its current step ends. A wait in
+    /// the middle of a kernel path is taken at the end of the step (the work after the wait
+    /// point is done before it, an approximation of the task's own order); the CPU is free
+    /// for other tasks meanwhile and its idle time is not charged to the task.
+    pub fn sleep_after_step(&mut self, cpu: CpuId, until: u64) {
+        if self.wb.sleep_until.len() <= cpu {
+            self.wb.sleep_until.resize(self.nr_cpus(), None);
+        }
+        let s = &mut self.wb.sleep_until[cpu];
+        *s = Some(s.map_or(until, |t| t.max(until)));
+    }
+
+    /// The pending sleep of `cpu`'s task (taken by the engine after the step).
+    pub fn take_sleep(&mut self, cpu: CpuId) -> Option<u64> {
+        self.wb.sleep_until.get_mut(cpu).and_then(Option::take)
+    }
+
+    /// `ns` of device reads the faulting task on `cpu` waits for (after any wait already
+    /// pending): a sleep, not CPU time (a kernel thread's or a non-workload step's read is
+    /// charged to its CPU as before).
+    pub fn io_wait(&mut self, cpu: CpuId, ns: u64) {
+        if ns == 0 {
+            return;
+        }
+        if !self.can_sleep(cpu) {
+            self.charge(cpu, ns);
+            return;
+        }
+        self.wb.io_wait_ns += ns;
+        let now = self.cpus[cpu].clock;
+        let base = self
+            .wb
+            .sleep_until
+            .get(cpu)
+            .copied()
+            .flatten()
+            .unwrap_or(now)
+            .max(now);
+        self.sleep_after_step(cpu, base + ns);
+    }
+
     /// folio_mark_dirty for a page-cache folio (anon folios just get PG_dirty).
     pub fn folio_mark_dirty(&mut self, pfn: Pfn) {
         let f = self.folios.get_mut(pfn);
@@ -330,15 +385,29 @@ impl Kernel {
     /// writes are in flight, so the reclaimer sleeps until the next write completes (at most
     /// HZ/10) instead of declaring OOM, then lets the completions run. False when nothing is in
     /// flight (throttling would not help).
+    /// The sleep is a real one for a workload task (`sleep_after_step`): its CPU runs other
+    /// tasks (the flusher) or idles meanwhile.
     pub fn reclaim_throttle_writeback(&mut self, cpu: CpuId) -> bool {
         let Some(&(done, _)) = self.wb.inflight.front() else {
             return false;
         };
         self.wb.reclaim_throttles += 1;
         let now = self.cpus[cpu].clock;
-        self.cpus[cpu].clock = done.clamp(now, now + RECLAIM_THROTTLE_NS);
-        self.writeback_poll(cpu);
+        let until = done.clamp(now, now + RECLAIM_THROTTLE_NS);
+        if self.can_sleep(cpu) {
+            self.wb.throttle_sleeps += 1;
+            self.sleep_after_step(cpu, until);
+        } else {
+            self.cpus[cpu].clock = until;
+            self.writeback_poll(cpu);
+        }
         true
+    }
+
+    /// A sleep is pending for `cpu`'s task (the charge it is in gives up and the fault is
+    /// retried after the sleep).
+    pub fn sleep_pending(&self, cpu: CpuId) -> bool {
+        self.wb.sleep_until.get(cpu).is_some_and(Option::is_some)
     }
 
     /// folio_end_writeback: clear PG_writeback; a PG_reclaim folio that is still clean and on

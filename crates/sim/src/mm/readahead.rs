@@ -194,9 +194,19 @@ impl Kernel {
         }
     }
 
+    /// Fill pages `first..first + nr` of `file` on a miss from `cpu`: zeroing a hole or an
+    /// unwritten block is CPU time; a device read (`file_read_page` per page) is I/O the
+    /// faulting task sleeps on (filemap_fault waits for the folio's read: folio_lock).
+    pub fn file_fill(&mut self, cpu: CpuId, file: usize, first: u64, nr: u64) {
+        let (zero, read) = self.file_read_cost(file, first, nr);
+        self.charge(cpu, zero);
+        self.io_wait(cpu, read);
+    }
+
     /// Cost of filling pages `first..first + nr` of `file` on a miss: zeroing for a hole of
-    /// a sparse file or an unwritten block, else the device read (`file_read_page`).
-    pub fn file_read_cost(&mut self, file: usize, first: u64, nr: u64) -> u64 {
+    /// a sparse file or an unwritten block, and the device read (`file_read_page`) of the
+    /// others, as (zeroing ns, device ns).
+    pub fn file_read_cost(&mut self, file: usize, first: u64, nr: u64) -> (u64, u64) {
         let zeroed = if self.ra.sparse {
             nr
         } else {
@@ -207,7 +217,10 @@ impl Kernel {
         };
         self.ra.pages_zeroed += zeroed;
         self.ra.pages_from_device += nr - zeroed;
-        zeroed * self.cost.zero_page + (nr - zeroed) * self.cost.file_read_page
+        (
+            zeroed * self.cost.zero_page,
+            (nr - zeroed) * self.cost.file_read_page,
+        )
     }
 
     /// The readahead part of filemap_fault for page `vp` of `file` (mapped by `mm`), run
@@ -333,8 +346,7 @@ impl Kernel {
                 return false;
             }
             let pfn = self.folios.alloc_order(0, file as u32, first as u32, order);
-            let cost = self.file_read_cost(file, first, nr);
-            self.charge(cpu, cost);
+            self.file_fill(cpu, file, first, nr);
             let slot = self.files[file].cache[first as usize];
             if slot & PTE_SWP != 0 {
                 self.workingset_refault(pfn, slot & PTE_LOW_MASK);
