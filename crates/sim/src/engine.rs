@@ -112,6 +112,8 @@ impl<'a> Engine<'a> {
             let t = self.k.cpus[cpu].curr.expect("busy CPU");
             if self.k.sched.se[t].class == crate::sched::Class::Background {
                 self.k.with_rqs(|k, rqs| k.background_step(rqs, cpu, t));
+            } else if self.k.wb.flusher == Some(t) {
+                self.k.with_rqs(|k, rqs| k.flusher_step(rqs, cpu));
             } else if self.k.tasks[t].kthread {
                 self.k.with_rqs(|k, rqs| k.kswapd_step(rqs, cpu));
             } else {
@@ -127,6 +129,10 @@ impl<'a> Engine<'a> {
             }
             // A wakeup_kswapd during the step places kswapd now (mm/kswapd.rs).
             self.k.with_rqs(|k, rqs| k.kthread_wakeups(rqs, cpu, now));
+            // ... and a wakeup_flusher_threads the flusher thread.
+            if self.k.wb.flusher_wake_pending {
+                self.k.with_rqs(|k, rqs| k.flusher_wakeup(rqs, cpu, now));
+            }
         }
         self.k.sched_account_running();
         self.k.with_rqs(|k, rqs| k.check_sched(rqs, "end of run"));

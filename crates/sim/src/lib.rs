@@ -226,6 +226,9 @@ fn simulate_with(
                 }
             }
             e.place_tasks();
+            // The flusher runs as a kernel thread (created after the workers are placed: it
+            // sleeps until reclaim first wakes it).
+            e.k.flusher_run();
             e.run_until(duration, duration);
             let touched: u64 = e.k.tasks.iter().map(|t| t.pages_touched).sum();
             Ok(finish(

@@ -123,6 +123,10 @@ pub fn build(
                 "periodic": k.wb.runs_periodic,
             }),
         );
+        if k.wb.flusher.is_some() {
+            extra.insert("flusher_steps".into(), j(k.wb.flusher_steps));
+            extra.insert("flusher_steps_lazy".into(), j(k.wb.flusher_steps_lazy));
+        }
     }
     // The host's /proc/vmstat names for the writeback model's counts (page-cache pages).
     counters.insert("nr_written".into(), k.wb.nr_written);

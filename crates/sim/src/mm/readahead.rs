@@ -346,7 +346,15 @@ impl Kernel {
                 return false;
             }
             let pfn = self.folios.alloc_order(0, file as u32, first as u32, order);
-            self.file_fill(cpu, file, first, nr);
+            if major || resume {
+                self.file_fill(cpu, file, first, nr);
+            } else {
+                // page_cache_async_ra: the reads are submitted and the task goes on; the
+                // device works in the background (its read bandwidth is not modelled, so a
+                // reader that catches up with the window does not wait for it).
+                let (zero, _read) = self.file_read_cost(file, first, nr);
+                self.charge(cpu, zero);
+            }
             let slot = self.files[file].cache[first as usize];
             if slot & PTE_SWP != 0 {
                 self.workingset_refault(pfn, slot & PTE_LOW_MASK);

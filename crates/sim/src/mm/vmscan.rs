@@ -663,7 +663,8 @@ impl Kernel {
     }
 
     /// wakeup_flusher_threads(WB_REASON_VMSCAN): the flusher writes every dirty page-cache
-    /// folio; the writes take device time (mm/page_writeback.rs). Its page_mkclean flushes are
+    /// folio; the writes take device time (mm/page_writeback.rs). With the flusher thread
+    /// the work is queued for it; without, it runs at once and its page_mkclean flushes are
     /// sent from `cpu` as a stand-in for the flusher's CPU.
     pub(crate) fn wakeup_flusher_threads(&mut self, cpu: CpuId) {
         self.writeback_queue.clear();
