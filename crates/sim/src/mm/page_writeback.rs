@@ -276,14 +276,16 @@ impl Kernel {
 
     /// wakeup_flusher_threads(WB_REASON_VMSCAN): the flusher writes every dirty page. With
     /// the flusher thread (`flusher_run`) this queues the start-all work (nothing if one is
-    /// queued already: WB_start_all) and wakes the thread, which writes the pages dirty now
-    /// (get_nr_dirty_pages), cyclically from each file's writeback_index, in its own steps;
+    /// queued already: WB_start_all) and wakes the thread, which writes the pages dirty when
+    /// it starts the work (get_nr_dirty_pages), cyclically from each file's writeback_index,
+    /// in its own steps;
     /// else the pages are written at once from `cpu`.
     pub fn wb_start_all(&mut self, cpu: CpuId) {
         if self.wb.flusher.is_some() {
             if self.wb.start_all.is_none() && self.wb.nr_dirty > 0 {
                 self.wb.runs_vmscan += 1;
-                self.wb.start_all = Some(self.wb.nr_dirty);
+                // wb_check_start_all sizes the work when the worker runs it.
+                self.wb.start_all = Some(u64::MAX);
                 if !self.wb.flusher_running {
                     self.wb.flusher_wake_pending = true;
                 }
@@ -330,7 +332,11 @@ impl Kernel {
             self.wb.flusher_steps_lazy += 1;
         }
         let t0 = self.cpus[cpu].clock;
-        let left = self.wb.start_all.unwrap_or(0);
+        let mut left = self.wb.start_all.unwrap_or(0);
+        if left == u64::MAX {
+            // wb_check_start_all: nr_pages = get_nr_dirty_pages() when the work starts.
+            left = self.wb.nr_dirty;
+        }
         let mut written = 0;
         if left > 0 {
             let before = self.wb.nr_written;
