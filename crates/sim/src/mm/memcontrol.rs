@@ -138,6 +138,10 @@ impl Kernel {
             if self.memcg.margin() >= nr {
                 continue;
             }
+            if self.sleep_pending(cpu) {
+                // Reclaim stopped in reclaim_throttle: the charge is retried after the sleep.
+                return Charge::Throttled;
+            }
             if !drained {
                 drained = true;
                 self.memcg.drain_all_stock();

@@ -104,6 +104,8 @@ pub struct Writeback {
     pub sleep_until: Vec<Option<u64>>,
     pub io_wait_ns: u64,
     pub throttle_sleeps: u64,
+    /// Per CPU: the pending sleep includes a reclaim_throttle (reclaim stops until it ends).
+    pub throttled: Vec<bool>,
     /// The flusher as a kernel thread (`flusher_run`): None = its work runs inline on the
     /// waking CPU (the workloads that do not create it).
     pub flusher: Option<crate::kernel::TaskId>,
@@ -144,6 +146,9 @@ impl Kernel {
 
     /// The pending sleep of `cpu`'s task (taken by the engine after the step).
     pub fn take_sleep(&mut self, cpu: CpuId) -> Option<u64> {
+        if let Some(t) = self.wb.throttled.get_mut(cpu) {
+            *t = false;
+        }
         self.wb.sleep_until.get_mut(cpu).and_then(Option::take)
     }
 
@@ -518,6 +523,10 @@ impl Kernel {
         if self.can_sleep(cpu) {
             self.wb.throttle_sleeps += 1;
             self.sleep_after_step(cpu, until);
+            if self.wb.throttled.len() <= cpu {
+                self.wb.throttled.resize(self.nr_cpus(), false);
+            }
+            self.wb.throttled[cpu] = true;
         } else {
             self.cpus[cpu].clock = until;
             self.writeback_poll(cpu);
@@ -525,10 +534,10 @@ impl Kernel {
         true
     }
 
-    /// A sleep is pending for `cpu`'s task (the charge it is in gives up and the fault is
-    /// retried after the sleep).
+    /// `cpu`'s task is to sleep in reclaim_throttle: its reclaim stops, the charge it is in
+    /// gives up and the fault is retried after the sleep.
     pub fn sleep_pending(&self, cpu: CpuId) -> bool {
-        self.wb.sleep_until.get(cpu).is_some_and(Option::is_some)
+        self.wb.throttled.get(cpu).copied().unwrap_or(false)
     }
 
     /// folio_end_writeback: clear PG_writeback; a PG_reclaim folio that is still clean and on
