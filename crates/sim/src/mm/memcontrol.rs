@@ -75,34 +75,34 @@ impl MemCgroup {
 }
 
 impl Kernel {
-    /// try_charge_memcg with __GFP_NORETRY (readahead_gfp_mask): one reclaim call and a
-    /// drain of the per-CPU stocks, then give up (`goto nomem`) instead of retrying,
-    /// throttling or invoking the OOM killer. Returns whether the charge succeeded.
+    /// The charge without reclaim: consume_stock, else page_counter_try_charge of a batch
+    /// (refill_stock with the surplus) or of just `nr`.
+    fn charge_fast(&mut self, cpu: CpuId, nr: u64) -> bool {
+        if self.memcg.stock[cpu] >= nr {
+            self.memcg.stock[cpu] -= nr;
+            return true;
+        }
+        let batch = MEMCG_CHARGE_BATCH.max(nr);
+        self.charge(cpu, self.cost.memcg_charge);
+        if self.memcg.try_counter(batch) {
+            self.memcg.stock[cpu] += batch - nr;
+            return true;
+        }
+        batch > nr && self.memcg.try_counter(nr)
+    }
+
+    /// try_charge_memcg with __GFP_NORETRY (readahead_gfp_mask): reclaim, retry while that
+    /// made room, drain the per-CPU stocks once, then give up (`goto nomem`) instead of the
+    /// retry loop, throttling or the OOM killer. Returns whether the charge succeeded.
     pub fn try_charge_noretry(&mut self, cpu: CpuId, nr: u64) -> bool {
         let mut drained = false;
-        let mut reclaimed_once = false;
         loop {
-            if self.memcg.stock[cpu] >= nr {
-                self.memcg.stock[cpu] -= nr;
+            if self.charge_fast(cpu, nr) {
                 return true;
             }
-            let batch = MEMCG_CHARGE_BATCH.max(nr);
-            self.charge(cpu, self.cost.memcg_charge);
-            if self.memcg.try_counter(batch) {
-                self.memcg.stock[cpu] += batch - nr;
-                return true;
-            }
-            if batch > nr && self.memcg.try_counter(nr) {
-                return true;
-            }
-            // The kernel retries the charge after a reclaim that made margin (`goto retry`),
-            // so a call that freed something is followed by another attempt.
-            if !reclaimed_once || self.memcg.margin() >= nr {
-                reclaimed_once = true;
-                self.try_to_free_mem_cgroup_pages(cpu, nr);
-                if self.memcg.margin() >= nr {
-                    continue;
-                }
+            self.try_to_free_mem_cgroup_pages(cpu, nr);
+            if self.memcg.margin() >= nr {
+                continue;
             }
             if !drained {
                 drained = true;
@@ -119,19 +119,7 @@ impl Kernel {
         let mut retries = MAX_RECLAIM_RETRIES;
         let mut drained = false;
         loop {
-            // consume_stock
-            if self.memcg.stock[cpu] >= nr {
-                self.memcg.stock[cpu] -= nr;
-                return Charge::Ok;
-            }
-            let batch = MEMCG_CHARGE_BATCH.max(nr);
-            self.charge(cpu, self.cost.memcg_charge);
-            if self.memcg.try_counter(batch) {
-                // refill_stock with the surplus.
-                self.memcg.stock[cpu] += batch - nr;
-                return Charge::Ok;
-            }
-            if batch > nr && self.memcg.try_counter(nr) {
+            if self.charge_fast(cpu, nr) {
                 return Charge::Ok;
             }
             let reclaimed = self.try_to_free_mem_cgroup_pages(cpu, nr);
