@@ -112,13 +112,27 @@ impl<'a> Engine<'a> {
             let t = self.k.cpus[cpu].curr.expect("busy CPU");
             if self.k.sched.se[t].class == crate::sched::Class::Background {
                 self.k.with_rqs(|k, rqs| k.background_step(rqs, cpu, t));
+            } else if self.k.wb.flusher == Some(t) {
+                self.k.with_rqs(|k, rqs| k.flusher_step(rqs, cpu));
             } else if self.k.tasks[t].kthread {
                 self.k.with_rqs(|k, rqs| k.kswapd_step(rqs, cpu));
             } else {
                 self.k.engine_step(cpu, t);
+                // A wait the step's kernel work ended in (a device read, reclaim_throttle):
+                // the task sleeps and its CPU is free (mm/page_writeback.rs).
+                if let Some(at) = self.k.take_sleep(cpu) {
+                    let c = &self.k.cpus[cpu];
+                    if c.curr == Some(t) && !self.k.tasks[t].done && at > c.clock {
+                        self.k.with_rqs(|k, rqs| k.block_task(rqs, cpu, Some(at)));
+                    }
+                }
             }
             // A wakeup_kswapd during the step places kswapd now (mm/kswapd.rs).
             self.k.with_rqs(|k, rqs| k.kthread_wakeups(rqs, cpu, now));
+            // ... and a wakeup_flusher_threads the flusher thread.
+            if self.k.wb.flusher_wake_pending {
+                self.k.with_rqs(|k, rqs| k.flusher_wakeup(rqs, cpu, now));
+            }
         }
         self.k.sched_account_running();
         self.k.with_rqs(|k, rqs| k.check_sched(rqs, "end of run"));

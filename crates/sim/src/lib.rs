@@ -217,6 +217,8 @@ fn simulate_with(
                 cache: vec![0; pages as usize],
             });
             e.k.file_readahead_setup(&cfg);
+            // bench's data file: fallocated, never written before the run.
+            e.k.file_fallocated(0);
             let mm = e.k.mm_alloc(pages, Backing::File(0), w.write);
             for i in 0..w.threads {
                 // As bench's worker: thread i starts at i/threads of the file and sweeps the
@@ -228,6 +230,9 @@ fn simulate_with(
                 }
             }
             e.place_tasks();
+            // The flusher runs as a kernel thread (created after the workers are placed: it
+            // sleeps until reclaim first wakes it).
+            e.k.flusher_run();
             e.run_until(duration, duration);
             let touched: u64 = e.k.tasks.iter().map(|t| t.pages_touched).sum();
             Ok(finish(
@@ -275,6 +280,7 @@ fn simulate_with(
                 cache: vec![0; pages as usize],
             });
             e.k.file_readahead_setup(&cfg);
+            e.k.file_fallocated(0);
             let mm = e.k.mm_alloc(pages, Backing::File(0), false);
             for i in 0..w.threads {
                 let (s, t) = slice(pages, w.threads, i);

@@ -123,6 +123,10 @@ pub fn build(
                 "periodic": k.wb.runs_periodic,
             }),
         );
+        if k.wb.flusher.is_some() {
+            extra.insert("flusher_steps".into(), j(k.wb.flusher_steps));
+            extra.insert("flusher_steps_lazy".into(), j(k.wb.flusher_steps_lazy));
+        }
     }
     // The host's /proc/vmstat names for the writeback model's counts (page-cache pages).
     counters.insert("nr_written".into(), k.wb.nr_written);
@@ -136,8 +140,28 @@ pub fn build(
                 "balance_dirty_pages_pause_ms": k.wb.dirty_pause_ns / 1_000_000,
                 "reclaim_folio_wait_writeback": k.wb.reclaim_writeback_waits,
                 "reclaim_throttle_writeback": k.wb.reclaim_throttles,
+                "reclaim_throttle_sleeps": k.wb.throttle_sleeps,
             }),
         );
+    }
+    if k.ra.pages_zeroed + k.ra.pages_from_device > 0 {
+        extra.insert("file_pages_zeroed".into(), j(k.ra.pages_zeroed));
+        extra.insert(
+            "file_pages_read_from_device".into(),
+            j(k.ra.pages_from_device),
+        );
+    }
+    if k.wb.io_wait_ns > 0 {
+        extra.insert(
+            "file_read_wait_seconds".into(),
+            serde_json::Value::from(k.wb.io_wait_ns as f64 / 1e9),
+        );
+    }
+    if k.ra.charge_failures > 0 {
+        extra.insert("readahead_charge_failures".into(), j(k.ra.charge_failures));
+    }
+    if k.ra.fault_around_pages > 0 {
+        extra.insert("fault_around_pages".into(), j(k.ra.fault_around_pages));
     }
     if k.ra.folios_by_order.iter().any(|&n| n > 0) {
         extra.insert(

@@ -23,6 +23,8 @@ pub struct MemCgroup {
 
 pub enum Charge {
     Ok,
+    /// The charging task sleeps (reclaim_throttle) and retries the allocation afterwards.
+    Throttled,
     /// The memcg OOM killer ran (the victim is gone; the faulting task retries or died).
     Oom,
 }
@@ -73,29 +75,60 @@ impl MemCgroup {
 }
 
 impl Kernel {
+    /// The charge without reclaim: consume_stock, else page_counter_try_charge of a batch
+    /// (refill_stock with the surplus) or of just `nr`.
+    fn charge_fast(&mut self, cpu: CpuId, nr: u64) -> bool {
+        if self.memcg.stock[cpu] >= nr {
+            self.memcg.stock[cpu] -= nr;
+            return true;
+        }
+        let batch = MEMCG_CHARGE_BATCH.max(nr);
+        self.charge(cpu, self.cost.memcg_charge);
+        if self.memcg.try_counter(batch) {
+            self.memcg.stock[cpu] += batch - nr;
+            return true;
+        }
+        batch > nr && self.memcg.try_counter(nr)
+    }
+
+    /// try_charge_memcg with __GFP_NORETRY (readahead_gfp_mask): reclaim, retry while that
+    /// made room, drain the per-CPU stocks once, then give up (`goto nomem`) instead of the
+    /// retry loop, throttling or the OOM killer. Returns whether the charge succeeded.
+    pub fn try_charge_noretry(&mut self, cpu: CpuId, nr: u64) -> bool {
+        let mut drained = false;
+        loop {
+            if self.charge_fast(cpu, nr) {
+                return true;
+            }
+            self.try_to_free_mem_cgroup_pages(cpu, nr);
+            if self.memcg.margin() >= nr {
+                continue;
+            }
+            if !drained {
+                drained = true;
+                self.memcg.drain_all_stock();
+                continue;
+            }
+            self.ra.charge_failures += 1;
+            return false;
+        }
+    }
+
     /// try_charge_memcg for `nr` pages from `cpu`, reclaiming synchronously on that CPU.
     pub fn try_charge(&mut self, cpu: CpuId, nr: u64) -> Charge {
         let mut retries = MAX_RECLAIM_RETRIES;
         let mut drained = false;
         loop {
-            // consume_stock
-            if self.memcg.stock[cpu] >= nr {
-                self.memcg.stock[cpu] -= nr;
-                return Charge::Ok;
-            }
-            let batch = MEMCG_CHARGE_BATCH.max(nr);
-            self.charge(cpu, self.cost.memcg_charge);
-            if self.memcg.try_counter(batch) {
-                // refill_stock with the surplus.
-                self.memcg.stock[cpu] += batch - nr;
-                return Charge::Ok;
-            }
-            if batch > nr && self.memcg.try_counter(nr) {
+            if self.charge_fast(cpu, nr) {
                 return Charge::Ok;
             }
             let reclaimed = self.try_to_free_mem_cgroup_pages(cpu, nr);
             if self.memcg.margin() >= nr {
                 continue;
+            }
+            if self.sleep_pending(cpu) {
+                // Reclaim stopped in reclaim_throttle: the charge is retried after the sleep.
+                return Charge::Throttled;
             }
             if !drained {
                 drained = true;
@@ -106,6 +139,10 @@ impl Kernel {
                 continue;
             }
             if reclaimed == 0 && self.reclaim_throttle_writeback(cpu) {
+                if self.sleep_pending(cpu) {
+                    // The task sleeps in reclaim_throttle; the fault is retried after it.
+                    return Charge::Throttled;
+                }
                 continue;
             }
             if retries > 0 {

@@ -175,6 +175,7 @@ impl Kernel {
                     }
                     return Some(self.folios.alloc_order(flags, owner, index, order));
                 }
+                Charge::Throttled => return None,
                 Charge::Oom => {
                     if self.mm_generation(mm) != gen {
                         return None;
@@ -334,14 +335,22 @@ impl Kernel {
         self.contpte_try_fold(mm, vp);
     }
 
-    /// filemap_fault + finish_fault for a shared file mapping. A page-cache miss allocates a
-    /// folio of `sim.file_folio_order` aligned in the file (the largest aligned order that
-    /// fits below the end of the file and in empty cache slots), reads all its pages and maps
-    /// the faulting page; the folio's other pages are mapped by their own (minor) faults.
+    /// do_read_fault / do_shared_fault: filemap_fault + finish_fault for a shared file
+    /// mapping. A read fault first tries fault-around. A page-cache miss allocates a folio of
+    /// `sim.file_folio_order` aligned in the file (the largest aligned order that fits below
+    /// the end of the file and in empty cache slots) or lets readahead read it, then maps the
+    /// faulting page (a read fault: through its retry's fault-around; a write fault: by
+    /// finish_fault, the folio's other pages by their own faults).
     fn filemap_fault(&mut self, cpu: CpuId, mm: MmId, file: usize, vp: u64, write: bool) -> bool {
+        // do_read_fault: ->map_pages first, ->fault only if that did not map the page;
+        // do_shared_fault (a store) does no fault-around.
+        if !write && self.filemap_map_pages(mm, file, vp) {
+            return true;
+        }
+        let major = self.files[file].cache[vp as usize] & PTE_SWPCACHE == 0;
         if self.ra.ra_pages > 0 {
             // do_sync_mmap_readahead / do_async_mmap_readahead (mm/readahead.rs).
-            if !self.filemap_readahead(cpu, mm, file, vp, write) {
+            if !self.filemap_readahead(cpu, mm, file, vp) {
                 return false;
             }
         }
@@ -352,6 +361,9 @@ impl Kernel {
         let writable = self.mms[mm].writable && write;
         if slot & PTE_SWPCACHE != 0 {
             let pfn = slot & PTE_LOW_MASK;
+            if major && !write && self.filemap_fault_retry(mm, file, vp) {
+                return true;
+            }
             if !self.do_set_pmd(mm, vp, pfn, write) {
                 self.set_pte(mm, vp, pfn, writable, write);
             }
@@ -376,7 +388,7 @@ impl Kernel {
             return true;
         }
         self.vmstat.pgmajfault += 1;
-        self.charge(cpu, nr * self.file_read_cost());
+        self.file_fill(cpu, file, start, nr);
         if slot & PTE_SWP != 0 {
             self.workingset_refault(pfn, slot & PTE_LOW_MASK);
         }
@@ -385,6 +397,9 @@ impl Kernel {
         for p in start..start + nr {
             self.files[file].cache[p as usize] = PTE_SWPCACHE | pfn;
         }
+        if !write && self.filemap_fault_retry(mm, file, vp) {
+            return true;
+        }
         if !self.do_set_pmd(mm, vp, pfn, write) {
             self.set_pte(mm, vp, pfn, writable, write);
         }
@@ -392,6 +407,16 @@ impl Kernel {
             self.task_dirty_folio(cpu, pfn);
         }
         true
+    }
+
+    /// A read fault that missed the page cache read its folio with the mmap lock dropped
+    /// (maybe_unlock_mmap_for_io) and returns VM_FAULT_RETRY; the retried fault is another
+    /// handle_mm_fault whose do_read_fault maps the page (and its cached neighbours) by
+    /// fault-around, counting them as hits against mmap_miss. Returns whether it mapped the
+    /// page (not if its folio carries PG_readahead: then the retry's filemap_fault maps it).
+    fn filemap_fault_retry(&mut self, mm: MmId, file: usize, vp: u64) -> bool {
+        self.vmstat.pgfault += 1;
+        self.filemap_map_pages(mm, file, vp)
     }
 
     /// The aligned extent (first page, order) of the page-cache folio a miss at `vp` creates:

@@ -20,10 +20,21 @@
 //! domain's dirty + writeback pages pass dirty_ratio (20%): it sleeps until writeback
 //! completions bring them back under the limit, at most MAX_PAUSE (HZ/5) per call. Below the
 //! freerun point ((background + limit) / 2) it runs free.
+//! The flusher thread (`flusher_run`, file-mmap-rw): reclaim's wakeup_flusher_threads
+//! queues a start-all work and wakes a kernel thread that the scheduler places and runs like
+//! kswapd; its page_mkclean flushes leave from its own CPU, which runs no user mm (lazy on
+//! the previous one), so an IPI goes only to a CPU that is running the mm at the time.
+//! Background and periodic writeback still run inline, from the CPU that polls.
+//!
+//! Waits of a workload task (reclaim_throttle, device reads of page-cache misses) are
+//! sleeps taken at the end of its engine step (`sleep_after_step`): the CPU is free
+//! meanwhile. cgroup v1's folio_wait_writeback in shrink_folio_list still advances the
+//! reclaimer's clock (it sits in the middle of the folio list).
+//!
 //! Not modelled: the pos_ratio rate control between freerun and the limit (writers are not
-//! slowed there, only stopped at the limit), the flusher's own CPU time (its page_mkclean
-//! flushes are sent from the CPU that polls), per-inode dirtied_when beyond one timestamp per
-//! file.
+//! slowed there, only stopped at the limit), the flusher's CPU time per page (only its TLB
+//! flushes cost), request merging on the device (every page costs `file_write_page`,
+//! sequential or not), per-inode dirtied_when beyond one timestamp per file.
 
 use crate::kernel::{CpuId, Kernel};
 use crate::mm::folio::{pg, Pfn};
@@ -88,9 +99,83 @@ pub struct Writeback {
     pub dirty_wait_pages: u64,
     pub reclaim_wait_ns: u64,
     pub reclaim_wait_pages: u64,
+    /// Per CPU: the running task sleeps until this time when its step ends (device reads it
+    /// waits on, reclaim_throttle); and the summed device-read waits (ns).
+    pub sleep_until: Vec<Option<u64>>,
+    pub io_wait_ns: u64,
+    pub throttle_sleeps: u64,
+    /// Per CPU: the pending sleep includes a reclaim_throttle (reclaim stops until it ends).
+    pub throttled: Vec<bool>,
+    /// The flusher as a kernel thread (`flusher_run`): None = its work runs inline on the
+    /// waking CPU (the workloads that do not create it).
+    pub flusher: Option<crate::kernel::TaskId>,
+    /// A WB_REASON_VMSCAN start-all work is queued (wb_start_writeback's WB_start_all bit):
+    /// pages left to write in it, and whether the thread still has to be woken.
+    pub start_all: Option<u64>,
+    pub flusher_wake_pending: bool,
+    pub flusher_running: bool,
+    pub flusher_steps: u64,
+    pub flusher_steps_lazy: u64,
 }
 
+/// Pages the flusher thread writes per engine step (MAX_WRITEBACK_PAGES, the most
+/// writeback_sb_inodes writes of one inode before moving on).
+const FLUSHER_CHUNK_PAGES: u64 = 1024;
+
 impl Kernel {
+    /// Whether the task running on `cpu` can take a sleep at the end of its engine step: a
+    /// workload task (kswapd's and background steps have no such hand-over; they keep the
+    /// old behaviour of waiting on their CPU's clock).
+    fn can_sleep(&self, cpu: CpuId) -> bool {
+        self.cpus[cpu]
+            .curr
+            .is_some_and(|t| !self.tasks[t].kthread && !self.runner.rqs_out)
+    }
+
+    /// The task running on `cpu` sleeps until `until` when its current step ends. A wait in
+    /// the middle of a kernel path is taken at the end of the step (the work after the wait
+    /// point is done before it, an approximation of the task's own order); the CPU is free
+    /// for other tasks meanwhile and its idle time is not charged to the task.
+    pub fn sleep_after_step(&mut self, cpu: CpuId, until: u64) {
+        if self.wb.sleep_until.len() <= cpu {
+            self.wb.sleep_until.resize(self.nr_cpus(), None);
+        }
+        let s = &mut self.wb.sleep_until[cpu];
+        *s = Some(s.map_or(until, |t| t.max(until)));
+    }
+
+    /// The pending sleep of `cpu`'s task (taken by the engine after the step).
+    pub fn take_sleep(&mut self, cpu: CpuId) -> Option<u64> {
+        if let Some(t) = self.wb.throttled.get_mut(cpu) {
+            *t = false;
+        }
+        self.wb.sleep_until.get_mut(cpu).and_then(Option::take)
+    }
+
+    /// `ns` of device reads the faulting task on `cpu` waits for (after any wait already
+    /// pending): a sleep, not CPU time (a kernel thread's or a non-workload step's read is
+    /// charged to its CPU as before).
+    pub fn io_wait(&mut self, cpu: CpuId, ns: u64) {
+        if ns == 0 {
+            return;
+        }
+        if !self.can_sleep(cpu) {
+            self.charge(cpu, ns);
+            return;
+        }
+        self.wb.io_wait_ns += ns;
+        let now = self.cpus[cpu].clock;
+        let base = self
+            .wb
+            .sleep_until
+            .get(cpu)
+            .copied()
+            .flatten()
+            .unwrap_or(now)
+            .max(now);
+        self.sleep_after_step(cpu, base + ns);
+    }
+
     /// folio_mark_dirty for a page-cache folio (anon folios just get PG_dirty).
     pub fn folio_mark_dirty(&mut self, pfn: Pfn) {
         let f = self.folios.get_mut(pfn);
@@ -194,11 +279,101 @@ impl Kernel {
         }
     }
 
-    /// wakeup_flusher_threads(WB_REASON_VMSCAN): the flusher writes every dirty page.
+    /// wakeup_flusher_threads(WB_REASON_VMSCAN): the flusher writes every dirty page. With
+    /// the flusher thread (`flusher_run`) this queues the start-all work (nothing if one is
+    /// queued already: WB_start_all) and wakes the thread, which writes the pages dirty when
+    /// it starts the work (get_nr_dirty_pages), cyclically from each file's writeback_index,
+    /// in its own steps;
+    /// else the pages are written at once from `cpu`.
     pub fn wb_start_all(&mut self, cpu: CpuId) {
+        if self.wb.flusher.is_some() {
+            if self.wb.start_all.is_none() && self.wb.nr_dirty > 0 {
+                self.wb.runs_vmscan += 1;
+                // wb_check_start_all sizes the work when the worker runs it.
+                self.wb.start_all = Some(u64::MAX);
+                if !self.wb.flusher_running {
+                    self.wb.flusher_wake_pending = true;
+                }
+            }
+            return;
+        }
         self.wb.runs_vmscan += 1;
         for file in 0..self.files.len() {
             self.writeback_file(cpu, file, u64::MAX, false);
+        }
+    }
+
+    /// Create the writeback flusher (the bdi's wb workqueue worker: an unbound kworker, a
+    /// kernel thread without an mm), asleep until its first work.
+    pub fn flusher_run(&mut self) -> crate::kernel::TaskId {
+        let t = self.task_new(usize::MAX, None, 0, 0);
+        self.tasks[t].kthread = true;
+        self.sched.se[t].class = crate::sched::Class::Kthread;
+        self.sched.se[t].sleeping = true;
+        self.wb.flusher = Some(t);
+        t
+    }
+
+    /// Wake the flusher thread for queued work (from the engine after a step, the CPU that
+    /// queued it being the waker).
+    pub fn flusher_wakeup(&mut self, rqs: &mut crate::sched::RunQueues, waker: CpuId, now: u64) {
+        if !std::mem::take(&mut self.wb.flusher_wake_pending) {
+            return;
+        }
+        let Some(t) = self.wb.flusher else { return };
+        self.wb.flusher_running = true;
+        if self.sched.se[t].last_cpu.is_none() {
+            self.sched.se[t].last_cpu = Some(waker);
+        }
+        self.try_to_wake_up(rqs, t, waker, now);
+    }
+
+    /// One engine step of the flusher thread on `cpu`: write up to FLUSHER_CHUNK_PAGES of
+    /// the start-all work (page_mkclean of each folio's mappings sends its flushes from this
+    /// CPU, which runs no user mm: lazily on the previous one), or sleep when none is left.
+    pub fn flusher_step(&mut self, rqs: &mut crate::sched::RunQueues, cpu: CpuId) {
+        self.wb.flusher_steps += 1;
+        if self.cpus[cpu].is_lazy {
+            self.wb.flusher_steps_lazy += 1;
+        }
+        let t0 = self.cpus[cpu].clock;
+        let mut left = self.wb.start_all.unwrap_or(0);
+        if left == u64::MAX {
+            // wb_check_start_all: nr_pages = get_nr_dirty_pages() when the work starts.
+            left = self.wb.nr_dirty;
+        }
+        let mut written = 0;
+        if left > 0 {
+            let before = self.wb.nr_written;
+            let chunk = left.min(FLUSHER_CHUNK_PAGES);
+            for file in 0..self.files.len() {
+                let budget = chunk.saturating_sub(self.wb.nr_written - before);
+                if budget == 0 {
+                    break;
+                }
+                self.writeback_file(cpu, file, budget, true);
+            }
+            written = self.wb.nr_written - before;
+        }
+        if written == 0 || written >= left {
+            // The work is done (or found nothing dirty): wb_do_writeback returns, the worker
+            // sleeps until the next work.
+            self.wb.start_all = None;
+            self.wb.flusher_running = false;
+            self.schedule(rqs, cpu);
+            return;
+        }
+        self.wb.start_all = Some(left - written);
+        let ran = self.cpus[cpu].clock - t0;
+        // A chunk may overrun the tick: the tick's pick decides whether a waiting task runs.
+        if self.cpus[cpu].clock >= self.cpus[cpu].next_tick
+            && !rqs.rq[cpu].is_empty()
+            && self.resched(rqs, cpu, false)
+        {
+            let c = &mut self.cpus[cpu];
+            while c.next_tick < c.clock + ran {
+                c.next_tick += self.cfg.tick_ns;
+            }
         }
     }
 
@@ -330,15 +505,39 @@ impl Kernel {
     /// writes are in flight, so the reclaimer sleeps until the next write completes (at most
     /// HZ/10) instead of declaring OOM, then lets the completions run. False when nothing is in
     /// flight (throttling would not help).
+    /// The sleep is a real one for a workload task (`sleep_after_step`): its CPU runs other
+    /// tasks (the flusher) or idles meanwhile.
     pub fn reclaim_throttle_writeback(&mut self, cpu: CpuId) -> bool {
-        let Some(&(done, _)) = self.wb.inflight.front() else {
-            return false;
+        let now = self.cpus[cpu].clock;
+        let done = match self.wb.inflight.front() {
+            Some(&(done, _)) => done,
+            // The flusher thread has work it has not submitted yet: the reclaimer sleeps
+            // until writes complete; the first can end one page write after it starts.
+            None if self.wb.start_all.is_some() && self.can_sleep(cpu) => {
+                now + self.cost.file_write_page
+            }
+            None => return false,
         };
         self.wb.reclaim_throttles += 1;
-        let now = self.cpus[cpu].clock;
-        self.cpus[cpu].clock = done.clamp(now, now + RECLAIM_THROTTLE_NS);
-        self.writeback_poll(cpu);
+        let until = done.clamp(now, now + RECLAIM_THROTTLE_NS);
+        if self.can_sleep(cpu) {
+            self.wb.throttle_sleeps += 1;
+            self.sleep_after_step(cpu, until);
+            if self.wb.throttled.len() <= cpu {
+                self.wb.throttled.resize(self.nr_cpus(), false);
+            }
+            self.wb.throttled[cpu] = true;
+        } else {
+            self.cpus[cpu].clock = until;
+            self.writeback_poll(cpu);
+        }
         true
+    }
+
+    /// `cpu`'s task is to sleep in reclaim_throttle: its reclaim stops, the charge it is in
+    /// gives up and the fault is retried after the sleep.
+    pub fn sleep_pending(&self, cpu: CpuId) -> bool {
+        self.wb.throttled.get(cpu).copied().unwrap_or(false)
     }
 
     /// folio_end_writeback: clear PG_writeback; a PG_reclaim folio that is still clean and on
@@ -347,6 +546,8 @@ impl Kernel {
         let f = self.folios.get_mut(pfn);
         f.clear(pg::WRITEBACK);
         let n = f.nr_pages();
+        let (file, first) = (f.owner as usize, f.index as u64);
+        self.file_block_written(file, first, n);
         self.wb.nr_writeback -= n;
         let f = self.folios.get_mut(pfn);
         if !f.test_clear(pg::RECLAIM) {

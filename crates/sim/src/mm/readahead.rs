@@ -18,13 +18,14 @@
 //! takes one off (do_async_mmap_readahead) and a read fault's fault-around takes off one per
 //! cached page it maps (filemap_map_pages, up to 16; PG_workingset pages do not count); past
 //! MMAP_LOTSAMISS (100) a miss reads only its own folio. Write faults on a shared mapping do
-//! no fault-around (do_shared_fault), so random writes soon lose read-around while random
-//! reads keep it. Fault-around itself is represented only by that count: each page still
-//! takes its own minor fault.
+//! no fault-around (do_shared_fault), so a writer that only stores soon loses read-around
+//! while a reader (or a writer that loads first: its first touch is a read fault) keeps it.
 //!
-//! Not modelled: fault-around (filemap_map_pages mapping up to 16 cached pages per fault;
-//! here every page takes its own minor fault), the mmap_miss heuristic, VM_SEQ_READ /
-//! VM_RAND_READ advice, and asynchronous I/O (the reads are charged to the faulting CPU).
+//! Fault-around (`filemap_map_pages`): a read fault first maps the cached pages of its
+//! 16-page window; if that maps the faulting page, filemap_fault is not called at all.
+//!
+//! Not modelled: VM_SEQ_READ / VM_RAND_READ advice, and asynchronous I/O (the reads are
+//! charged to the faulting CPU).
 
 use crate::kernel::{CpuId, Kernel, MmId};
 use crate::mm::folio::pg;
@@ -63,6 +64,19 @@ pub struct Readahead {
     pub state: Vec<FileRa>,
     /// Pages brought in by readahead (including the faulting pages).
     pub pages_read: u64,
+    /// Pages fault-around mapped (filemap_map_pages), the faulting ones included.
+    pub fault_around_pages: u64,
+    /// Readahead windows cut short because a folio's __GFP_NORETRY charge failed.
+    pub charge_failures: u64,
+    /// Per file, the pages whose blocks are allocated but unwritten (fallocate: an unwritten
+    /// extent); empty = every block holds data. Reading an unwritten block is no I/O: the
+    /// filesystem zeroes the folio (ext4_mpage_readpages treats a block that ext4_map_blocks
+    /// does not report EXT4_MAP_MAPPED as a hole). Writeback makes the block written (ext4
+    /// converts the extent when the write completes).
+    pub unwritten: Vec<Vec<bool>>,
+    /// Page-cache pages filled by zeroing (holes, unwritten blocks) and by device reads.
+    pub pages_zeroed: u64,
+    pub pages_from_device: u64,
     /// mapping_max_folio_order of the files (0: no large folios; the default).
     pub max_order: u8,
     /// Page-cache folios readahead created, by order (measurement).
@@ -106,14 +120,107 @@ impl Kernel {
         self.ra.max_order = cfg.file_max_order;
     }
 
-    /// CPU cost of filling one page-cache page on a miss: zeroing for a hole of a sparse
-    /// file, else the device read (`file_read_page`).
-    pub fn file_read_cost(&self) -> u64 {
-        if self.ra.sparse {
-            self.cost.zero_page
-        } else {
-            self.cost.file_read_page
+    /// do_read_fault's fault-around (do_fault_around → filemap_map_pages) for a read fault at
+    /// `vp` of `file` mapped by `mm`: the fault_around_bytes-aligned window of 16 pages around
+    /// it is looked up in the page cache and every cached page whose PTE is empty is mapped
+    /// read-only and young (x86's vm_page_prot carries _PAGE_ACCESSED; arm64 would map them
+    /// old), without a fault of its own. next_uptodate_folio skips locked folios and the folio
+    /// carrying PG_readahead (its fault must reach filemap_fault to start the next window). A
+    /// PMD-sized folio with an empty PMD is mapped whole (filemap_map_pmd). Every visited page
+    /// of a folio without PG_workingset counts as a hit against ra->mmap_miss. Returns
+    /// whether the faulting page was mapped (VM_FAULT_NOPAGE: no ->fault call follows).
+    /// Mapping the neighbours costs no CPU time of its own in the model (a fault's
+    /// `fault_base` covers it).
+    pub(crate) fn filemap_map_pages(&mut self, mm: MmId, file: usize, vp: u64) -> bool {
+        let len = self.files[file].cache.len() as u64;
+        let base = vp & !(FAULT_AROUND_PAGES - 1);
+        let end = (base + FAULT_AROUND_PAGES).min(len);
+        let mut hits = 0u32;
+        let mut mapped_vp = false;
+        let mut p = base;
+        while p < end {
+            let slot = self.files[file].cache[p as usize];
+            if slot & PTE_SWPCACHE == 0 {
+                p += 1;
+                continue;
+            }
+            let pfn = slot & PTE_LOW_MASK;
+            let f = *self.folios.get(pfn);
+            let first = f.index as u64;
+            let fend = (first + f.nr_pages()).min(end);
+            if f.test(pg::LOCKED) || self.ra.marks.get(&(file, first)) == Some(&pfn) {
+                p = fend;
+                continue;
+            }
+            if !self.pmd_mapped(mm, p) && self.do_set_pmd(mm, p, pfn, false) {
+                // filemap_map_pmd: the window lies inside the folio.
+                return true;
+            }
+            for q in p..fend {
+                if !f.test(pg::WORKINGSET) {
+                    hits += 1;
+                }
+                if self.mms[mm].ptes[q as usize] == PTE_NONE {
+                    self.set_pte(mm, q, pfn, false, false);
+                    mapped_vp |= q == vp;
+                    self.ra.fault_around_pages += 1;
+                }
+            }
+            p = fend;
         }
+        if self.ra.state.len() <= file {
+            self.ra.state.resize(file + 1, FileRa::default());
+        }
+        let st = &mut self.ra.state[file];
+        st.mmap_miss = st.mmap_miss.saturating_sub(hits);
+        mapped_vp
+    }
+
+    /// The file's blocks are all allocated and unwritten (bench creates its data files with
+    /// fallocate and never writes them before the run).
+    pub fn file_fallocated(&mut self, file: usize) {
+        if self.ra.unwritten.len() <= file {
+            self.ra.unwritten.resize(file + 1, Vec::new());
+        }
+        self.ra.unwritten[file] = vec![true; self.files[file].cache.len()];
+    }
+
+    /// The block of page `idx` of `file` now holds data (its writeback completed).
+    pub(crate) fn file_block_written(&mut self, file: usize, idx: u64, nr: u64) {
+        if let Some(u) = self.ra.unwritten.get_mut(file).filter(|u| !u.is_empty()) {
+            for p in idx..idx + nr {
+                u[p as usize] = false;
+            }
+        }
+    }
+
+    /// Fill pages `first..first + nr` of `file` on a miss from `cpu`: zeroing a hole or an
+    /// unwritten block is CPU time; a device read (`file_read_page` per page) is I/O the
+    /// faulting task sleeps on (filemap_fault waits for the folio's read: folio_lock).
+    pub fn file_fill(&mut self, cpu: CpuId, file: usize, first: u64, nr: u64) {
+        let (zero, read) = self.file_read_cost(file, first, nr);
+        self.charge(cpu, zero);
+        self.io_wait(cpu, read);
+    }
+
+    /// Cost of filling pages `first..first + nr` of `file` on a miss: zeroing for a hole of
+    /// a sparse file or an unwritten block, and the device read (`file_read_page`) of the
+    /// others, as (zeroing ns, device ns).
+    pub fn file_read_cost(&mut self, file: usize, first: u64, nr: u64) -> (u64, u64) {
+        let zeroed = if self.ra.sparse {
+            nr
+        } else {
+            match self.ra.unwritten.get(file).filter(|u| !u.is_empty()) {
+                Some(u) => (first..first + nr).filter(|&p| u[p as usize]).count() as u64,
+                None => 0,
+            }
+        };
+        self.ra.pages_zeroed += zeroed;
+        self.ra.pages_from_device += nr - zeroed;
+        (
+            zeroed * self.cost.zero_page,
+            (nr - zeroed) * self.cost.file_read_page,
+        )
     }
 
     /// The readahead part of filemap_fault for page `vp` of `file` (mapped by `mm`), run
@@ -126,14 +233,7 @@ impl Kernel {
     /// skipped. PG_readahead goes on the folio at start + size - async_size.
     /// Returns false if an allocation has to wait (direct reclaim in progress): the fault is
     /// retried, and the window's remaining pages are read then.
-    pub(crate) fn filemap_readahead(
-        &mut self,
-        cpu: CpuId,
-        mm: MmId,
-        file: usize,
-        vp: u64,
-        write: bool,
-    ) -> bool {
+    pub(crate) fn filemap_readahead(&mut self, cpu: CpuId, mm: MmId, file: usize, vp: u64) -> bool {
         let ra_pages = self.ra.ra_pages;
         if self.ra.state.len() <= file {
             self.ra.state.resize(file + 1, FileRa::default());
@@ -164,18 +264,9 @@ impl Kernel {
                 return true;
             }
         } else {
+            // do_async_mmap_readahead: a hit that fault-around did not map (a write fault, or
+            // the PG_readahead folio, which filemap_map_pages leaves to this path).
             st.mmap_miss = st.mmap_miss.saturating_sub(1);
-            if !write {
-                let base = vp & !(FAULT_AROUND_PAGES - 1);
-                let mapped = (base..(base + FAULT_AROUND_PAGES).min(len))
-                    .filter(|&p| {
-                        let slot = self.files[file].cache[p as usize];
-                        slot & PTE_SWPCACHE != 0
-                            && !self.folios.get(slot & PTE_LOW_MASK).test(pg::WORKINGSET)
-                    })
-                    .count() as u32;
-                st.mmap_miss = st.mmap_miss.saturating_sub(mapped);
-            }
             self.ra.state[file].mmap_miss = st.mmap_miss;
         }
         if resume {
@@ -235,13 +326,35 @@ impl Kernel {
                 self.file_folio_extent_at(file, idx, o)
             };
             let nr = 1u64 << order;
-            let Some(pfn) = self.alloc_charged_folio(cpu, mm, 0, file as u32, first as u32, order)
-            else {
+            // readahead_gfp_mask is __GFP_NORETRY: in a memcg whose reclaim frees nothing
+            // (dirty pages, writeback) the charge fails and page_cache_ra_unbounded stops at
+            // -ENOMEM; the faulting page, if not read yet, is then allocated by filemap_fault
+            // with the fault's own gfp.
+            if !self.prepare_alloc_pages(cpu, nr) {
                 // The fault is retried in the next step and reads the rest of this window.
                 self.ra.state[file].resume = true;
                 return false;
-            };
-            self.charge(cpu, nr * self.file_read_cost());
+            }
+            let gen = self.mm_generation(mm);
+            if !self.try_charge_noretry(cpu, nr) {
+                break;
+            }
+            if self.mm_generation(mm) != gen {
+                // OOM-killed while another CPU ran (reclaim preemption points).
+                self.memcg.uncharge(nr);
+                self.ra.state[file].resume = true;
+                return false;
+            }
+            let pfn = self.folios.alloc_order(0, file as u32, first as u32, order);
+            if major || resume {
+                self.file_fill(cpu, file, first, nr);
+            } else {
+                // page_cache_async_ra: the reads are submitted and the task goes on; the
+                // device works in the background (its read bandwidth is not modelled, so a
+                // reader that catches up with the window does not wait for it).
+                let (zero, _read) = self.file_read_cost(file, first, nr);
+                self.charge(cpu, zero);
+            }
             let slot = self.files[file].cache[first as usize];
             if slot & PTE_SWP != 0 {
                 self.workingset_refault(pfn, slot & PTE_LOW_MASK);

@@ -76,7 +76,9 @@ impl Kernel {
         loop {
             loop {
                 self.shrink_node(cpu, &mut sc);
-                if sc.nr_reclaimed >= sc.nr_to_reclaim {
+                if sc.nr_reclaimed >= sc.nr_to_reclaim || self.sleep_pending(cpu) {
+                    // A reclaimer that went to sleep in reclaim_throttle goes on only after
+                    // it: the call ends here and the charge is retried after the sleep.
                     break;
                 }
                 sc.priority -= 1;
@@ -89,7 +91,7 @@ impl Kernel {
                 self.vmstat.workingset_activate_anon,
                 self.vmstat.workingset_activate_file,
             ];
-            if sc.nr_reclaimed > 0 {
+            if sc.nr_reclaimed > 0 || self.sleep_pending(cpu) {
                 break;
             }
             // Nothing reclaimed: retry once with forced deactivation.
@@ -680,7 +682,8 @@ impl Kernel {
     }
 
     /// wakeup_flusher_threads(WB_REASON_VMSCAN): the flusher writes every dirty page-cache
-    /// folio; the writes take device time (mm/page_writeback.rs). Its page_mkclean flushes are
+    /// folio; the writes take device time (mm/page_writeback.rs). With the flusher thread
+    /// the work is queued for it; without, it runs at once and its page_mkclean flushes are
     /// sent from `cpu` as a stand-in for the flusher's CPU.
     pub(crate) fn wakeup_flusher_threads(&mut self, cpu: CpuId) {
         self.writeback_queue.clear();
