@@ -212,8 +212,8 @@ pub fn stat_cpu_ns(line: &str) -> u64 {
     (tick(11) + tick(12)) * 10_000_000
 }
 
-/// `perf record` of CPU 0 with call graphs for `seconds`, then its samples as text.
-pub fn record_cpu0(dir: &Path, seconds: f64, freq: u64) -> Result<String> {
+/// `perf record` of CPU 0 with call graphs for `seconds`; returns the data file.
+pub fn record_cpu0(dir: &Path, seconds: f64, freq: u64) -> Result<std::path::PathBuf> {
     let data = dir.join(format!("reclaimlab-cycle-{}.perf", std::process::id()));
     let st = Command::new("perf")
         .args(["record", "-q", "-C", "0", "-g", "-e", "cpu-clock", "-F"])
@@ -226,17 +226,22 @@ pub fn record_cpu0(dir: &Path, seconds: f64, freq: u64) -> Result<String> {
         .stderr(std::process::Stdio::null())
         .status()
         .context("running perf record")?;
-    let text = if st.success() {
-        Command::new("perf")
-            .args(["script", "-F", "comm,tid,ip,sym,dso", "-i"])
-            .arg(&data)
-            .output()
-            .context("running perf script")
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-    } else {
-        Err(anyhow::anyhow!("perf record failed ({st})"))
-    };
-    let _ = std::fs::remove_file(&data);
+    if !st.success() {
+        let _ = std::fs::remove_file(&data);
+        bail!("perf record failed ({st})");
+    }
+    Ok(data)
+}
+
+/// The recorded samples as text (`perf script`); the data file is removed.
+pub fn script(data: &Path) -> Result<String> {
+    let text = Command::new("perf")
+        .args(["script", "-F", "comm,tid,ip,sym,dso", "-i"])
+        .arg(data)
+        .output()
+        .context("running perf script")
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
+    let _ = std::fs::remove_file(data);
     text
 }
 

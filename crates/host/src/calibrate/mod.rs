@@ -658,11 +658,13 @@ fn fam_cycle(ctx: &Ctx) -> Result<Vec<Measurement>> {
                 let cpu0 = cycle::cpu_ns(&procs);
                 let before = counters::Snapshot::take(None);
                 let t = Instant::now();
-                let text = cycle::record_cpu0(&dir, secs, freq)?;
+                let data = cycle::record_cpu0(&dir, secs, freq)?;
                 let took = t.elapsed().as_secs_f64();
                 let after = counters::Snapshot::take(None);
                 let task_ns = cycle::cpu_ns(&procs).saturating_sub(cpu0);
-                Ok((text, before, after, took, task_ns))
+                // Symbolising takes seconds: after the window's counters are read.
+                let text = cycle::script(&data);
+                Ok((text?, before, after, took, task_ns))
             },
         );
         // Fork from CPU 0: a child that ever ran on CPU 1 keeps it in its mm_cpumask (6.18
@@ -673,7 +675,8 @@ fn fam_cycle(ctx: &Ctx) -> Result<Vec<Measurement>> {
         let run = child::run_in(&cg, ctx.cleanup, "reclaim cycle", CHILD_LIMIT, move || {
             mem::pin(0)?;
             let r = mem::Region::anon(2 * limit_pages)?;
-            let until = Instant::now() + Duration::from_secs_f64(warm + secs + 1.0);
+            // Outlive the recording (perf's start-up included) by a margin.
+            let until = Instant::now() + Duration::from_secs_f64(warm + secs + 3.0);
             let mut touched = 0u64;
             while Instant::now() < until {
                 for i in 0..r.pages() {
