@@ -160,6 +160,7 @@ fn rederive(paths: &[PathBuf], command: &str) -> Result<Calibration> {
             "measurements combined from: {}",
             sources.join("; ")
         ));
+        cal.command = command.to_string();
     }
     notes.push(format!(
         "derived again from the stored samples by `{command}`"
