@@ -34,11 +34,20 @@ pub struct ForeignClass {
     /// The median autogroup nice of the tasks that ran (0 without autogroup).
     #[serde(default)]
     pub median_group_nice: i32,
-    /// CPU time of foreign processes that ended in the window and were reaped by a foreign
-    /// parent (the growth of the parents' cutime + cstime), seconds; 10 ms resolution. Their
-    /// timeslices are not known.
+    /// CPU time in the window of foreign processes that ended in it and were reaped by a
+    /// foreign parent: the growth of the living parents' cutime + cstime (the children's whole
+    /// lives, 10 ms resolution) less what the ended processes had run by the first scan.
+    /// Builds are mostly such short-lived processes.
     #[serde(default)]
     pub exited_cpu_seconds: f64,
+    /// Threads seen in the first scan only (they ended in the window). Processes born and
+    /// ended inside the window are not counted (see `forks`).
+    #[serde(default)]
+    pub tasks_exited: u64,
+    /// Estimated times the ended tasks were put on a CPU in the window: `exited_cpu_seconds`
+    /// over their mean slice length at the first scan (else the living tasks').
+    #[serde(default)]
+    pub exited_timeslices: u64,
     /// Run time of the tasks that ran, by the CPU each was last on at the end of the window
     /// (`stat` field 39), seconds: an approximation of where the time went.
     #[serde(default)]
@@ -98,32 +107,30 @@ pub const MIN_PERIOD_NS: u64 = 100_000;
 
 /// The foreign user tasks of `f` as the simulator's background load, or None when none ran.
 ///
-/// - `tasks`: the foreign user tasks that ran at least once in the window, at most
-///   [`MAX_MODEL_TASKS`] (a process each in the model: its CPU leaves the workload's mm while
-///   it runs, which is what matters for a flush's IPI set).
+/// - `tasks`: the foreign user tasks that ran at least once in the window (those that ended in
+///   it included), at most [`MAX_MODEL_TASKS`] (a process each in the model: its CPU leaves
+///   the workload's mm while it runs, which is what matters for a flush's IPI set).
 /// - `duty`: their CPU time (living tasks plus the exited ones' reaped time) / (tasks × window):
 ///   the share of each period a modelled task runs, so that the modelled tasks together run as
 ///   long as the host's did (capped at 1).
 /// - `period`: window × tasks / timeslices: the mean time between one modelled task's runs,
 ///   so that the modelled tasks are put on a CPU as often in total as the host's were (the
-///   exited tasks' unknown timeslices are counted at the living tasks' mean slice length).
+///   ended tasks' runs estimated, `exited_timeslices`).
 ///   Clamped to [100 µs, window].
 /// - `groups`: distinct autogroups (sessions) among them, at most `tasks`.
 /// - `nice`, `group_nice`: the median nice and autogroup nice of the tasks that ran.
 pub fn background_load(f: &ForeignLoad) -> Option<BackgroundFromHost> {
     let u = &f.user;
-    if u.tasks_ran == 0 || f.window_seconds <= 0.0 {
+    let on_host = u.tasks_ran + u.tasks_exited;
+    if on_host == 0 || f.window_seconds <= 0.0 {
         return None;
     }
-    let tasks = u.tasks_ran.min(MAX_MODEL_TASKS);
+    let tasks = on_host.min(MAX_MODEL_TASKS);
     let cpu = u.cpu_seconds + u.exited_cpu_seconds;
     if cpu <= 0.0 {
         return None;
     }
-    let mut slices = u.timeslices.max(1) as f64;
-    if u.exited_cpu_seconds > 0.0 && u.cpu_seconds > 0.0 {
-        slices += u.exited_cpu_seconds / (u.cpu_seconds / slices);
-    }
+    let slices = (u.timeslices + u.exited_timeslices).max(1) as f64;
     let duty = (cpu / (tasks as f64 * f.window_seconds)).min(1.0);
     let window_ns = f.window_seconds * 1e9;
     let period_ns = (window_ns * tasks as f64 / slices).clamp(MIN_PERIOD_NS as f64, window_ns);
@@ -134,7 +141,7 @@ pub fn background_load(f: &ForeignLoad) -> Option<BackgroundFromHost> {
         groups: u.groups.clamp(1, tasks),
         nice: u.median_nice.clamp(-20, 19),
         group_nice: u.median_group_nice.clamp(-20, 19),
-        tasks_on_host: u.tasks_ran,
+        tasks_on_host: on_host,
     })
 }
 
@@ -150,6 +157,20 @@ impl BackgroundFromHost {
             format!("{p}.nice={}", self.nice),
             format!("{p}.group_nice={}", self.group_nice),
         ]
+    }
+
+    /// A table cell: the derived keys.
+    pub fn cell(&self) -> String {
+        format!(
+            "tasks {} (host {}), duty {:.4}, period {:.1} ms, groups {}, nice {}, group nice {}",
+            self.tasks,
+            self.tasks_on_host,
+            self.duty,
+            self.period_ns as f64 / 1e6,
+            self.groups,
+            self.nice,
+            self.group_nice
+        )
     }
 
     /// One line for a table header.
@@ -184,6 +205,8 @@ pub fn median(records: &[&ForeignLoad]) -> Option<ForeignLoad> {
     out.user.tasks_ran = m(&|r| r.user.tasks_ran as f64).round() as u64;
     out.user.cpu_seconds = m(&|r| r.user.cpu_seconds);
     out.user.exited_cpu_seconds = m(&|r| r.user.exited_cpu_seconds);
+    out.user.tasks_exited = m(&|r| r.user.tasks_exited as f64).round() as u64;
+    out.user.exited_timeslices = m(&|r| r.user.exited_timeslices as f64).round() as u64;
     out.user.timeslices = m(&|r| r.user.timeslices as f64).round() as u64;
     out.user.groups = m(&|r| r.user.groups as f64).round() as u64;
     out.user.median_nice = m(&|r| r.user.median_nice as f64).round() as i32;
@@ -219,11 +242,12 @@ pub fn summary(f: &ForeignLoad) -> String {
     let w = f.window_seconds.max(1e-9);
     let c = |c: &ForeignClass| {
         format!(
-            "{} ran, {:.2} CPU-s ({:.1}% of a CPU), {} slices",
+            "{} ran (+{} ended), {:.2} CPU-s ({:.1}% of a CPU), {} slices",
             c.tasks_ran,
+            c.tasks_exited,
             c.cpu_seconds + c.exited_cpu_seconds,
             (c.cpu_seconds + c.exited_cpu_seconds) / w * 100.0,
-            c.timeslices
+            c.timeslices + c.exited_timeslices
         )
     };
     format!(
@@ -304,10 +328,13 @@ mod tests {
     fn exited_tasks_add_time_and_estimated_runs() {
         let mut r = rec(2, 0.2, 100, 10.0);
         r.user.exited_cpu_seconds = 0.2;
+        r.user.tasks_exited = 2;
+        r.user.exited_timeslices = 100;
         let b = background_load(&r).unwrap();
-        // 0.4 CPU-s over 2 × 10 s; 200 runs at the living tasks' 2 ms mean slice.
-        assert!((b.duty - 0.02).abs() < 1e-12);
-        assert_eq!(b.period_ns, 100_000_000);
+        // 0.4 CPU-s over 4 × 10 s; 200 runs: 10 s × 4 / 200.
+        assert_eq!((b.tasks, b.tasks_on_host), (4, 4));
+        assert!((b.duty - 0.01).abs() < 1e-12);
+        assert_eq!(b.period_ns, 200_000_000);
     }
 
     #[test]
@@ -325,6 +352,6 @@ mod tests {
         assert!(median(&[]).is_none());
         let back: ForeignLoad = serde_json::from_str(&serde_json::to_string(&a).unwrap()).unwrap();
         assert_eq!(back, a);
-        assert!(summary(&a).contains("user tasks 2 ran"));
+        assert!(summary(&a).contains("user tasks 2 ran (+0 ended)"));
     }
 }

@@ -256,30 +256,55 @@ pub fn record(before: &Scan, after: &Scan, own_pid: i32) -> ForeignLoad {
             }
         }
     }
-    // Tasks that were only in the first scan (ended in the window) still count as seen.
+    // Tasks that were only in the first scan ended in the window: what they had run by then
+    // (and their own reaped children) is in their parent's cutime but not in the window.
+    let (mut gone_ns, mut gone_slices, mut gone_child_ticks) = (0u64, 0u64, 0u64);
     for (tid, b) in &before.tasks {
-        if !after.tasks.contains_key(tid) && !workload.contains(&b.pid) {
-            if b.kthread {
-                kth.seen += 1
-            } else {
-                user.seen += 1
-            }
+        if after.tasks.contains_key(tid) || workload.contains(&b.pid) {
+            continue;
+        }
+        if b.kthread {
+            kth.seen += 1;
+            continue;
+        }
+        user.seen += 1;
+        user.exited_tasks += 1;
+        if !after.procs.contains_key(&b.pid) {
+            gone_ns += b.run_ns;
+            gone_slices += b.slices;
         }
     }
-    // Reaped children of foreign processes alive in both scans.
-    let mut exited_ticks = 0u64;
+    for (pid, (t0, g)) in &before.procs {
+        if g.is_some() && !after.procs.contains_key(pid) && !workload.contains(pid) {
+            gone_child_ticks += t0;
+        }
+    }
+    // Reaped children of user processes alive in both scans (not bench's: the workload).
+    let mut reaped_ticks = 0u64;
     for (pid, (t1, g)) in &after.procs {
-        if *pid == own_pid || workload.contains(pid) {
+        if *pid == own_pid || workload.contains(pid) || g.is_none() {
             continue;
         }
         if let Some((t0, _)) = before.procs.get(pid) {
-            let d = t1.saturating_sub(*t0);
-            if g.is_some() {
-                exited_ticks += d;
-            }
+            reaped_ticks += t1.saturating_sub(*t0);
         }
     }
-    user.exited = exited_ticks as f64 / USER_HZ;
+    user.exited = (reaped_ticks.saturating_sub(gone_child_ticks) as f64 / USER_HZ
+        - gone_ns as f64 / 1e9)
+        .max(0.0);
+    // Their runs at their own mean slice length by the first scan, else the living tasks'.
+    let slice_s = if gone_slices > 0 && gone_ns > 0 {
+        gone_ns as f64 / 1e9 / gone_slices as f64
+    } else if user.slices > 0 && user.run_ns > 0 {
+        user.run_ns as f64 / 1e9 / user.slices as f64
+    } else {
+        0.0
+    };
+    user.exited_slices = if slice_s > 0.0 {
+        (user.exited / slice_s).round() as u64
+    } else {
+        0
+    };
     let busy: Vec<f64> = after
         .busy
         .iter()
@@ -315,6 +340,8 @@ struct Acc {
     by_cpu: Vec<f64>,
     top: Vec<(String, f64)>,
     exited: f64,
+    exited_tasks: u64,
+    exited_slices: u64,
 }
 
 impl Acc {
@@ -331,6 +358,8 @@ impl Acc {
             by_cpu: vec![0.0; ncpu],
             top: vec![],
             exited: 0.0,
+            exited_tasks: 0,
+            exited_slices: 0,
         }
     }
 
@@ -347,6 +376,8 @@ impl Acc {
             median_nice: median_i(self.nice),
             median_group_nice: median_i(self.group_nice),
             exited_cpu_seconds: self.exited,
+            tasks_exited: self.exited_tasks,
+            exited_timeslices: self.exited_slices,
             cpu_seconds_by_last_cpu: self.by_cpu,
             top: self.top,
         }
@@ -422,25 +453,31 @@ mod tests {
         b.tasks.insert(50, task(50, 9_000_000_000, 100, false, 0));
         b.tasks.insert(60, task(60, 200_000_000, 4, false, 10));
         b.procs.insert(60, (0, Some(Group::Autogroup(7, 0))));
-        // Process 2 reaped a child that ran 1.5 s.
+        // Process 2 reaped two children that ran 1.5 s: process 4, seen at the first scan
+        // with 0.3 s run in 30 slices (and 0.2 s of its own reaped children), and one born and
+        // ended in the window.
+        a.tasks.insert(4, task(4, 300_000_000, 30, false, 0));
+        a.procs.insert(4, (20, Some(Group::Autogroup(8, 0))));
         b.procs.insert(2, (150, Some(Group::Autogroup(8, 0))));
         let r = record(&a, &b, 999);
         assert!((r.window_seconds - 10.0).abs() < 1e-9);
         assert_eq!(r.workload_tasks, 1);
         assert!((r.workload_cpu_seconds - 9.0).abs() < 1e-9);
         assert_eq!(r.user.tasks_ran, 2);
-        assert_eq!(r.user.tasks_seen, 3);
+        assert_eq!(r.user.tasks_seen, 4);
         assert!((r.user.cpu_seconds - 0.7).abs() < 1e-9);
         assert_eq!(r.user.timeslices, 24);
         assert_eq!(r.user.groups, 1);
-        assert!((r.user.exited_cpu_seconds - 1.5).abs() < 1e-9);
+        // 1.5 − 0.2 − 0.3 s in the window, at process 4's 10 ms mean slice.
+        assert!((r.user.exited_cpu_seconds - 1.0).abs() < 1e-9, "{r:?}");
+        assert_eq!((r.user.tasks_exited, r.user.exited_timeslices), (1, 100));
         assert_eq!(r.kthreads.tasks_ran, 1);
         assert_eq!(r.kthreads.timeslices, 40);
         assert_eq!(r.kthreads.groups, 0);
         assert_eq!(r.forks, 3);
         assert_eq!(r.cpu_busy_seconds, vec![10.0, 2.0]);
-        // 12 busy − 9 workload − 0.7 − 1.5 − 0.1.
-        assert!((r.unaccounted_busy_seconds - 0.7).abs() < 1e-9);
+        // 12 busy − 9 workload − 0.7 − 1.0 − 0.1.
+        assert!((r.unaccounted_busy_seconds - 1.2).abs() < 1e-9);
         assert_eq!(r.user.top[0].0, "t1");
         // Our own reaped children are the workload's, not foreign.
         let r = record(&a, &b, 2);

@@ -145,7 +145,19 @@ impl<'a> Meter<'a> {
         // Last, after the counters' window has closed.
         if let Some(b) = self.foreign_before.take() {
             let a = crate::foreign::Scan::take(&self.cg.procs_path());
-            self.foreign = Some(crate::foreign::record(&b, &a, std::process::id() as i32));
+            let mut f = crate::foreign::record(&b, &a, std::process::id() as i32);
+            // Workers that ended before the second scan: their time from the sampler.
+            let sampled: f64 = self
+                .placement_report
+                .as_ref()
+                .and_then(|p| p["tasks"].as_array())
+                .map(|ts| ts.iter().filter_map(|t| t["cpu_seconds"].as_f64()).sum())
+                .unwrap_or(0.0);
+            if sampled > f.workload_cpu_seconds {
+                f.unaccounted_busy_seconds -= sampled - f.workload_cpu_seconds;
+                f.workload_cpu_seconds = sampled;
+            }
+            self.foreign = Some(f);
         }
     }
 
