@@ -175,16 +175,7 @@ impl BackgroundFromHost {
 
     /// One line for a table header.
     pub fn summary(&self) -> String {
-        format!(
-            "background load from host: {} task(s) (host {}), duty {:.3}, period {:.1} ms, {} group(s), nice {}, group nice {}",
-            self.tasks,
-            self.tasks_on_host,
-            self.duty,
-            self.period_ns as f64 / 1e6,
-            self.groups,
-            self.nice,
-            self.group_nice
-        )
+        format!("background load from host: {}", self.cell())
     }
 }
 

@@ -40,6 +40,8 @@ pub struct Stat {
     pub comm: String,
     pub session: i64,
     pub flags: u64,
+    /// utime + stime (the whole thread group's, ended threads included), clock ticks.
+    pub ticks: u64,
     /// cutime + cstime, clock ticks.
     pub children_ticks: u64,
     pub nice: i32,
@@ -57,6 +59,7 @@ pub fn parse_stat(text: &str) -> Option<Stat> {
         comm,
         session: num(3)?,
         flags: f.get(6)?.parse().ok()?,
+        ticks: (num(11)? + num(12)?).max(0) as u64,
         children_ticks: (num(13)? + num(14)?).max(0) as u64,
         nice: num(16)? as i32,
         cpu: num(36)?.max(0) as usize,
@@ -84,12 +87,22 @@ pub enum Group {
     Session(i64),
 }
 
+/// A process's reading.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ProcReading {
+    /// utime + stime, ticks.
+    pub ticks: u64,
+    /// cutime + cstime, ticks.
+    pub children_ticks: u64,
+    /// User processes: their group. Kernel threads: None.
+    pub group: Option<Group>,
+}
+
 /// One scan of /proc.
 #[derive(Clone, Debug, Default)]
 pub struct Scan {
     pub tasks: BTreeMap<i32, TaskReading>,
-    /// Per process: reaped children's ticks, and its group (user processes).
-    pub procs: BTreeMap<i32, (u64, Option<Group>)>,
+    pub procs: BTreeMap<i32, ProcReading>,
     /// The memcg's processes at the time of the scan.
     pub workload: BTreeSet<i32>,
     /// Per-CPU busy jiffies (/proc/stat).
@@ -154,7 +167,14 @@ impl Scan {
                     }),
             )
         };
-        self.procs.insert(pid, (pst.children_ticks, group));
+        self.procs.insert(
+            pid,
+            ProcReading {
+                ticks: pst.ticks,
+                children_ticks: pst.children_ticks,
+                group,
+            },
+        );
         let Ok(dir) = std::fs::read_dir(format!("{base}/task")) else {
             return;
         };
@@ -219,6 +239,8 @@ pub fn record(before: &Scan, after: &Scan, own_pid: i32) -> ForeignLoad {
     let mut user = Acc::new(ncpu);
     let mut kth = Acc::new(ncpu);
     let (mut wl_tasks, mut wl_ns) = (0u64, 0u64);
+    // Per user process: its living threads' run time in the window.
+    let mut threads_ns: BTreeMap<i32, u64> = BTreeMap::new();
     for (tid, a) in &after.tasks {
         let b = before.tasks.get(tid).filter(|b| b.pid == a.pid);
         let (r0, w0, s0) = b.map_or((0, 0, 0), |b| (b.run_ns, b.wait_ns, b.slices));
@@ -231,6 +253,9 @@ pub fn record(before: &Scan, after: &Scan, own_pid: i32) -> ForeignLoad {
             wl_tasks += 1;
             wl_ns += dr;
             continue;
+        }
+        if !a.kthread {
+            *threads_ns.entry(a.pid).or_default() += dr;
         }
         let acc = if a.kthread { &mut kth } else { &mut user };
         acc.seen += 1;
@@ -247,18 +272,25 @@ pub fn record(before: &Scan, after: &Scan, own_pid: i32) -> ForeignLoad {
         }
         acc.top.push((a.comm.clone(), dr as f64 / 1e9));
         if !a.kthread {
-            if let Some((_, Some(g))) = after.procs.get(&a.pid) {
-                acc.groups.insert(*g);
+            if let Some(Some(g)) = after.procs.get(&a.pid).map(|p| p.group) {
+                acc.groups.insert(g);
                 acc.group_nice.push(match g {
-                    Group::Autogroup(_, n) => *n,
+                    Group::Autogroup(_, n) => n,
                     Group::Session(_) => 0,
                 });
             }
         }
     }
-    // Tasks that were only in the first scan ended in the window: what they had run by then
-    // (and their own reaped children) is in their parent's cutime but not in the window.
-    let (mut gone_ns, mut gone_slices, mut gone_child_ticks) = (0u64, 0u64, 0u64);
+    // Tasks that ended in the window. Threads seen only in the first scan are counted; their
+    // time, and that of threads born and ended in the window, is read from process totals:
+    // - a living process's utime + stime covers its ended threads: its growth less its living
+    //   threads' run time is theirs;
+    // - a process that ended and was reaped by a living one is in the reaper's cutime +
+    //   cstime with its whole life: less what it (and its own reaped children) had by the
+    //   first scan.
+    // Process totals are in ticks, each read rounded down (utime and stime apart): an excess
+    // under 2 ticks is rounding.
+    let (mut gone_ns, mut gone_slices) = (0u64, 0u64);
     for (tid, b) in &before.tasks {
         if after.tasks.contains_key(tid) || workload.contains(&b.pid) {
             continue;
@@ -269,30 +301,33 @@ pub fn record(before: &Scan, after: &Scan, own_pid: i32) -> ForeignLoad {
         }
         user.seen += 1;
         user.exited_tasks += 1;
-        if !after.procs.contains_key(&b.pid) {
-            gone_ns += b.run_ns;
-            gone_slices += b.slices;
+        gone_ns += b.run_ns;
+        gone_slices += b.slices;
+    }
+    let mut gone_before_ticks = 0u64;
+    for (pid, p) in &before.procs {
+        if p.group.is_some() && !after.procs.contains_key(pid) && !workload.contains(pid) {
+            gone_before_ticks += p.ticks + p.children_ticks;
         }
     }
-    for (pid, (t0, g)) in &before.procs {
-        if g.is_some() && !after.procs.contains_key(pid) && !workload.contains(pid) {
-            gone_child_ticks += t0;
-        }
-    }
-    // Reaped children of user processes alive in both scans (not bench's: the workload).
-    let mut reaped_ticks = 0u64;
-    for (pid, (t1, g)) in &after.procs {
-        if *pid == own_pid || workload.contains(pid) || g.is_none() {
+    let (mut reaped_ticks, mut ended_threads) = (0u64, 0.0f64);
+    for (pid, p1) in &after.procs {
+        if workload.contains(pid) || p1.group.is_none() {
             continue;
         }
-        if let Some((t0, _)) = before.procs.get(pid) {
-            reaped_ticks += t1.saturating_sub(*t0);
+        let p0 = before.procs.get(pid).copied().unwrap_or_default();
+        let own = p1.ticks.saturating_sub(p0.ticks) as f64 / USER_HZ;
+        let living = threads_ns.get(pid).copied().unwrap_or(0) as f64 / 1e9;
+        ended_threads += (own - living - 2.0 / USER_HZ).max(0.0);
+        // bench's own reaped children are the workload.
+        if *pid != own_pid && before.procs.contains_key(pid) {
+            reaped_ticks += p1.children_ticks.saturating_sub(p0.children_ticks);
         }
     }
-    user.exited = (reaped_ticks.saturating_sub(gone_child_ticks) as f64 / USER_HZ
-        - gone_ns as f64 / 1e9)
-        .max(0.0);
-    // Their runs at their own mean slice length by the first scan, else the living tasks'.
+    let reaped = (reaped_ticks.saturating_sub(gone_before_ticks) as f64 / USER_HZ).max(0.0);
+    user.exited = ended_threads + reaped;
+    // Their runs: at the mean slice length the ended threads had by the first scan, else the
+    // living tasks'.
     let slice_s = if gone_slices > 0 && gone_ns > 0 {
         gone_ns as f64 / 1e9 / gone_slices as f64
     } else if user.slices > 0 && user.run_ns > 0 {
@@ -406,11 +441,20 @@ mod tests {
             (s.session, s.children_ticks, s.nice, s.cpu),
             (1234, 10, 5, 0)
         );
+        assert_eq!(s.ticks, 15);
         assert!(s.flags & PF_KTHREAD == 0);
         assert_eq!(parse_schedstat("123456 789 10\n"), Some((123456, 789, 10)));
         assert_eq!(parse_autogroup("/autogroup-45 nice 0\n"), Some((45, 0)));
         assert_eq!(parse_autogroup("/autogroup-7 nice -3\n"), Some((7, -3)));
         assert_eq!(parse_autogroup("garbage"), None);
+    }
+
+    fn proc_(ticks: u64, children_ticks: u64, group: Option<Group>) -> ProcReading {
+        ProcReading {
+            ticks,
+            children_ticks,
+            group,
+        }
     }
 
     fn task(pid: i32, run: u64, slices: u64, kthread: bool, nice: i32) -> TaskReading {
@@ -439,9 +483,9 @@ mod tests {
         a.tasks.insert(1, task(1, 1_000, 1, false, 0)); // user, will run 0.5 s
         a.tasks.insert(2, task(2, 5_000, 5, false, 0)); // user, idle in the window
         a.tasks.insert(3, task(3, 0, 0, true, 0)); // kthread, runs 0.1 s
-        a.procs.insert(1, (0, Some(Group::Autogroup(7, 0))));
-        a.procs.insert(2, (0, Some(Group::Autogroup(8, 0))));
-        a.procs.insert(3, (0, None));
+        a.procs.insert(1, proc_(0, 0, Some(Group::Autogroup(7, 0))));
+        a.procs.insert(2, proc_(0, 0, Some(Group::Autogroup(8, 0))));
+        a.procs.insert(3, proc_(0, 0, None));
         let mut b = a.clone();
         b.at = Some(t0 + std::time::Duration::from_secs(10));
         b.busy = vec![1100, 400];
@@ -452,13 +496,19 @@ mod tests {
         b.workload.insert(50);
         b.tasks.insert(50, task(50, 9_000_000_000, 100, false, 0));
         b.tasks.insert(60, task(60, 200_000_000, 4, false, 10));
-        b.procs.insert(60, (0, Some(Group::Autogroup(7, 0))));
+        // Process 1's thread ran 0.5 s; the process 0.8 s: 0.3 s in a thread that ended.
+        b.procs
+            .insert(1, proc_(80, 0, Some(Group::Autogroup(7, 0))));
+        b.procs
+            .insert(60, proc_(20, 0, Some(Group::Autogroup(7, 0))));
         // Process 2 reaped two children that ran 1.5 s: process 4, seen at the first scan
         // with 0.3 s run in 30 slices (and 0.2 s of its own reaped children), and one born and
         // ended in the window.
         a.tasks.insert(4, task(4, 300_000_000, 30, false, 0));
-        a.procs.insert(4, (20, Some(Group::Autogroup(8, 0))));
-        b.procs.insert(2, (150, Some(Group::Autogroup(8, 0))));
+        a.procs
+            .insert(4, proc_(30, 20, Some(Group::Autogroup(8, 0))));
+        b.procs
+            .insert(2, proc_(0, 150, Some(Group::Autogroup(8, 0))));
         let r = record(&a, &b, 999);
         assert!((r.window_seconds - 10.0).abs() < 1e-9);
         assert_eq!(r.workload_tasks, 1);
@@ -468,20 +518,21 @@ mod tests {
         assert!((r.user.cpu_seconds - 0.7).abs() < 1e-9);
         assert_eq!(r.user.timeslices, 24);
         assert_eq!(r.user.groups, 1);
-        // 1.5 − 0.2 − 0.3 s in the window, at process 4's 10 ms mean slice.
-        assert!((r.user.exited_cpu_seconds - 1.0).abs() < 1e-9, "{r:?}");
-        assert_eq!((r.user.tasks_exited, r.user.exited_timeslices), (1, 100));
+        // Reaped: 1.5 − 0.2 − 0.3 s in the window; process 1's ended thread: 0.3 s less 2
+        // ticks of rounding; at process 4's 10 ms mean slice.
+        assert!((r.user.exited_cpu_seconds - 1.28).abs() < 1e-9, "{r:?}");
+        assert_eq!((r.user.tasks_exited, r.user.exited_timeslices), (1, 128));
         assert_eq!(r.kthreads.tasks_ran, 1);
         assert_eq!(r.kthreads.timeslices, 40);
         assert_eq!(r.kthreads.groups, 0);
         assert_eq!(r.forks, 3);
         assert_eq!(r.cpu_busy_seconds, vec![10.0, 2.0]);
-        // 12 busy − 9 workload − 0.7 − 1.0 − 0.1.
-        assert!((r.unaccounted_busy_seconds - 1.2).abs() < 1e-9);
+        // 12 busy − 9 workload − 0.7 − 1.28 − 0.1.
+        assert!((r.unaccounted_busy_seconds - 0.92).abs() < 1e-9);
         assert_eq!(r.user.top[0].0, "t1");
         // Our own reaped children are the workload's, not foreign.
         let r = record(&a, &b, 2);
-        assert_eq!(r.user.exited_cpu_seconds, 0.0);
+        assert!((r.user.exited_cpu_seconds - 0.28).abs() < 1e-9);
     }
 
     #[test]
