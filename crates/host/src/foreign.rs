@@ -38,6 +38,7 @@ pub struct TaskReading {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Stat {
     pub comm: String,
+    pub ppid: i32,
     pub session: i64,
     pub flags: u64,
     /// utime + stime (the whole thread group's, ended threads included), clock ticks.
@@ -57,6 +58,7 @@ pub fn parse_stat(text: &str) -> Option<Stat> {
     let num = |i: usize| f.get(i)?.parse::<i64>().ok();
     Some(Stat {
         comm,
+        ppid: num(1)? as i32,
         session: num(3)?,
         flags: f.get(6)?.parse().ok()?,
         ticks: (num(11)? + num(12)?).max(0) as u64,
@@ -96,6 +98,7 @@ pub struct ProcReading {
     pub children_ticks: u64,
     /// User processes: their group. Kernel threads: None.
     pub group: Option<Group>,
+    pub ppid: i32,
 }
 
 /// One scan of /proc.
@@ -173,6 +176,7 @@ impl Scan {
                 ticks: pst.ticks,
                 children_ticks: pst.children_ticks,
                 group,
+                ppid: pst.ppid,
             },
         );
         let Ok(dir) = std::fs::read_dir(format!("{base}/task")) else {
@@ -227,6 +231,25 @@ fn median_i(mut v: Vec<i32>) -> i32 {
     v[v.len() / 2]
 }
 
+/// The workload's processes: the memcg's at either scan, bench's children (a worker that has
+/// ended but is not reaped yet has already left cgroup.procs), and their descendants.
+fn workload_pids(before: &Scan, after: &Scan, own_pid: i32) -> BTreeSet<i32> {
+    let mut w: BTreeSet<i32> = before.workload.union(&after.workload).copied().collect();
+    loop {
+        let n = w.len();
+        for scan in [before, after] {
+            for (pid, p) in &scan.procs {
+                if p.ppid == own_pid || w.contains(&p.ppid) {
+                    w.insert(*pid);
+                }
+            }
+        }
+        if w.len() == n {
+            return w;
+        }
+    }
+}
+
 /// The record of the window between two scans. `own_pid`'s reaped children (the workload
 /// bench forked) are not foreign time.
 pub fn record(before: &Scan, after: &Scan, own_pid: i32) -> ForeignLoad {
@@ -235,7 +258,7 @@ pub fn record(before: &Scan, after: &Scan, own_pid: i32) -> ForeignLoad {
         _ => 0.0,
     };
     let ncpu = after.busy.len().max(before.busy.len());
-    let workload: BTreeSet<i32> = before.workload.union(&after.workload).copied().collect();
+    let workload = workload_pids(before, after, own_pid);
     let mut user = Acc::new(ncpu);
     let mut kth = Acc::new(ncpu);
     let (mut wl_tasks, mut wl_ns) = (0u64, 0u64);
@@ -454,6 +477,7 @@ mod tests {
             ticks,
             children_ticks,
             group,
+            ppid: 1,
         }
     }
 
@@ -510,6 +534,7 @@ mod tests {
         b.procs
             .insert(2, proc_(0, 150, Some(Group::Autogroup(8, 0))));
         let r = record(&a, &b, 999);
+        let r0 = r.clone();
         assert!((r.window_seconds - 10.0).abs() < 1e-9);
         assert_eq!(r.workload_tasks, 1);
         assert!((r.workload_cpu_seconds - 9.0).abs() < 1e-9);
@@ -533,6 +558,26 @@ mod tests {
         // Our own reaped children are the workload's, not foreign.
         let r = record(&a, &b, 2);
         assert!((r.user.exited_cpu_seconds - 0.28).abs() < 1e-9);
+        // A worker of bench (pid 999) that ended but is not reaped: out of cgroup.procs, but
+        // bench's child, so the workload's, and so is its own child.
+        let mut z = b.clone();
+        z.procs.insert(
+            70,
+            ProcReading {
+                ppid: 999,
+                ..proc_(1500, 0, Some(Group::Autogroup(9, 0)))
+            },
+        );
+        z.procs.insert(
+            71,
+            ProcReading {
+                ppid: 70,
+                ..proc_(100, 0, Some(Group::Autogroup(9, 0)))
+            },
+        );
+        let rz = record(&a, &z, 999);
+        assert_eq!(rz.user.exited_cpu_seconds, r0.user.exited_cpu_seconds);
+        assert_eq!(rz.user.groups, r0.user.groups);
     }
 
     #[test]
