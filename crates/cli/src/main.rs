@@ -217,6 +217,13 @@ enum Cmd {
         /// Print a Markdown table (for docs/validation.md).
         #[arg(long)]
         markdown: bool,
+        /// Give each simulation the foreign load its host runs had: machine.background_load
+        /// from the median of the runs' `foreign` records (the user tasks outside the run's
+        /// memcg: how many ran, their CPU time, how often they ran, their sessions and nice;
+        /// kernel threads are left out, they do not switch mm). Printed with each table. Off by
+        /// default: the simulated machine is quiet unless the scenario says otherwise.
+        #[arg(long)]
+        background_from_host: bool,
         #[command(flatten)]
         out: OutputArgs,
         /// With --suite and --out FILE: keep the configurations an interrupted run wrote to
@@ -558,6 +565,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             swap,
             host_result,
             markdown,
+            background_from_host,
             out,
             resume,
         } => {
@@ -575,6 +583,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                             markdown,
                             json: out.json,
                             out_resume: out.out.as_deref().map(|p| (p, resume)),
+                            background_from_host,
                         },
                     ),
                     (None, scenario) => validate(
@@ -586,6 +595,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                         swap,
                         host_result,
                         markdown,
+                        background_from_host,
                         out,
                     ),
                 },
@@ -770,24 +780,40 @@ fn validate(
     swap: Option<reclaimlab_host::SwapRequest>,
     host_result: Option<PathBuf>,
     markdown: bool,
+    background_from_host: bool,
     out: OutputArgs,
 ) -> Result<ExitCode> {
-    let (host, sim) = suite::host_and_sim(
+    let suite::HostAndSim {
+        host,
+        sim,
+        background,
+    } = suite::host_and_sim(
         &scn.scenario,
         &scn.sets,
         repeat,
         swap,
         host_result.as_deref().map(read_doc).transpose()?,
         out.json,
+        background_from_host,
     )?;
     let rows = reclaimlab_core::validate::ratio_table(&host, &sim);
     if let Some(p) = &out.out {
-        let v = serde_json::json!({"host": host, "sim": sim, "rows": rows});
+        let v = serde_json::json!({"host": host, "sim": sim, "rows": rows,
+            "background_from_host": background});
         output::write_atomic(p, serde_json::to_string_pretty(&v)?.as_bytes())?;
     }
     if out.json {
         outln!("{}", serde_json::to_string_pretty(&rows)?);
     } else {
+        if background_from_host {
+            outln!(
+                "{}",
+                background.as_ref().map_or(
+                    "background load from host: no foreign user task ran (a quiet model)".into(),
+                    |b| b.summary()
+                )
+            );
+        }
         outln!("{}", render::validate_table(&rows, markdown));
     }
     Ok(ExitCode::SUCCESS)

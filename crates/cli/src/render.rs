@@ -79,6 +79,9 @@ pub fn result_table(d: &ResultDoc, all: bool) -> String {
     if oom > 0 || invalid > 0 {
         head.push_str(&format!(", OOM kills {oom}, invalid runs {invalid}"));
     }
+    if let Some(f) = reclaimlab_core::foreign::of_doc(d) {
+        head.push_str(&format!("\n{}", reclaimlab_core::foreign::summary(&f)));
+    }
     let mut notes = String::new();
     for (i, r) in d.runs.iter().enumerate() {
         let tag = if r.valid {

@@ -4,6 +4,7 @@
 
 use crate::render;
 use anyhow::Result;
+use reclaimlab_core::foreign::BackgroundFromHost;
 use reclaimlab_core::suite::Suite;
 use reclaimlab_core::validate::{ratio_table, RatioRow};
 use reclaimlab_core::{ResultDoc, Scenario, Target};
@@ -13,8 +14,30 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
+/// `--background-from-host`: the simulator's `machine.background_load` from the host runs'
+/// median foreign record (`reclaimlab_core::foreign`). None when no foreign user task ran; an
+/// error when the host document has no record (written before bench kept one).
+pub fn derived_background(host: &ResultDoc) -> Result<Option<BackgroundFromHost>> {
+    match reclaimlab_core::foreign::of_doc(host) {
+        Some(f) => Ok(reclaimlab_core::foreign::background_load(&f)),
+        None => anyhow::bail!(
+            "--background-from-host: the host runs have no foreign-load record (runs[].foreign; \
+             bench writes it since this option exists): run the host side again"
+        ),
+    }
+}
+
+/// One validation: the two documents and the background load the simulation was given.
+pub struct HostAndSim {
+    pub host: ResultDoc,
+    pub sim: ResultDoc,
+    /// `--background-from-host`: the derived load (None: off, or no foreign user task ran).
+    pub background: Option<BackgroundFromHost>,
+}
+
 /// Run `scenario` with `sets` on the host (or read `host_result`), then simulate it as the
-/// host machine (machine.cpus and machine.memory set from the host result).
+/// host machine (machine.cpus and machine.memory set from the host result; with
+/// `background_from_host`, machine.background_load from its foreign record, after `sets`).
 pub fn host_and_sim(
     scenario: &str,
     sets: &[String],
@@ -22,7 +45,8 @@ pub fn host_and_sim(
     swap: Option<SwapRequest>,
     host_result: Option<ResultDoc>,
     json: bool,
-) -> Result<(ResultDoc, ResultDoc)> {
+    background_from_host: bool,
+) -> Result<HostAndSim> {
     let (cpus, memory_bytes) = reclaimlab_host::machine_limits();
     let host = match host_result {
         Some(d) => d,
@@ -46,6 +70,17 @@ pub fn host_and_sim(
         }
     };
     let mut sets = sets.to_vec();
+    let background = if background_from_host {
+        derived_background(&host)?
+    } else {
+        None
+    };
+    if let Some(b) = &background {
+        sets.extend(b.sets());
+    } else if background_from_host {
+        // No foreign user task ran: the model's quiet machine is what the host had.
+        sets.push("machine.background_load.tasks=0".into());
+    }
     sets.push(format!("machine.cpus={}", host.machine.cpus.max(1)));
     sets.push(format!(
         "machine.memory={}",
@@ -53,7 +88,11 @@ pub fn host_and_sim(
     ));
     let s = Scenario::load(scenario, &sets, Target::Sim)?;
     let sim = crate::finish_scenario(&s, reclaimlab_sim::run(&s, &Default::default()))?;
-    Ok((host, sim))
+    Ok(HostAndSim {
+        host,
+        sim,
+        background,
+    })
 }
 
 /// One configuration's outcome.
@@ -72,6 +111,9 @@ pub struct ConfigResult {
     /// Wall seconds the configuration took (host runs and simulation).
     pub seconds: f64,
     pub error: Option<String>,
+    /// `--background-from-host`: the load the simulation was given (null: none ran, or off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub background_from_host: Option<BackgroundFromHost>,
     /// The two result documents (written with --out only).
     #[serde(skip)]
     pub docs: Option<(ResultDoc, ResultDoc)>,
@@ -101,6 +143,7 @@ fn run_config(
     swap: Option<SwapRequest>,
     host: Option<ResultDoc>,
     json: bool,
+    background: bool,
 ) -> ConfigResult {
     let t0 = Instant::now();
     let mut sets = c.sets.clone();
@@ -116,10 +159,14 @@ fn run_config(
         sim_oom_kills: 0,
         seconds: 0.0,
         error: None,
+        background_from_host: None,
         docs: None,
     };
-    match host_and_sim(&c.scenario, &sets, repeat, swap, host, json) {
-        Ok((host, sim)) => r.fill(host, sim),
+    match host_and_sim(&c.scenario, &sets, repeat, swap, host, json, background) {
+        Ok(v) => {
+            r.background_from_host = v.background;
+            r.fill(v.host, v.sim)
+        }
         Err(e) => r.error = Some(format!("{e:#}")),
     }
     r.seconds = t0.elapsed().as_secs_f64();
@@ -142,14 +189,22 @@ impl ConfigResult {
 /// belongs to the same suite, repeat and --set: (sets, seconds, host, sim).
 type Kept = std::collections::BTreeMap<String, (Vec<String>, f64, ResultDoc, ResultDoc)>;
 
-fn kept(p: &Path, suite: &Suite, repeat: u64, cli_sets: &[String]) -> Result<Kept> {
+fn kept(
+    p: &Path,
+    suite: &Suite,
+    repeat: u64,
+    cli_sets: &[String],
+    background: bool,
+) -> Result<Kept> {
     let v = read_suite_result(p, "--resume")?;
     if v["suite"] != serde_json::json!(suite.file)
         || v["repeat"] != serde_json::json!(repeat)
         || v["cli_sets"] != serde_json::json!(cli_sets)
+        || v["background_from_host"].as_bool().unwrap_or(false) != background
     {
         anyhow::bail!(
-            "--resume: {} belongs to a different run (suite, --repeat or --set differ)",
+            "--resume: {} belongs to a different run (suite, --repeat, --set or \
+             --background-from-host differ)",
             p.display()
         );
     }
@@ -255,6 +310,13 @@ pub fn suite_markdown(results: &[ConfigResult]) -> String {
             ));
             continue;
         }
+        if let Some(b) = &r.background_from_host {
+            s.push_str(&format!(
+                "| {} | sim background load (from host) | {} | | |\n",
+                name(),
+                b.cell()
+            ));
+        }
         for c in render::validate_cells(&r.rows) {
             s.push_str(&format!("| {} | {} |\n", name(), c.join(" | ")));
         }
@@ -272,6 +334,9 @@ fn print_config_text(r: &ConfigResult) {
     match &r.error {
         Some(e) => outln!("  failed: {e}\n"),
         None => {
+            if let Some(b) = &r.background_from_host {
+                outln!("{}", b.summary());
+            }
             outln!("{}", render::validate_table(&r.rows, false));
             outln!("OOM kills: {}\n", r.oom_cell());
         }
@@ -280,11 +345,17 @@ fn print_config_text(r: &ConfigResult) {
 
 /// The `--out` document: the summary plus each configuration's two result documents;
 /// `complete` is false while configurations are still to run (or after an interrupt).
+/// What identifies a suite run besides the suite (checked by --resume).
+struct RunKey<'a> {
+    repeat: u64,
+    cli_sets: &'a [String],
+    background: bool,
+}
+
 fn write_full(
     p: &Path,
     suite: &Suite,
-    repeat: u64,
-    cli_sets: &[String],
+    key: &RunKey,
     seconds: f64,
     results: &[ConfigResult],
     complete: bool,
@@ -292,8 +363,9 @@ fn write_full(
     let mut full = serde_json::json!({
         "suite": suite.file,
         "description": suite.description,
-        "repeat": repeat,
-        "cli_sets": cli_sets,
+        "repeat": key.repeat,
+        "cli_sets": key.cli_sets,
+        "background_from_host": key.background,
         "seconds": seconds,
         "complete": complete,
         "configs_total": suite.configs.len(),
@@ -323,6 +395,8 @@ pub struct SuiteRun<'a> {
     pub json: bool,
     /// --out FILE, and whether to --resume from it.
     pub out_resume: Option<(&'a Path, bool)>,
+    /// Give each simulation the background load of its host runs' foreign record.
+    pub background_from_host: bool,
 }
 
 /// `reclaimlab validate --suite FILE`.
@@ -334,6 +408,7 @@ pub fn run_suite(file: &Path, cli_sets: &[String], run: SuiteRun) -> Result<Exit
         markdown,
         json,
         out_resume,
+        background_from_host: background,
     } = run;
     let out = out_resume.map(|(p, _)| p);
     let resume = out_resume.is_some_and(|(_, r)| r);
@@ -343,7 +418,7 @@ pub fn run_suite(file: &Path, cli_sets: &[String], run: SuiteRun) -> Result<Exit
         None => Default::default(),
     };
     let mut kept = match (out, resume) {
-        (Some(p), true) => kept(p, &suite, repeat, cli_sets)?,
+        (Some(p), true) => kept(p, &suite, repeat, cli_sets, background)?,
         _ => Kept::new(),
     };
     // Resolve every configuration before running any: a typo fails in a second, not at the end
@@ -363,6 +438,11 @@ pub fn run_suite(file: &Path, cli_sets: &[String], run: SuiteRun) -> Result<Exit
             })
             .map_err(|e| anyhow::anyhow!("configuration {:?}: {e}", c.name))?;
     }
+    let key = RunKey {
+        repeat,
+        cli_sets,
+        background,
+    };
     let t0 = Instant::now();
     let mut results = Vec::new();
     for (i, c) in suite.configs.iter().enumerate() {
@@ -389,8 +469,15 @@ pub fn run_suite(file: &Path, cli_sets: &[String], run: SuiteRun) -> Result<Exit
                     sim_oom_kills: 0,
                     seconds,
                     error: None,
+                    background_from_host: None,
                     docs: None,
                 };
+                if background {
+                    match derived_background(&h) {
+                        Ok(b) => r.background_from_host = b,
+                        Err(e) => r.error = Some(format!("{e:#}")),
+                    }
+                }
                 r.fill(h, s);
                 r
             }
@@ -401,6 +488,7 @@ pub fn run_suite(file: &Path, cli_sets: &[String], run: SuiteRun) -> Result<Exit
                 swap.clone(),
                 stored_hosts.remove(&c.name),
                 json,
+                background,
             ),
         };
         if let Some(e) = &r.error {
@@ -415,7 +503,7 @@ pub fn run_suite(file: &Path, cli_sets: &[String], run: SuiteRun) -> Result<Exit
         if let Some(p) = out {
             let done = results.len() == suite.configs.len();
             let secs = t0.elapsed().as_secs_f64();
-            write_full(p, &suite, repeat, cli_sets, secs, &results, done)?;
+            write_full(p, &suite, &key, secs, &results, done)?;
         }
     }
     let total = t0.elapsed().as_secs_f64();
@@ -431,11 +519,12 @@ pub fn run_suite(file: &Path, cli_sets: &[String], run: SuiteRun) -> Result<Exit
         "suite": suite.file,
         "description": suite.description,
         "repeat": repeat,
+        "background_from_host": background,
         "seconds": total,
         "configs": results,
     });
     if let Some(p) = out {
-        write_full(p, &suite, repeat, cli_sets, total, &results, true)?;
+        write_full(p, &suite, &key, total, &results, true)?;
     }
     if json {
         outln!("{}", serde_json::to_string_pretty(&doc)?);

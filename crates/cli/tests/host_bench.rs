@@ -499,3 +499,52 @@ fn what_a_sigkilled_bench_left_is_removed_by_the_next_one() {
     assert!(err.contains(&format!("killed bench (pid {pid})")), "{err}");
     assert_clean(&before, &cg, &pids);
 }
+
+/// Each run records the tasks outside its memcg during the window (`runs[].foreign`): bench's
+/// own threads at least (its placement sampler wakes every 100 ms), the workers not.
+#[test]
+fn bench_records_the_foreign_load_of_its_window() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(cg) = host_or_skip("foreign_load", false) else {
+        return;
+    };
+    let before = MachineState::capture(&cg);
+    let args = [
+        &[
+            "bench",
+            "anon-sweep",
+            "--set",
+            "workload.processes=1",
+            "--set",
+            "workload.bytes=16M",
+            "--set",
+            "memcg.limit=8M",
+            "--set",
+            "run.duration=2s",
+            "--json",
+        ][..],
+        &swap_args(),
+    ]
+    .concat();
+    let d = bench_json(&args);
+    let f = &d["runs"][0]["foreign"];
+    let w = f["window_seconds"].as_f64().unwrap();
+    assert!((1.9..4.0).contains(&w), "{f}");
+    let scan = f["scan_seconds"][1].as_f64().unwrap();
+    assert!(scan > 0.0 && scan < 1.0, "{f}");
+    let user = &f["user"];
+    assert!(user["tasks_ran"].as_u64().unwrap() >= 1, "{f}");
+    assert!(user["timeslices"].as_u64().unwrap() >= 10, "sampler: {f}");
+    assert!(
+        user["top"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t[0] == "reclaimlab"),
+        "bench's own threads are foreign: {f}"
+    );
+    // The worker ran ~2 s in the memcg and is not counted as foreign.
+    assert!(f["workload_cpu_seconds"].as_f64().unwrap() > 1.0, "{f}");
+    assert!(user["cpu_seconds"].as_f64().unwrap() < 2.0 * w, "{f}");
+    assert_clean(&before, &cg, &[]);
+}

@@ -101,3 +101,65 @@ fn a_stored_run_of_other_sets_is_refused() {
         "{err}"
     );
 }
+
+/// `--background-from-host`: a configuration whose stored host runs carry a foreign record is
+/// simulated with the load derived from it (shown in the JSON); one without a record (a host
+/// document from before bench kept one) fails with the reason; without the flag nothing is
+/// derived.
+#[test]
+fn background_from_host_derives_the_load_from_the_stored_record() {
+    let d = tempfile::tempdir().unwrap();
+    let suite = write_suite(d.path());
+    let host = stored(d.path(), &["workload.processes=2"]);
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&host).unwrap()).unwrap();
+    v["configs"][0]["host"]["runs"][0]["foreign"] = serde_json::json!({
+        "window_seconds": 10.0, "scan_seconds": [0.002, 0.002], "scanned_tasks": [100, 100],
+        "user": {"tasks_ran": 3, "tasks_seen": 40, "cpu_seconds": 0.3, "wait_seconds": 0.01,
+                 "timeslices": 300, "groups": 2, "median_nice": 0},
+        "kthreads": {"tasks_ran": 9, "tasks_seen": 60, "cpu_seconds": 0.1, "wait_seconds": 0.0,
+                     "timeslices": 900, "groups": 0, "median_nice": 0},
+        "workload_tasks": 1, "workload_cpu_seconds": 9.9, "cpu_busy_seconds": [10.0, 0.4],
+        "unaccounted_busy_seconds": 0.0, "forks": 0
+    });
+    std::fs::write(&host, v.to_string()).unwrap();
+    let run = |flag: bool| {
+        let mut c = bin();
+        c.args(["validate", "--suite"])
+            .arg(&suite)
+            .arg("--host-result")
+            .arg(&host)
+            .arg("--json");
+        if flag {
+            c.arg("--background-from-host");
+        }
+        let o = c.output().unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+            panic!("{e}: {}", String::from_utf8_lossy(&o.stderr));
+        });
+        v
+    };
+    let on = run(true);
+    assert_eq!(on["background_from_host"], true);
+    let one = &on["configs"][0];
+    assert!(one["error"].is_null(), "{one}");
+    // 3 tasks, 0.3 CPU-s over 3 × 10 s, 10 s × 3 / 300 runs.
+    let b = &one["background_from_host"];
+    assert_eq!(b["tasks"], 3, "{one}");
+    assert_eq!(b["period_ns"], 100_000_000u64, "{one}");
+    assert!((b["duty"].as_f64().unwrap() - 0.01).abs() < 1e-9, "{one}");
+    let two = &on["configs"][1];
+    assert!(
+        two["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("no foreign-load record")),
+        "{two}"
+    );
+    let off = run(false);
+    for c in off["configs"].as_array().unwrap() {
+        assert!(
+            c["error"].is_null() && c.get("background_from_host").is_none(),
+            "{c}"
+        );
+    }
+}

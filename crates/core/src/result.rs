@@ -56,6 +56,10 @@ pub struct RunResult {
     /// Backend-specific extras (trace histograms, per-worker figures, ...).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extra: BTreeMap<String, serde_json::Value>,
+    /// Host: the tasks outside the run's memcg during the measured window (crate::foreign).
+    /// Absent in documents written before it existed and in sim results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub foreign: Option<crate::foreign::ForeignLoad>,
 }
 
 fn yes() -> bool {
@@ -177,5 +181,14 @@ mod tests {
         assert_eq!(d.max["throughput"], 3.0);
         let back = ResultDoc::from_json(&serde_json::to_string(&d).unwrap()).unwrap();
         assert_eq!(back, d);
+    }
+
+    #[test]
+    fn runs_without_a_foreign_record_still_load() {
+        let old = r#"{"counters": {"pgsteal_anon": 5}, "wall_seconds": 1.0,
+            "throughput": {"value": 2.0, "unit": "pages_per_sec"}}"#;
+        let r: RunResult = serde_json::from_str(old).unwrap();
+        assert_eq!(r.foreign, None);
+        assert!(!serde_json::to_string(&r).unwrap().contains("foreign"));
     }
 }

@@ -197,6 +197,7 @@ impl RunCtx<'_> {
         let mut meter = Meter::new(&cg, tracer);
         let out = wl.run(&env, &mut meter)?;
         let placement = meter.placement_report.take();
+        let foreign = meter.foreign.take();
         let (d, wall, hist) = meter.finish()?;
         let oom_kills = cg.oom_kills()?;
         undo.run()?;
@@ -247,6 +248,7 @@ impl RunCtx<'_> {
             valid,
             notes,
             extra,
+            foreign,
         })
     }
 }

@@ -2,7 +2,8 @@
 //! kernel, samples its counters, and undoes every change it made on every exit path.
 //!
 //! One job per module: [`cgroup`] (memcg v1/v2), [`swap`] (zram), [`counters`]
-//! (/proc/interrupts, /proc/vmstat, memory.stat), [`trace`] (tlb:tlb_flush), [`stress`]
+//! (/proc/interrupts, /proc/vmstat, memory.stat), [`foreign`] (the tasks outside the run's
+//! memcg during its window), [`trace`] (tlb:tlb_flush), [`stress`]
 //! (stress-ng), [`workers`] (the project's file workloads), [`workload`] (the trait they
 //! implement), [`proc`] (processes we start), [`cleanup`] (undo on every exit path),
 //! [`leftovers`] (what a SIGKILLed bench left),
@@ -14,6 +15,7 @@ pub mod calibrate;
 pub mod cgroup;
 pub mod cleanup;
 pub mod counters;
+pub mod foreign;
 pub mod leftovers;
 pub mod placement;
 pub mod proc;

@@ -102,6 +102,9 @@ pub struct Meter<'a> {
     placement: Option<crate::placement::Sampler>,
     /// The `placement` section, once stopped.
     pub placement_report: Option<serde_json::Value>,
+    foreign_before: Option<crate::foreign::Scan>,
+    /// The tasks outside the memcg during the window (`runs[].foreign`), once stopped.
+    pub foreign: Option<reclaimlab_core::foreign::ForeignLoad>,
 }
 
 impl<'a> Meter<'a> {
@@ -114,10 +117,14 @@ impl<'a> Meter<'a> {
             done: None,
             placement: None,
             placement_report: None,
+            foreign_before: None,
+            foreign: None,
         }
     }
 
     pub fn start(&mut self) -> Result<()> {
+        // First, so the scan's own CPU time lies before the counters' window.
+        self.foreign_before = Some(crate::foreign::Scan::take(&self.cg.procs_path()));
         self.rec = match self.tracer {
             Some(t) => Some(t.start()?),
             None => None,
@@ -134,6 +141,23 @@ impl<'a> Meter<'a> {
             let wall = t0.elapsed().as_secs_f64();
             let hist = self.rec.take().map(|r| r.finish());
             self.done = Some((deltas(&before, &after), wall, hist));
+        }
+        // Last, after the counters' window has closed.
+        if let Some(b) = self.foreign_before.take() {
+            let a = crate::foreign::Scan::take(&self.cg.procs_path());
+            let mut f = crate::foreign::record(&b, &a, std::process::id() as i32);
+            // Workers that ended before the second scan: their time from the sampler.
+            let sampled: f64 = self
+                .placement_report
+                .as_ref()
+                .and_then(|p| p["tasks"].as_array())
+                .map(|ts| ts.iter().filter_map(|t| t["cpu_seconds"].as_f64()).sum())
+                .unwrap_or(0.0);
+            if sampled > f.workload_cpu_seconds {
+                f.unaccounted_busy_seconds -= sampled - f.workload_cpu_seconds;
+                f.workload_cpu_seconds = sampled;
+            }
+            self.foreign = Some(f);
         }
     }
 

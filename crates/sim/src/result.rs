@@ -196,6 +196,7 @@ pub fn build(
         valid: true,
         notes,
         extra,
+        foreign: None,
     };
     let mut doc = ResultDoc {
         schema: SCHEMA.into(),

@@ -1,0 +1,348 @@
+//! The foreign load a host run had (`runs[].foreign`), and its translation into the
+//! simulator's `machine.background_load` (`validate --background-from-host`).
+//!
+//! bench records, around each repetition's measured window, every task on the machine outside
+//! the run's memcg (bench's own threads included: they are foreign to the workload), from
+//! `/proc/PID/task/TID/schedstat` and `stat`, split into user tasks and kernel threads
+//! (PF_KTHREAD). The translation uses the user tasks only: a kernel thread borrows the mm the
+//! CPU had (lazy TLB) and never makes the CPU leave the workload's mm, so it does not take the
+//! workload's CPUs out of (or put them into) a flush's IPI set the way a process does. Kernel
+//! threads do wake on the workers' CPUs (kworkers), which is a reason for the balancer to move a
+//! worker; the background model has no per-CPU kernel threads, so that part is recorded but not
+//! translated.
+
+use serde::{Deserialize, Serialize};
+
+/// One class of foreign tasks (user tasks or kernel threads) over the window.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct ForeignClass {
+    /// Tasks (threads) that ran at least once in the window (born in it included).
+    pub tasks_ran: u64,
+    /// Tasks of this class seen alive in either snapshot.
+    pub tasks_seen: u64,
+    /// Their run time in the window (schedstat's first field), seconds.
+    pub cpu_seconds: f64,
+    /// Their time runnable but waiting for a CPU (schedstat's second field), seconds.
+    pub wait_seconds: f64,
+    /// How many times they were put on a CPU (schedstat's third field, pcount).
+    pub timeslices: u64,
+    /// Distinct autogroups (`/proc/PID/autogroup`; the session id when it cannot be read)
+    /// among the tasks that ran. Kernel threads: 0 (they are in the root group).
+    pub groups: u64,
+    /// The median nice of the tasks that ran.
+    pub median_nice: i32,
+    /// The median autogroup nice of the tasks that ran (0 without autogroup).
+    #[serde(default)]
+    pub median_group_nice: i32,
+    /// CPU time in the window of foreign processes that ended in it and were reaped by a
+    /// foreign parent: the growth of the living parents' cutime + cstime (the children's whole
+    /// lives, 10 ms resolution) less what the ended processes had run by the first scan.
+    /// Builds are mostly such short-lived processes.
+    #[serde(default)]
+    pub exited_cpu_seconds: f64,
+    /// Threads seen in the first scan only (they ended in the window). Processes born and
+    /// ended inside the window are not counted (see `forks`).
+    #[serde(default)]
+    pub tasks_exited: u64,
+    /// Estimated times the ended tasks were put on a CPU in the window: `exited_cpu_seconds`
+    /// over their mean slice length at the first scan (else the living tasks').
+    #[serde(default)]
+    pub exited_timeslices: u64,
+    /// Run time of the tasks that ran, by the CPU each was last on at the end of the window
+    /// (`stat` field 39), seconds: an approximation of where the time went.
+    #[serde(default)]
+    pub cpu_seconds_by_last_cpu: Vec<f64>,
+    /// The tasks that ran most, by CPU time: (comm, seconds), at most [`TOP`].
+    #[serde(default)]
+    pub top: Vec<(String, f64)>,
+}
+
+/// How many of the busiest tasks a class lists.
+pub const TOP: usize = 8;
+
+/// `runs[].foreign`: everything outside the run's memcg during the measured window.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct ForeignLoad {
+    /// Between the middles of the two /proc scans, seconds.
+    pub window_seconds: f64,
+    /// How long each scan of /proc took (before, after), seconds. The scans are outside the
+    /// window but for the reading of bench's own threads, which is why they are recorded.
+    pub scan_seconds: [f64; 2],
+    /// Tasks (threads) read in the scans (before, after).
+    pub scanned_tasks: [u64; 2],
+    pub user: ForeignClass,
+    pub kthreads: ForeignClass,
+    /// The run's memcg: tasks read and their run time in the window, seconds.
+    pub workload_tasks: u64,
+    pub workload_cpu_seconds: f64,
+    /// Per CPU, all non-idle time from `/proc/stat` (user, nice, system, irq, softirq, steal),
+    /// seconds.
+    pub cpu_busy_seconds: Vec<f64>,
+    /// Σ busy − workload − foreign user (living and exited) − kernel threads: time no task
+    /// read accounts for (tasks born and ended in the window whose parent is the workload or
+    /// not yet reaped, interrupts when the kernel does not charge them to tasks, rounding).
+    pub unaccounted_busy_seconds: f64,
+    /// Processes forked in the window, machine-wide (`/proc/stat` `processes`).
+    pub forks: u64,
+}
+
+/// Fields of `machine.background_load` derived from a foreign record.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BackgroundFromHost {
+    pub tasks: u64,
+    pub duty: f64,
+    pub period_ns: u64,
+    pub groups: u64,
+    pub nice: i32,
+    pub group_nice: i32,
+    /// Foreign user tasks that ran on the host, before the cap.
+    pub tasks_on_host: u64,
+}
+
+/// At most this many modelled foreign tasks: each stands for tasks_on_host / tasks of the
+/// host's (the total CPU time and the rate of runs are kept, see [`background_load`]).
+pub const MAX_MODEL_TASKS: u64 = 16;
+/// The simulator's shortest period (`machine.background_load.period`).
+pub const MIN_PERIOD_NS: u64 = 100_000;
+
+/// The foreign user tasks of `f` as the simulator's background load, or None when none ran.
+///
+/// - `tasks`: the foreign user tasks that ran at least once in the window (those that ended in
+///   it included), at most [`MAX_MODEL_TASKS`] (a process each in the model: its CPU leaves
+///   the workload's mm while it runs, which is what matters for a flush's IPI set).
+/// - `duty`: their CPU time (living tasks plus the exited ones' reaped time) / (tasks × window):
+///   the share of each period a modelled task runs, so that the modelled tasks together run as
+///   long as the host's did (capped at 1).
+/// - `period`: window × tasks / timeslices: the mean time between one modelled task's runs,
+///   so that the modelled tasks are put on a CPU as often in total as the host's were (the
+///   ended tasks' runs estimated, `exited_timeslices`).
+///   Clamped to [100 µs, window].
+/// - `groups`: distinct autogroups (sessions) among them, at most `tasks`.
+/// - `nice`, `group_nice`: the median nice and autogroup nice of the tasks that ran.
+pub fn background_load(f: &ForeignLoad) -> Option<BackgroundFromHost> {
+    let u = &f.user;
+    let on_host = u.tasks_ran + u.tasks_exited;
+    if on_host == 0 || f.window_seconds <= 0.0 {
+        return None;
+    }
+    let tasks = on_host.min(MAX_MODEL_TASKS);
+    let cpu = u.cpu_seconds + u.exited_cpu_seconds;
+    if cpu <= 0.0 {
+        return None;
+    }
+    let slices = (u.timeslices + u.exited_timeslices).max(1) as f64;
+    let duty = (cpu / (tasks as f64 * f.window_seconds)).min(1.0);
+    let window_ns = f.window_seconds * 1e9;
+    let period_ns = (window_ns * tasks as f64 / slices).clamp(MIN_PERIOD_NS as f64, window_ns);
+    Some(BackgroundFromHost {
+        tasks,
+        duty,
+        period_ns: period_ns.round() as u64,
+        groups: u.groups.clamp(1, tasks),
+        nice: u.median_nice.clamp(-20, 19),
+        group_nice: u.median_group_nice.clamp(-20, 19),
+        tasks_on_host: on_host,
+    })
+}
+
+impl BackgroundFromHost {
+    /// The `--set`s that give the simulator this load.
+    pub fn sets(&self) -> Vec<String> {
+        let p = "machine.background_load";
+        vec![
+            format!("{p}.tasks={}", self.tasks),
+            format!("{p}.duty={}", self.duty.max(1e-6)),
+            format!("{p}.period={}ns", self.period_ns),
+            format!("{p}.groups={}", self.groups),
+            format!("{p}.nice={}", self.nice),
+            format!("{p}.group_nice={}", self.group_nice),
+        ]
+    }
+
+    /// A table cell: the derived keys.
+    pub fn cell(&self) -> String {
+        format!(
+            "tasks {} (host {}), duty {:.4}, period {:.1} ms, groups {}, nice {}, group nice {}",
+            self.tasks,
+            self.tasks_on_host,
+            self.duty,
+            self.period_ns as f64 / 1e6,
+            self.groups,
+            self.nice,
+            self.group_nice
+        )
+    }
+
+    /// One line for a table header.
+    pub fn summary(&self) -> String {
+        format!("background load from host: {}", self.cell())
+    }
+}
+
+fn median_f(v: &mut [f64]) -> f64 {
+    crate::stats::summarize(v).map_or(0.0, |s| s.median)
+}
+
+/// The median record of several runs, field by field, for the fields the translation uses
+/// (window, and the user class's counts, times, groups and nice); the rest from the first.
+pub fn median(records: &[&ForeignLoad]) -> Option<ForeignLoad> {
+    let first = *records.first()?;
+    let m = |f: &dyn Fn(&ForeignLoad) -> f64| {
+        let mut v: Vec<f64> = records.iter().map(|r| f(r)).collect();
+        median_f(&mut v)
+    };
+    let mut out = first.clone();
+    out.window_seconds = m(&|r| r.window_seconds);
+    out.user.tasks_ran = m(&|r| r.user.tasks_ran as f64).round() as u64;
+    out.user.cpu_seconds = m(&|r| r.user.cpu_seconds);
+    out.user.exited_cpu_seconds = m(&|r| r.user.exited_cpu_seconds);
+    out.user.tasks_exited = m(&|r| r.user.tasks_exited as f64).round() as u64;
+    out.user.exited_timeslices = m(&|r| r.user.exited_timeslices as f64).round() as u64;
+    out.user.timeslices = m(&|r| r.user.timeslices as f64).round() as u64;
+    out.user.groups = m(&|r| r.user.groups as f64).round() as u64;
+    out.user.median_nice = m(&|r| r.user.median_nice as f64).round() as i32;
+    out.user.median_group_nice = m(&|r| r.user.median_group_nice as f64).round() as i32;
+    out.kthreads.tasks_ran = m(&|r| r.kthreads.tasks_ran as f64).round() as u64;
+    out.kthreads.cpu_seconds = m(&|r| r.kthreads.cpu_seconds);
+    out.kthreads.timeslices = m(&|r| r.kthreads.timeslices as f64).round() as u64;
+    Some(out)
+}
+
+/// The median record of a document's valid runs (all runs if none is valid) that have one.
+pub fn of_doc(d: &crate::ResultDoc) -> Option<ForeignLoad> {
+    let valid: Vec<&ForeignLoad> = d
+        .runs
+        .iter()
+        .filter(|r| r.valid)
+        .filter_map(|r| r.foreign.as_ref())
+        .collect();
+    if valid.is_empty() {
+        median(
+            &d.runs
+                .iter()
+                .filter_map(|r| r.foreign.as_ref())
+                .collect::<Vec<_>>(),
+        )
+    } else {
+        median(&valid)
+    }
+}
+
+/// One line for bench's table: the foreign load per class.
+pub fn summary(f: &ForeignLoad) -> String {
+    let w = f.window_seconds.max(1e-9);
+    let c = |c: &ForeignClass| {
+        format!(
+            "{} ran (+{} ended), {:.2} CPU-s ({:.1}% of a CPU), {} slices",
+            c.tasks_ran,
+            c.tasks_exited,
+            c.cpu_seconds + c.exited_cpu_seconds,
+            (c.cpu_seconds + c.exited_cpu_seconds) / w * 100.0,
+            c.timeslices + c.exited_timeslices
+        )
+    };
+    format!(
+        "foreign load over {:.1} s: user tasks {}, {} group(s); kernel threads {}; scan {:.0}/{:.0} ms",
+        f.window_seconds,
+        c(&f.user),
+        f.user.groups,
+        c(&f.kthreads),
+        f.scan_seconds[0] * 1e3,
+        f.scan_seconds[1] * 1e3
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(tasks: u64, cpu: f64, slices: u64, window: f64) -> ForeignLoad {
+        ForeignLoad {
+            window_seconds: window,
+            user: ForeignClass {
+                tasks_ran: tasks,
+                cpu_seconds: cpu,
+                timeslices: slices,
+                groups: 3,
+                median_nice: 0,
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn translation_keeps_cpu_time_and_run_rate() {
+        // 4 tasks, 0.6 CPU-s in 15 s, 300 runs: duty 0.6 / 60 = 0.01, period 15 s × 4 / 300
+        // = 200 ms, so 4 tasks × 0.01 × 15 s = 0.6 s and 4 × 15 s / 200 ms = 300 runs.
+        let b = background_load(&rec(4, 0.6, 300, 15.0)).unwrap();
+        assert_eq!(b.tasks, 4);
+        assert!((b.duty - 0.01).abs() < 1e-12, "{b:?}");
+        assert_eq!(b.period_ns, 200_000_000);
+        assert_eq!(b.groups, 3);
+        let total_cpu = b.tasks as f64 * b.duty * 15.0;
+        assert!((total_cpu - 0.6).abs() < 1e-9);
+        assert_eq!(b.sets()[0], "machine.background_load.tasks=4");
+    }
+
+    #[test]
+    fn many_tasks_are_capped_keeping_totals() {
+        let b = background_load(&rec(160, 3.2, 8000, 16.0)).unwrap();
+        assert_eq!(b.tasks, MAX_MODEL_TASKS);
+        assert_eq!(b.tasks_on_host, 160);
+        // 3.2 CPU-s over 16 tasks × 16 s.
+        assert!((b.duty - 0.0125).abs() < 1e-12);
+        // 16 s × 16 / 8000 = 32 ms.
+        assert_eq!(b.period_ns, 32_000_000);
+        assert!(b.groups <= b.tasks);
+    }
+
+    #[test]
+    fn nothing_ran_is_no_load_and_extremes_are_clamped() {
+        assert_eq!(background_load(&rec(0, 0.0, 0, 15.0)), None);
+        assert_eq!(background_load(&rec(2, 0.0, 5, 15.0)), None);
+        // A hog: more CPU than one task can run, a single long slice.
+        let b = background_load(&rec(1, 30.0, 1, 15.0)).unwrap();
+        assert_eq!(b.duty, 1.0);
+        assert_eq!(b.period_ns, 15_000_000_000);
+        // Very frequent short runs: the period floor.
+        let b = background_load(&rec(1, 0.01, 1_000_000, 15.0)).unwrap();
+        assert_eq!(b.period_ns, MIN_PERIOD_NS);
+        let mut r = rec(2, 0.2, 100, 10.0);
+        r.user.median_nice = 30;
+        r.user.groups = 0;
+        let b = background_load(&r).unwrap();
+        assert_eq!((b.nice, b.groups), (19, 1));
+    }
+
+    #[test]
+    fn exited_tasks_add_time_and_estimated_runs() {
+        let mut r = rec(2, 0.2, 100, 10.0);
+        r.user.exited_cpu_seconds = 0.2;
+        r.user.tasks_exited = 2;
+        r.user.exited_timeslices = 100;
+        let b = background_load(&r).unwrap();
+        // 0.4 CPU-s over 4 × 10 s; 200 runs: 10 s × 4 / 200.
+        assert_eq!((b.tasks, b.tasks_on_host), (4, 4));
+        assert!((b.duty - 0.01).abs() < 1e-12);
+        assert_eq!(b.period_ns, 200_000_000);
+    }
+
+    #[test]
+    fn median_record_and_old_documents() {
+        let (a, b, c) = (
+            rec(2, 0.1, 10, 15.0),
+            rec(4, 0.5, 50, 15.2),
+            rec(9, 0.3, 30, 15.1),
+        );
+        let m = median(&[&a, &b, &c]).unwrap();
+        assert_eq!(m.user.tasks_ran, 4);
+        assert!((m.user.cpu_seconds - 0.3).abs() < 1e-12);
+        assert_eq!(m.user.timeslices, 30);
+        assert!((m.window_seconds - 15.1).abs() < 1e-12);
+        assert!(median(&[]).is_none());
+        let back: ForeignLoad = serde_json::from_str(&serde_json::to_string(&a).unwrap()).unwrap();
+        assert_eq!(back, a);
+        assert!(summary(&a).contains("user tasks 2 ran (+0 ended)"));
+    }
+}

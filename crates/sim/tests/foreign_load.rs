@@ -1,0 +1,88 @@
+//! A background load derived from a host's foreign-task record
+//! (`reclaimlab_core::foreign::background_load`, `validate --background-from-host`) gives the
+//! 1-process anon-sweep configuration the shootdowns a quiet model cannot have: a reclaim
+//! flush batch has no mm (arch_tlbbatch_flush), so the worker's former CPU takes the IPI
+//! whenever a foreign process runs there instead of idling lazily on the worker's mm.
+
+mod common;
+
+use reclaimlab_core::foreign::{background_load, ForeignClass, ForeignLoad};
+
+/// What bench recorded on the quiet host in one 15 s window (order of magnitude: bench's
+/// sampler thread, a guest agent, a shell; a few hundred runs).
+fn quiet_host_record() -> ForeignLoad {
+    ForeignLoad {
+        window_seconds: 15.0,
+        user: ForeignClass {
+            tasks_ran: 4,
+            cpu_seconds: 0.45,
+            timeslices: 600,
+            groups: 2,
+            median_nice: 0,
+            ..Default::default()
+        },
+        kthreads: ForeignClass {
+            tasks_ran: 20,
+            cpu_seconds: 0.2,
+            timeslices: 3000,
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+fn one_process(extra: &[String]) -> reclaimlab_core::ResultDoc {
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    common::sim_with(
+        "anon-sweep",
+        &[
+            "machine.cpus=2",
+            "run.duration=2s",
+            "workload.processes=1",
+            "workload.threads=1",
+            "workload.cpus=all",
+            "workload.bytes=32M",
+            "memcg.limit=16M",
+            "workload.pattern=sequential",
+            "workload.write_ratio=1.0",
+        ],
+        &extra,
+    )
+}
+
+fn tlb_per_steal(d: &reclaimlab_core::ResultDoc) -> f64 {
+    let c = &d.runs[0].counters;
+    c["tlb_shootdowns"] as f64 / c["pgsteal_anon"].max(1) as f64
+}
+
+#[test]
+fn a_derived_foreign_load_makes_the_lone_workers_flushes_send_ipis() {
+    let b = background_load(&quiet_host_record()).expect("user tasks ran");
+    assert_eq!(b.tasks, 4);
+    // 0.45 s over 4 tasks × 15 s; 15 s × 4 / 600 runs.
+    assert!((b.duty - 0.0075).abs() < 1e-9, "{b:?}");
+    assert_eq!(b.period_ns, 100_000_000);
+    let quiet = one_process(&[]);
+    let loaded = one_process(&b.sets());
+    assert!(quiet.runs[0].counters["pgsteal_anon"] > 1000);
+    assert_eq!(
+        quiet.runs[0].counters["tlb_shootdowns"], 0,
+        "a quiet model's idle CPU stays lazy on the worker's mm"
+    );
+    assert!(
+        tlb_per_steal(&loaded) > 0.0,
+        "foreign processes on the idle CPU take the batch's IPIs: {}",
+        tlb_per_steal(&loaded)
+    );
+    // The derived load ran: 4 background tasks, about 0.75% of a CPU each.
+    let bg: Vec<f64> = loaded.runs[0].extra["placement"]["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["kind"] == "background")
+        .map(|t| t["cpu_seconds"].as_f64().unwrap())
+        .collect();
+    assert_eq!(bg.len(), 4);
+    let share = bg.iter().sum::<f64>() / (4.0 * 2.0);
+    assert!((0.004..0.012).contains(&share), "{bg:?}");
+}
