@@ -78,3 +78,66 @@ fn quick_subset_writes_a_profile_and_leaves_nothing_behind() {
     assert!(!raw["checks"].as_array().unwrap().is_empty());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The cycle family: perf profiles the swap-in/reclaim cycle and the reclaim path's costs come
+/// out of it, every one of them a positive figure, and nothing is left behind (memcg, swap,
+/// the perf data file in --dir). Skips without perf.
+#[test]
+fn the_cycle_family_sets_the_reclaim_path_costs() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(cg_root) = host_or_skip("calibrate cycle", false) else {
+        return;
+    };
+    if std::process::Command::new("perf")
+        .arg("--version")
+        .output()
+        .map_or(true, |o| !o.status.success())
+    {
+        eprintln!("skipping the cycle family: perf is not installed");
+        return;
+    }
+    let before = MachineState::capture(&cg_root);
+    let dir = std::env::temp_dir().join(format!("rlab-cycle-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = bin()
+        .args([
+            "calibrate",
+            "--quick",
+            "--only",
+            "flush,cycle",
+            "--json",
+            "--dir",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "calibrate failed: {err}");
+    assert_eq!(
+        MachineState::capture(&cg_root),
+        before,
+        "calibrate left something behind"
+    );
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        0,
+        "perf data left in --dir"
+    );
+    let cal: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    for name in [
+        "rmap_walk",
+        "isolate_folio",
+        "swap_writeout",
+        "remove_mapping",
+        "fault_base",
+        "do_swap_page",
+    ] {
+        let ns = cal["costs"][name]["ns"].as_f64();
+        assert!(
+            ns.is_some_and(|v| v > 0.0),
+            "{name}: {:?}\n{err}",
+            cal["notes"]
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
