@@ -12,6 +12,10 @@ use crate::cpumask::CpuMask;
 use crate::kernel::{Backing, CpuId, Kernel, TaskId};
 use reclaimlab_core::Scenario;
 
+/// The longest stretch of a background burst taken in one engine step: below an IPI's round
+/// trip (~2 us bare metal, ~20 us in a KVM guest), so a flush sent during a burst sees it.
+const BURST_SLICE_NS: u64 = 2_000;
+
 /// The most `machine.background_load.tasks`.
 pub const MAX_TASKS: u64 = 4096;
 
@@ -177,7 +181,14 @@ impl Kernel {
             .expect("background state");
         let now = self.cpus[cpu].clock;
         let to_tick = self.cpus[cpu].next_tick.saturating_sub(now).max(1);
-        let run = self.sched.bg_state[i].left_ns.min(to_tick);
+        // In slices: while the burst runs its CPU has the task's mm loaded and is not lazy, so
+        // another CPU's flushes in that window must see it (and an IPI still in flight when the
+        // burst ends meets an idle CPU: flush_tlb_func sends it to init_mm). A burst taken in
+        // one step would hide that window from every other CPU.
+        let run = self.sched.bg_state[i]
+            .left_ns
+            .min(to_tick)
+            .min(BURST_SLICE_NS);
         self.charge(cpu, run);
         let st = &mut self.sched.bg_state[i];
         st.left_ns -= run;
