@@ -114,9 +114,10 @@ enum Cmd {
         resume: bool,
     },
     /// Measure this machine's costs for the simulator on the live kernel (needs root): faults,
-    /// page clearing, local flushes, the shootdown round trip, zram, readahead and reclaim. Writes
-    /// a machine profile (--out FILE.toml) with every sample beside it (FILE.calibrate.json);
-    /// leaves nothing behind. About 30-60 s, --quick about 10 s.
+    /// page clearing, local flushes, the shootdown round trip, zram, readahead, reclaim, and the
+    /// swap-in/reclaim cycle profiled with perf (the reclaim path's costs per page; needs perf).
+    /// Writes a machine profile (--out FILE.toml) with every sample beside it
+    /// (FILE.calibrate.json); leaves nothing behind. About 1 min, --quick about 20 s.
     Calibrate {
         /// Write the profile to FILE.toml and the raw samples to FILE.calibrate.json beside it.
         #[arg(long, value_name = "FILE.toml")]
@@ -128,7 +129,7 @@ enum Cmd {
         #[arg(long)]
         json: bool,
         /// Run only these benchmark families: parallel, fault, access, flush, shootdown, zram,
-        /// readahead, reclaim, contention.
+        /// readahead, reclaim, contention, cycle.
         #[arg(long, value_delimiter = ',', value_name = "FAMILY,...")]
         only: Option<Vec<String>>,
         /// The profile's name (default: the --out file's stem).
