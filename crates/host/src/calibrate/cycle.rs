@@ -401,6 +401,21 @@ pub fn derive(ms: &[Measurement], costs: &mut BTreeMap<String, Derived>, notes: 
         &|i| swapins[i],
         "do_swap_page's own work and swap_read_folio without the decompression, per swap-in",
     );
+    // The cycle's pages are a zero page with one byte changed: its codec figures are the sparse
+    // ones, timed on pages as the swap path meets them (cache-cold) rather than through the
+    // block device.
+    set(
+        "zram_compress_sparse",
+        &["zram_codec_write"],
+        &|_| 1.0,
+        "zcomp_compress of a nearly zero page per stolen page",
+    );
+    set(
+        "zram_decompress_sparse",
+        &["zram_codec_read"],
+        &|i| swapins[i],
+        "zcomp_decompress of a nearly zero page per swap-in",
+    );
     set(
         "alloc_anon_folio",
         &["alloc_folio"],
