@@ -220,3 +220,49 @@ fn finish(cal: Calibration, a: &Args) -> Result<()> {
     }
     Ok(())
 }
+
+/// `validate --calibrate`: measure the flush and shootdown families now, lay their costs over
+/// `base` (a profile NAME or FILE; the built-in table if None) and write the result beside `out`
+/// as OUT.session.toml, its raw samples as OUT.session.calibrate.json. Returns the profile's path.
+pub fn session_profile(base: Option<&str>, out: &std::path::Path) -> Result<String> {
+    let opts = calibrate::Options {
+        quick: false,
+        only: Some(vec!["flush".into(), "shootdown".into()]),
+        dir: PathBuf::from("/var/tmp"),
+        progress: None,
+    };
+    eprintln!("reclaimlab: measuring this session's flush and shootdown costs (calibrate)");
+    let r = calibrate::calibrate(&opts);
+    reclaimlab_host::cleanup::park_if_stopping();
+    let mut cal = r?;
+    cal.command = "reclaimlab validate --calibrate (calibrate --only flush,shootdown)".into();
+    let stem = out
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "validate".into());
+    let path = out.with_file_name(format!("{stem}.session.toml"));
+    let name = format!("{}+session", base.unwrap_or("builtin"));
+    calibrate::output::write(&cal, &path, Some(&name))?;
+    if let Some(b) = base {
+        // The base profile's costs, with this session's in their place.
+        let mut merged = reclaimlab_core::profile::load(b)?.profile;
+        let session = reclaimlab_core::profile::Profile::parse(
+            &std::fs::read_to_string(&path)?,
+            &path.display().to_string(),
+        )?;
+        for (k, c) in session.costs {
+            merged.costs.insert(k, c);
+        }
+        merged.profile.name = name;
+        merged.profile.description = format!(
+            "{}; flush and shootdown costs measured in this validation's session",
+            merged.profile.description
+        );
+        std::fs::write(&path, merged.to_toml()?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    for (k, d) in &cal.costs {
+        eprintln!("reclaimlab: session cost {k} = {:.0} ns", d.ns);
+    }
+    Ok(path.display().to_string())
+}

@@ -225,6 +225,13 @@ enum Cmd {
         /// default: the simulated machine is quiet unless the scenario says otherwise.
         #[arg(long)]
         background_from_host: bool,
+        /// Before the host runs, measure this session's flush and shootdown costs (calibrate's
+        /// flush and shootdown families, ~15 s) and give the simulator --profile's costs with
+        /// those laid over them: a guest's IPI costs drift by a third between sessions. Needs
+        /// --out FILE; the profile is written beside it as FILE.session.toml (with its raw
+        /// samples, FILE.session.calibrate.json) for later --host-result runs.
+        #[arg(long, conflicts_with = "host_result")]
+        calibrate: bool,
         #[command(flatten)]
         out: OutputArgs,
         /// With --suite and --out FILE: keep the configurations an interrupted run wrote to
@@ -567,9 +574,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
             host_result,
             markdown,
             background_from_host,
+            calibrate: session,
             out,
             resume,
         } => {
+            let profile = if session {
+                let Some(o) = out.out.as_deref() else {
+                    bail!("--calibrate writes the session's profile beside --out FILE: give --out");
+                };
+                Some(calibrate::session_profile(profile.as_deref(), o)?)
+            } else {
+                profile
+            };
             push_profile(&mut sets, profile);
             match (out.check().map(|_| suite), scenario) {
                 (Err(e), _) => Err(e),
