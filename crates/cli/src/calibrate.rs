@@ -221,6 +221,14 @@ fn finish(cal: Calibration, a: &Args) -> Result<()> {
     Ok(())
 }
 
+/// What `validate --calibrate` takes from the session's measurement.
+const SESSION_COSTS: [&str; 4] = [
+    "ipi_delivery",
+    "ipi_handle",
+    "local_flush_all",
+    "local_flush_one",
+];
+
 /// `validate --calibrate`: measure the flush and shootdown families now, lay their costs over
 /// `base` (a profile NAME or FILE; the built-in table if None) and write the result beside `out`
 /// as OUT.session.toml, its raw samples as OUT.session.calibrate.json. Returns the profile's path.
@@ -250,8 +258,12 @@ pub fn session_profile(base: Option<&str>, out: &std::path::Path) -> Result<Stri
             &std::fs::read_to_string(&path)?,
             &path.display().to_string(),
         )?;
+        // Only the costs the two families isolate directly: the flush family's ranged-flush
+        // intercept holds more than the flush (the cycle family's figure stays).
         for (k, c) in session.costs {
-            merged.costs.insert(k, c);
+            if SESSION_COSTS.contains(&k.as_str()) {
+                merged.costs.insert(k, c);
+            }
         }
         merged.profile.name = name;
         merged.profile.description = format!(
@@ -261,7 +273,11 @@ pub fn session_profile(base: Option<&str>, out: &std::path::Path) -> Result<Stri
         std::fs::write(&path, merged.to_toml()?)
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
-    for (k, d) in &cal.costs {
+    for (k, d) in cal
+        .costs
+        .iter()
+        .filter(|(k, _)| SESSION_COSTS.contains(&k.as_str()))
+    {
         eprintln!("reclaimlab: session cost {k} = {:.0} ns", d.ns);
     }
     Ok(path.display().to_string())
