@@ -21,28 +21,40 @@ fn bad_family_is_an_error_naming_it() {
     );
 }
 
+/// Run reclaimlab with `args`; it must succeed and leave the machine as it found it.
+/// Returns (stdout, stderr).
+fn calibrate_clean(cg_root: &std::path::Path, args: &[&str]) -> (String, String) {
+    let before = MachineState::capture(cg_root);
+    let run = bin().args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert!(run.status.success(), "calibrate failed: {err}");
+    assert_eq!(
+        MachineState::capture(cg_root),
+        before,
+        "calibrate left something behind"
+    );
+    (String::from_utf8_lossy(&run.stdout).into_owned(), err)
+}
+
 #[test]
 fn quick_subset_writes_a_profile_and_leaves_nothing_behind() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(cg_root) = host_or_skip("calibrate", false) else {
         return;
     };
-    let before = MachineState::capture(&cg_root);
     let dir = std::env::temp_dir().join(format!("rlab-calibrate-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let out = dir.join("test-machine.toml");
-    let run = bin()
-        .args(["calibrate", "--quick", "--only", "fault,flush,zram,reclaim"])
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&run.stderr);
-    assert!(run.status.success(), "calibrate failed: {err}");
-    assert_eq!(
-        MachineState::capture(&cg_root),
-        before,
-        "calibrate left something behind"
+    let (_, err) = calibrate_clean(
+        &cg_root,
+        &[
+            "calibrate",
+            "--quick",
+            "--only",
+            "fault,flush,zram,reclaim",
+            "--out",
+            out.to_str().unwrap(),
+        ],
     );
 
     let p = Profile::parse(&std::fs::read_to_string(&out).unwrap(), "test-machine.toml").unwrap();
@@ -96,34 +108,26 @@ fn the_cycle_family_sets_the_reclaim_path_costs() {
         eprintln!("skipping the cycle family: perf is not installed");
         return;
     }
-    let before = MachineState::capture(&cg_root);
     let dir = std::env::temp_dir().join(format!("rlab-cycle-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let run = bin()
-        .args([
+    let (stdout, err) = calibrate_clean(
+        &cg_root,
+        &[
             "calibrate",
             "--quick",
             "--only",
             "flush,cycle",
             "--json",
             "--dir",
-        ])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&run.stderr);
-    assert!(run.status.success(), "calibrate failed: {err}");
-    assert_eq!(
-        MachineState::capture(&cg_root),
-        before,
-        "calibrate left something behind"
+            dir.to_str().unwrap(),
+        ],
     );
     assert_eq!(
         std::fs::read_dir(&dir).unwrap().count(),
         0,
         "perf data left in --dir"
     );
-    let cal: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    let cal: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     for name in [
         "rmap_walk",
         "isolate_folio",

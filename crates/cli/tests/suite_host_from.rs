@@ -166,35 +166,27 @@ fn background_from_host_derives_the_load_from_the_stored_record() {
 
 #[test]
 fn calibrate_needs_an_out_file_and_live_host_runs() {
-    let o = bin()
-        .args([
-            "validate",
-            "--suite",
-            "validation/default.toml",
-            "--calibrate",
-        ])
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-        .output()
-        .unwrap();
-    assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
+    // validate --suite validation/default.toml --calibrate EXTRA...: refused; its stderr.
+    let refused = |extra: &[&str]| -> String {
+        let o = bin()
+            .args([
+                "validate",
+                "--suite",
+                "validation/default.toml",
+                "--calibrate",
+            ])
+            .args(extra)
+            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+            .output()
+            .unwrap();
+        assert!(!o.status.success());
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let err = refused(&[]);
     assert!(
         err.contains("--calibrate") && err.contains("--out"),
         "{err}"
     );
-    let o = bin()
-        .args([
-            "validate",
-            "--suite",
-            "validation/default.toml",
-            "--calibrate",
-            "--host-result",
-            "x.json",
-        ])
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-        .output()
-        .unwrap();
-    assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = refused(&["--host-result", "x.json"]);
     assert!(err.contains("cannot be used with"), "{err}");
 }

@@ -322,42 +322,30 @@ pub fn derive(ms: &[Measurement], costs: &mut BTreeMap<String, Derived>, notes: 
     let swapins = col("cycle-swapins-per-steal");
     let faults = col("cycle-faults-per-steal");
     let per = |classes: &[&str], calls: &dyn Fn(usize) -> f64| -> Vec<f64> {
+        let cols: Vec<Vec<f64>> = classes.iter().map(|c| col(&format!("cycle-{c}"))).collect();
         (0..n)
-            .map(|i| {
-                let t: f64 = classes.iter().map(|c| col(&format!("cycle-{c}"))[i]).sum();
-                t / calls(i).max(1e-9)
-            })
-            .collect()
-    };
-    let from = |classes: &[&str]| -> Vec<String> {
-        classes
-            .iter()
-            .map(|c| format!("cycle-{c}"))
-            .chain(["cycle-total".to_string()])
+            .map(|i| cols.iter().map(|c| c[i]).sum::<f64>() / calls(i).max(1e-9))
             .collect()
     };
     let mut set = |name: &str, classes: &[&str], calls: &dyn Fn(usize) -> f64, what: &str| {
-        let v = per(classes, calls);
-        let f = from(classes);
-        let f: Vec<&str> = f.iter().map(|s| s.as_str()).collect();
-        let Some(d) = Derived::new(
-            v,
+        let from: Vec<String> = classes
+            .iter()
+            .map(|c| format!("cycle-{c}"))
+            .chain(["cycle-total".to_string()])
+            .collect();
+        let from: Vec<&str> = from.iter().map(|s| s.as_str()).collect();
+        let d = Derived::new(
+            per(classes, calls),
             &format!("the reclaim cycle profiled with perf (calibrate family cycle): {what}"),
-            &f,
-        ) else {
-            notes.push(format!("{name} not set from the cycle: no samples"));
-            return;
-        };
-        if let Some(old) = costs.get(name) {
-            notes.push(format!(
-                "{name}: the cycle's {:.0} ns replaces {:.0} ns from {} (the path the workloads \
-                 take, not a microbenchmark's)",
-                d.ns,
-                old.ns,
-                old.from.join(", ")
-            ));
-        }
-        costs.insert(name.to_string(), d);
+            &from,
+        );
+        install(
+            costs,
+            notes,
+            name,
+            d,
+            "the path the workloads take, not a microbenchmark's",
+        );
     };
     set(
         "rmap_walk",
@@ -426,25 +414,44 @@ pub fn derive(ms: &[Measurement], costs: &mut BTreeMap<String, Derived>, notes: 
     // ranged local flush of one page per stolen page, so the fixed part is the rest.
     if let Some(one) = costs.get("local_flush_one").map(|d| d.ns) {
         let v: Vec<f64> = col("cycle-tlb_flush").iter().map(|t| t - one).collect();
-        if let Some(d) = Derived::new(
+        let d = Derived::new(
             v,
             "the reclaim cycle profiled with perf (calibrate family cycle): the flush work per \
              stolen page (one ranged local flush of one page: the mm runs on one CPU, so \
              try_to_unmap flushes at once) minus local_flush_one",
             &["cycle-tlb_flush", "flush-invlpg-fit"],
-        ) {
-            if let Some(old) = costs.get("flush_tlb_range_fixed") {
-                notes.push(format!(
-                    "flush_tlb_range_fixed: the cycle's {:.0} ns replaces {:.0} ns from {} (the \
-                     mprotect series' intercept holds more than the flush)",
-                    d.ns,
-                    old.ns,
-                    old.from.join(", ")
-                ));
-            }
-            costs.insert("flush_tlb_range_fixed".into(), d);
-        }
+        );
+        install(
+            costs,
+            notes,
+            "flush_tlb_range_fixed",
+            d,
+            "the mprotect series' intercept holds more than the flush",
+        );
     }
+}
+
+/// Set a cost from the cycle; a figure it replaces is kept in a note, with `why`.
+fn install(
+    costs: &mut BTreeMap<String, Derived>,
+    notes: &mut Vec<String>,
+    name: &str,
+    d: Option<Derived>,
+    why: &str,
+) {
+    let Some(d) = d else {
+        notes.push(format!("{name} not set from the cycle: no samples"));
+        return;
+    };
+    if let Some(old) = costs.get(name) {
+        notes.push(format!(
+            "{name}: the cycle's {:.0} ns replaces {:.0} ns from {} ({why})",
+            d.ns,
+            old.ns,
+            old.from.join(", ")
+        ));
+    }
+    costs.insert(name.to_string(), d);
 }
 
 #[cfg(test)]
