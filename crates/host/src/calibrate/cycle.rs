@@ -11,8 +11,8 @@
 //! so it is still classed by where the section is.
 
 use super::derive::Derived;
-use super::find;
 use super::stats::Measurement;
+use super::{find, put};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -431,7 +431,7 @@ pub fn derive(ms: &[Measurement], costs: &mut BTreeMap<String, Derived>, notes: 
     }
 }
 
-/// Set a cost from the cycle; a figure it replaces is kept in a note, with `why`.
+/// Set a cost from the cycle (`put`); a figure it replaces is kept in a note, with `why`.
 fn install(
     costs: &mut BTreeMap<String, Derived>,
     notes: &mut Vec<String>,
@@ -439,19 +439,15 @@ fn install(
     d: Option<Derived>,
     why: &str,
 ) {
-    let Some(d) = d else {
-        notes.push(format!("{name} not set from the cycle: no samples"));
-        return;
-    };
-    if let Some(old) = costs.get(name) {
+    if let (Some(new), Some(old)) = (&d, costs.get(name)) {
         notes.push(format!(
             "{name}: the cycle's {:.0} ns replaces {:.0} ns from {} ({why})",
-            d.ns,
+            new.ns,
             old.ns,
             old.from.join(", ")
         ));
     }
-    costs.insert(name.to_string(), d);
+    put(costs, notes, name, d, "the cycle gave no samples for it");
 }
 
 #[cfg(test)]
