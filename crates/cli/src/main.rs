@@ -225,6 +225,14 @@ enum Cmd {
         /// default: the simulated machine is quiet unless the scenario says otherwise.
         #[arg(long)]
         background_from_host: bool,
+        /// anon-sweep: simulate each host run from where its threads started (which CPUs
+        /// each process's main thread ran on before it cloned its sweepers, and where each
+        /// sweeper was placed), read from the run's scheduler trace (placement.processes).
+        /// On x86 those CPUs stay in the mm's cpumask, so a start-up race on the host decides
+        /// how many CPUs each reclaim flush reaches; with this the model is compared run by
+        /// run, its runs following the host's. Off by default: the model derives start-up.
+        #[arg(long)]
+        placement_from_host: bool,
         /// Before the host runs, measure this session's flush and shootdown costs (calibrate's
         /// flush and shootdown families, ~15 s) and give the simulator --profile's costs with
         /// those laid over them: a guest's IPI costs drift by a third between sessions. Needs
@@ -574,6 +582,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             host_result,
             markdown,
             background_from_host,
+            placement_from_host,
             calibrate: session,
             out,
             resume,
@@ -587,6 +596,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 profile
             };
             push_profile(&mut sets, profile);
+            let from_host = suite::FromHost {
+                background: background_from_host,
+                placement: placement_from_host,
+            };
             match (out.check().map(|_| suite), scenario) {
                 (Err(e), _) => Err(e),
                 (Ok(suite), scenario) => match (suite, scenario) {
@@ -600,7 +613,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                             markdown,
                             json: out.json,
                             out_resume: out.out.as_deref().map(|p| (p, resume)),
-                            background_from_host,
+                            from_host,
                         },
                     ),
                     (None, scenario) => validate(
@@ -612,7 +625,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                         swap,
                         host_result,
                         markdown,
-                        background_from_host,
+                        from_host,
                         out,
                     ),
                 },
@@ -797,13 +810,14 @@ fn validate(
     swap: Option<reclaimlab_host::SwapRequest>,
     host_result: Option<PathBuf>,
     markdown: bool,
-    background_from_host: bool,
+    from: suite::FromHost,
     out: OutputArgs,
 ) -> Result<ExitCode> {
     let suite::HostAndSim {
         host,
         sim,
         background,
+        placements,
     } = suite::host_and_sim(
         &scn.scenario,
         &scn.sets,
@@ -811,18 +825,24 @@ fn validate(
         swap,
         host_result.as_deref().map(read_doc).transpose()?,
         out.json,
-        background_from_host,
+        from,
     )?;
     let rows = reclaimlab_core::validate::ratio_table(&host, &sim);
     if let Some(p) = &out.out {
         let v = serde_json::json!({"host": host, "sim": sim, "rows": rows,
-            "background_from_host": background});
+            "background_from_host": background, "placement_from_host": placements});
         output::write_atomic(p, serde_json::to_string_pretty(&v)?.as_bytes())?;
     }
     if out.json {
         outln!("{}", serde_json::to_string_pretty(&rows)?);
     } else {
-        if background_from_host {
+        if let Some(p) = &placements {
+            outln!(
+                "start placement from host (MAIN_CPUS:SWEEPER_CPUS per process): {}",
+                suite::placement_cell(p)
+            );
+        }
+        if from.background {
             outln!(
                 "{}",
                 background.as_ref().map_or(

@@ -27,12 +27,79 @@ pub fn derived_background(host: &ResultDoc) -> Result<Option<BackgroundFromHost>
     }
 }
 
-/// One validation: the two documents and the background load the simulation was given.
+/// What the simulation takes from the host runs besides the machine's size.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FromHost {
+    /// `--background-from-host`: machine.background_load from the runs' foreign record.
+    pub background: bool,
+    /// `--placement-from-host`: one simulation per host run, started where that run's
+    /// threads started (sim.start_placement from its scheduler trace; anon-sweep only).
+    pub placement: bool,
+}
+
+/// One validation: the two documents and what the simulation was given from the host.
 pub struct HostAndSim {
     pub host: ResultDoc,
     pub sim: ResultDoc,
     /// `--background-from-host`: the derived load (None: off, or no foreign user task ran).
     pub background: Option<BackgroundFromHost>,
+    /// `--placement-from-host`: each valid host run's start placement, in run order (the
+    /// simulation's runs are in the same order).
+    pub placements: Option<Vec<String>>,
+}
+
+/// `--placement-from-host`: each valid host run's `sim.start_placement`, in run order.
+pub fn host_placements(host: &ResultDoc, scn: &Scenario) -> Result<Vec<String>> {
+    let reclaimlab_core::Workload::AnonSweep(w) = &scn.workload else {
+        anyhow::bail!(
+            "--placement-from-host: applies to anon-sweep (where each process's main thread \
+             clones its sweepers); this configuration runs {}",
+            scn.name
+        );
+    };
+    host.runs
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.valid)
+        .map(|(i, r)| {
+            reclaimlab_core::start_placement::of_run(r, w.processes, w.threads).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "--placement-from-host: host run {} has no scheduler trace of its {} \
+                     processes (placement.processes; bench records it since this option \
+                     exists): run the host side again",
+                    i + 1,
+                    w.processes
+                )
+            })
+        })
+        .collect()
+}
+
+/// One simulation per start placement (each distinct one once: the simulator is
+/// deterministic), gathered as one document whose runs follow `placements`.
+fn sim_per_placement(scenario: &str, sets: &[String], placements: &[String]) -> Result<ResultDoc> {
+    let mut by: std::collections::BTreeMap<&str, ResultDoc> = Default::default();
+    for p in placements {
+        if by.contains_key(p.as_str()) {
+            continue;
+        }
+        let mut sets = sets.to_vec();
+        sets.push(format!("sim.start_placement={p}"));
+        let s = Scenario::load(scenario, &sets, Target::Sim)?;
+        let d = crate::finish_scenario(&s, reclaimlab_sim::run(&s, &Default::default()))?;
+        by.insert(p, d);
+    }
+    let mut doc = by
+        .values()
+        .next()
+        .cloned()
+        .ok_or_else(|| anyhow::anyhow!("--placement-from-host: no valid host run"))?;
+    doc.runs = placements
+        .iter()
+        .flat_map(|p| by[p.as_str()].runs.clone())
+        .collect();
+    doc.summarize();
+    Ok(doc)
 }
 
 /// Run `scenario` with `sets` on the host (or read `host_result`), then simulate it as the
@@ -45,7 +112,7 @@ pub fn host_and_sim(
     swap: Option<SwapRequest>,
     host_result: Option<ResultDoc>,
     json: bool,
-    background_from_host: bool,
+    from: FromHost,
 ) -> Result<HostAndSim> {
     let (cpus, memory_bytes) = reclaimlab_host::machine_limits();
     let host = match host_result {
@@ -70,14 +137,14 @@ pub fn host_and_sim(
         }
     };
     let mut sets = sets.to_vec();
-    let background = if background_from_host {
+    let background = if from.background {
         derived_background(&host)?
     } else {
         None
     };
     if let Some(b) = &background {
         sets.extend(b.sets());
-    } else if background_from_host {
+    } else if from.background {
         // No foreign user task ran: the model's quiet machine is what the host had.
         sets.push("machine.background_load.tasks=0".into());
     }
@@ -87,11 +154,23 @@ pub fn host_and_sim(
         host.machine.memory_bytes.max(64 << 20)
     ));
     let s = Scenario::load(scenario, &sets, Target::Sim)?;
+    if from.placement {
+        let placements = host_placements(&host, &s)?;
+        drop(s);
+        let sim = sim_per_placement(scenario, &sets, &placements)?;
+        return Ok(HostAndSim {
+            host,
+            sim,
+            background,
+            placements: Some(placements),
+        });
+    }
     let sim = crate::finish_scenario(&s, reclaimlab_sim::run(&s, &Default::default()))?;
     Ok(HostAndSim {
         host,
         sim,
         background,
+        placements: None,
     })
 }
 
@@ -114,6 +193,9 @@ pub struct ConfigResult {
     /// `--background-from-host`: the load the simulation was given (null: none ran, or off).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub background_from_host: Option<BackgroundFromHost>,
+    /// `--placement-from-host`: each valid host run's start placement (sim.start_placement).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub placement_from_host: Option<Vec<String>>,
     /// The two result documents (written with --out only).
     #[serde(skip)]
     pub docs: Option<(ResultDoc, ResultDoc)>,
@@ -143,7 +225,7 @@ fn run_config(
     swap: Option<SwapRequest>,
     host: Option<ResultDoc>,
     json: bool,
-    background: bool,
+    from: FromHost,
 ) -> ConfigResult {
     let t0 = Instant::now();
     let mut sets = c.sets.clone();
@@ -160,11 +242,13 @@ fn run_config(
         seconds: 0.0,
         error: None,
         background_from_host: None,
+        placement_from_host: None,
         docs: None,
     };
-    match host_and_sim(&c.scenario, &sets, repeat, swap, host, json, background) {
+    match host_and_sim(&c.scenario, &sets, repeat, swap, host, json, from) {
         Ok(v) => {
             r.background_from_host = v.background;
+            r.placement_from_host = v.placements;
             r.fill(v.host, v.sim)
         }
         Err(e) => r.error = Some(format!("{e:#}")),
@@ -189,22 +273,17 @@ impl ConfigResult {
 /// belongs to the same suite, repeat and --set: (sets, seconds, host, sim).
 type Kept = std::collections::BTreeMap<String, (Vec<String>, f64, ResultDoc, ResultDoc)>;
 
-fn kept(
-    p: &Path,
-    suite: &Suite,
-    repeat: u64,
-    cli_sets: &[String],
-    background: bool,
-) -> Result<Kept> {
+fn kept(p: &Path, suite: &Suite, repeat: u64, cli_sets: &[String], from: FromHost) -> Result<Kept> {
     let v = read_suite_result(p, "--resume")?;
     if v["suite"] != serde_json::json!(suite.file)
         || v["repeat"] != serde_json::json!(repeat)
         || v["cli_sets"] != serde_json::json!(cli_sets)
-        || v["background_from_host"].as_bool().unwrap_or(false) != background
+        || v["background_from_host"].as_bool().unwrap_or(false) != from.background
+        || v["placement_from_host"].as_bool().unwrap_or(false) != from.placement
     {
         anyhow::bail!(
-            "--resume: {} belongs to a different run (suite, --repeat, --set or \
-             --background-from-host differ)",
+            "--resume: {} belongs to a different run (suite, --repeat, --set, \
+             --background-from-host or --placement-from-host differ)",
             p.display()
         );
     }
@@ -317,6 +396,13 @@ pub fn suite_markdown(results: &[ConfigResult]) -> String {
                 b.cell()
             ));
         }
+        if let Some(p) = &r.placement_from_host {
+            s.push_str(&format!(
+                "| {} | sim start placement (from host) | {} | | |\n",
+                name(),
+                placement_cell(p)
+            ));
+        }
         for c in render::validate_cells(&r.rows) {
             s.push_str(&format!("| {} | {} |\n", name(), c.join(" | ")));
         }
@@ -337,6 +423,12 @@ fn print_config_text(r: &ConfigResult) {
             if let Some(b) = &r.background_from_host {
                 outln!("{}", b.summary());
             }
+            if let Some(p) = &r.placement_from_host {
+                outln!(
+                    "start placement from host (MAIN_CPUS:SWEEPER_CPUS per process): {}",
+                    placement_cell(p)
+                );
+            }
             outln!("{}", render::validate_table(&r.rows, false));
             outln!("OOM kills: {}\n", r.oom_cell());
         }
@@ -349,7 +441,7 @@ fn print_config_text(r: &ConfigResult) {
 struct RunKey<'a> {
     repeat: u64,
     cli_sets: &'a [String],
-    background: bool,
+    from: FromHost,
 }
 
 fn write_full(
@@ -365,7 +457,8 @@ fn write_full(
         "description": suite.description,
         "repeat": key.repeat,
         "cli_sets": key.cli_sets,
-        "background_from_host": key.background,
+        "background_from_host": key.from.background,
+        "placement_from_host": key.from.placement,
         "seconds": seconds,
         "complete": complete,
         "configs_total": suite.configs.len(),
@@ -395,8 +488,8 @@ pub struct SuiteRun<'a> {
     pub json: bool,
     /// --out FILE, and whether to --resume from it.
     pub out_resume: Option<(&'a Path, bool)>,
-    /// Give each simulation the background load of its host runs' foreign record.
-    pub background_from_host: bool,
+    /// What each simulation takes from its host runs (foreign load, start placement).
+    pub from_host: FromHost,
 }
 
 /// `reclaimlab validate --suite FILE`.
@@ -408,7 +501,7 @@ pub fn run_suite(file: &Path, cli_sets: &[String], run: SuiteRun) -> Result<Exit
         markdown,
         json,
         out_resume,
-        background_from_host: background,
+        from_host: from,
     } = run;
     let out = out_resume.map(|(p, _)| p);
     let resume = out_resume.is_some_and(|(_, r)| r);
@@ -418,7 +511,7 @@ pub fn run_suite(file: &Path, cli_sets: &[String], run: SuiteRun) -> Result<Exit
         None => Default::default(),
     };
     let mut kept = match (out, resume) {
-        (Some(p), true) => kept(p, &suite, repeat, cli_sets, background)?,
+        (Some(p), true) => kept(p, &suite, repeat, cli_sets, from)?,
         _ => Kept::new(),
     };
     // Resolve every configuration before running any: a typo fails in a second, not at the end
@@ -441,7 +534,7 @@ pub fn run_suite(file: &Path, cli_sets: &[String], run: SuiteRun) -> Result<Exit
     let key = RunKey {
         repeat,
         cli_sets,
-        background,
+        from,
     };
     let t0 = Instant::now();
     let mut results = Vec::new();
@@ -470,11 +563,22 @@ pub fn run_suite(file: &Path, cli_sets: &[String], run: SuiteRun) -> Result<Exit
                     seconds,
                     error: None,
                     background_from_host: None,
+                    placement_from_host: None,
                     docs: None,
                 };
-                if background {
+                if from.background {
                     match derived_background(&h) {
                         Ok(b) => r.background_from_host = b,
+                        Err(e) => r.error = Some(format!("{e:#}")),
+                    }
+                }
+                if from.placement {
+                    // The stored simulation's runs follow the host's valid runs.
+                    match Scenario::load(&c.scenario, &all_sets, Target::Sim)
+                        .map_err(anyhow::Error::from)
+                        .and_then(|scn| host_placements(&h, &scn))
+                    {
+                        Ok(p) => r.placement_from_host = Some(p),
                         Err(e) => r.error = Some(format!("{e:#}")),
                     }
                 }
@@ -488,7 +592,7 @@ pub fn run_suite(file: &Path, cli_sets: &[String], run: SuiteRun) -> Result<Exit
                 swap.clone(),
                 stored_hosts.remove(&c.name),
                 json,
-                background,
+                from,
             ),
         };
         if let Some(e) = &r.error {
@@ -519,7 +623,8 @@ pub fn run_suite(file: &Path, cli_sets: &[String], run: SuiteRun) -> Result<Exit
         "suite": suite.file,
         "description": suite.description,
         "repeat": repeat,
-        "background_from_host": background,
+        "background_from_host": from.background,
+        "placement_from_host": from.placement,
         "seconds": total,
         "configs": results,
     });
@@ -536,4 +641,16 @@ pub fn run_suite(file: &Path, cli_sets: &[String], run: SuiteRun) -> Result<Exit
     } else {
         ExitCode::from(1)
     })
+}
+
+/// `1:1;0,1:0 ×2, 0:0;1:1 ×1`: each distinct start placement and how many host runs had it.
+pub fn placement_cell(p: &[String]) -> String {
+    let mut n: std::collections::BTreeMap<&str, usize> = Default::default();
+    for x in p {
+        *n.entry(x.as_str()).or_default() += 1;
+    }
+    n.iter()
+        .map(|(k, v)| format!("{k} ×{v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -8,6 +8,7 @@ pub mod profile;
 pub mod result;
 pub mod scenario;
 pub mod source;
+pub mod start_placement;
 pub mod stats;
 pub mod suite;
 pub mod units;

@@ -305,14 +305,18 @@ impl Kernel {
         self.tasks.len() - 1
     }
 
-    /// A helper thread's whole life at the start of the run: it runs on `cpu` (its mm is
-    /// loaded there and the CPU joins the mm's cpumask), then blocks for good, leaving the
-    /// idle CPU lazy on that mm.
-    pub fn run_helper(&mut self, t: TaskId, cpu: CpuId) {
+    /// A helper thread's whole life at the start of the run: it runs on each of `cpus` in
+    /// turn (its mm is loaded there and the CPU joins the mm's cpumask), then blocks for good,
+    /// leaving each idle CPU lazy on that mm.
+    pub fn run_helper(&mut self, t: TaskId, cpus: &[CpuId]) {
         self.tasks[t].done = true;
         self.sched.se[t].sleeping = true;
-        self.context_switch(cpu, Some(t));
-        self.context_switch(cpu, None);
+        // Each CPU it ran on keeps its bit in the mm's cpumask (switch_mm_irqs_off sets it;
+        // x86 does not clear it on switch-away).
+        for &cpu in cpus {
+            self.context_switch(cpu, Some(t));
+            self.context_switch(cpu, None);
+        }
     }
 
     /// Charge `ns` of work to a CPU's clock.

@@ -142,6 +142,12 @@ fn simulate_with(
     let duration = scn.run.duration_ns;
     let secs = duration as f64 / 1e9;
     let mut notes = Vec::new();
+    if cfg.start_placement.is_some() && !matches!(scn.workload, Workload::AnonSweep(_)) {
+        return Err(scn
+            .source
+            .err("sim.start_placement", "applies to anon-sweep only")
+            .into());
+    }
     match &scn.workload {
         Workload::AnonSweep(w) => {
             let pages = w.bytes_per_process / PAGE;
@@ -155,12 +161,31 @@ fn simulate_with(
                     workload::anon_sweep::main_thread(&mut e.k, w, p, mm)
                 })
                 .collect();
-            for (p, &(main, _)) in mains.iter().enumerate() {
-                workload::anon_sweep::clone_threads(&mut e.k, w, p, main, pages);
-            }
-            // The main threads ran first (mmap, clone) and now wait in join.
-            for (main, cpu) in mains {
-                e.k.run_helper(main, cpu);
+            match &cfg.start_placement {
+                None => {
+                    for (p, &(main, _)) in mains.iter().enumerate() {
+                        workload::anon_sweep::clone_threads(&mut e.k, w, p, main, pages);
+                    }
+                    // The main threads ran first (mmap, clone) and now wait in join.
+                    for (main, cpu) in mains {
+                        e.k.run_helper(main, &[cpu]);
+                    }
+                }
+                Some(start) => {
+                    workload::anon_sweep::check_start(w, start, e.k.nr_cpus())
+                        .map_err(|m| scn.source.err("sim.start_placement", m))?;
+                    for (p, &(main, _)) in mains.iter().enumerate() {
+                        workload::anon_sweep::clone_threads_onto(
+                            &mut e.k,
+                            w,
+                            p,
+                            main,
+                            pages,
+                            &start[p].sweepers,
+                        );
+                        e.k.run_helper(main, &start[p].main);
+                    }
+                }
             }
             e.place_tasks();
             e.run_until(duration, duration);

@@ -11,6 +11,7 @@
 //! written maps the zero page). Throughput: pages touched per second (the host's unit).
 
 use super::{AccessModel, Sweep};
+use crate::config::StartCpus;
 use crate::kernel::{CpuId, Kernel, MmId, TaskId};
 use reclaimlab_core::scenario::{AnonSweep, Pattern};
 
@@ -89,5 +90,61 @@ pub fn clone_threads(k: &mut Kernel, w: &AnonSweep, p: usize, main: TaskId, page
         });
         let task = k.task_new(mm, pinned, s, end);
         k.tasks[task].initial_cpu = initial;
+    }
+}
+
+/// `sim.start_placement` against the workload: one entry per process, one sweeper CPU per
+/// thread, every CPU on the machine, and a pinned thread where its pin says.
+pub fn check_start(w: &AnonSweep, start: &[StartCpus], cpus: usize) -> Result<(), String> {
+    if start.len() != w.processes {
+        return Err(format!(
+            "gives {} processes, the workload has {} (workload.processes)",
+            start.len(),
+            w.processes
+        ));
+    }
+    for (p, s) in start.iter().enumerate() {
+        if s.sweepers.len() != w.threads {
+            return Err(format!(
+                "process {p} has {} sweeper CPUs, the workload has {} threads (workload.threads)",
+                s.sweepers.len(),
+                w.threads
+            ));
+        }
+        if s.main.is_empty() {
+            return Err(format!("process {p}: its main thread ran on no CPU"));
+        }
+        if let Some(c) = s.main.iter().chain(&s.sweepers).find(|&&c| c >= cpus) {
+            return Err(format!("process {p}: CPU {c}, but machine.cpus is {cpus}"));
+        }
+        for (t, &c) in s.sweepers.iter().enumerate() {
+            if let Some(pin) = w.cpu_of(p, t) {
+                if pin != c {
+                    return Err(format!(
+                        "process {p} thread {t} starts on CPU {c} but is pinned to {pin} \
+                         (workload.cpus)"
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The sweeping threads of process `p`, each starting on the CPU `sweepers` gives.
+pub fn clone_threads_onto(
+    k: &mut Kernel,
+    w: &AnonSweep,
+    p: usize,
+    main: TaskId,
+    pages: u64,
+    sweepers: &[CpuId],
+) {
+    let mm = k.tasks[main].mm;
+    for (t, &cpu) in sweepers.iter().enumerate().take(w.threads) {
+        let (s, end) = thread_range(w, pages, t);
+        let pinned = w.cpu_of(p, t);
+        let task = k.task_new(mm, pinned, s, end);
+        k.tasks[task].initial_cpu = pinned.is_none().then_some(cpu);
     }
 }

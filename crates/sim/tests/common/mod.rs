@@ -23,6 +23,7 @@ pub fn cfg(file_folio_order: u8) -> SimConfig {
         oracle: true,
         interleave: reclaimlab_sim::config::Interleave::Step,
         page_data: None,
+        start_placement: None,
     }
 }
 
