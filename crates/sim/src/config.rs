@@ -16,9 +16,11 @@ pub enum CheckLevel {
 /// How finely reclaim interleaves with the other CPUs (`sim.interleave`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Interleave {
-    /// A direct-reclaim call is one engine step (fast; the default).
+    /// A direct-reclaim call is one engine step (faster; other CPUs stand still meanwhile).
     Step,
-    /// Other CPUs run at a preemption point after each folio of shrink_folio_list.
+    /// Other CPUs run at a preemption point after each folio of shrink_folio_list (the
+    /// default: on real hardware they run concurrently, and what they touch meanwhile is
+    /// young when reclaim reaches it).
     Folio,
 }
 
@@ -61,7 +63,7 @@ pub struct SimConfig {
     pub file_pmd_map: bool,
     /// The lost-write oracle (`sim.oracle`, default true; off only to measure its cost).
     pub oracle: bool,
-    /// `sim.interleave`: `step` (default) or `folio` (engine.rs).
+    /// `sim.interleave`: `folio` (default) or `step` (engine.rs).
     pub interleave: Interleave,
     /// `sim.page_data`: what swapped pages hold, for zram's cost (drivers/zram.rs); `auto`
     /// (None, the default) takes what the workload writes.
@@ -250,7 +252,7 @@ impl Default for SimConfig {
             cgroup_v1: false,
             file_pmd_map: true,
             oracle: true,
-            interleave: Interleave::Step,
+            interleave: Interleave::Folio,
             page_data: None,
             start_placement: None,
         }
@@ -309,7 +311,7 @@ impl SimConfig {
             },
             file_pmd_map: s.bool_or("sim.file_pmd_map", d.file_pmd_map)?,
             oracle: s.bool_or("sim.oracle", d.oracle)?,
-            interleave: match s.str_or("sim.interleave", "step")?.as_str() {
+            interleave: match s.str_or("sim.interleave", "folio")?.as_str() {
                 "step" => Interleave::Step,
                 "folio" => Interleave::Folio,
                 o => {

@@ -7,12 +7,13 @@
 //! Approximation: a step's state changes apply at once. Because the stepped CPU has the
 //! minimum clock, every other CPU is at or after the step's start when an IPI reaches it; the
 //! target is charged its handling time and the sender waits for the slowest ack
-//! (arch/x86/tlb.rs). With `sim.interleave = "step"` (the default) a direct-reclaim call is one
-//! step, so no other CPU observes its intermediate states (e.g. a cleared PTE whose flush is
-//! still pending). With `"folio"`, shrink_folio_list stops after each folio (and after each
-//! pageout) at a preemption point where every other busy CPU runs until it catches up with the
-//! reclaimer's clock ([`Kernel::reclaim_preempt`]): their stores can then meet the reclaimer's
-//! pending flushes, which is what the lost-write oracle watches.
+//! (arch/x86/tlb.rs). With `sim.interleave = "folio"` (the default), shrink_folio_list stops
+//! after each folio (and after each pageout) at a preemption point where every other busy CPU
+//! runs until it catches up with the reclaimer's clock ([`Kernel::reclaim_preempt`]), as it
+//! would concurrently on hardware: their stores can meet the reclaimer's pending flushes
+//! (what the lost-write oracle watches), and the pages they touch meanwhile are young when
+//! reclaim reaches them. With `"step"` a direct-reclaim call is one step, so no other CPU
+//! observes its intermediate states or runs during it (faster).
 
 use crate::config::Interleave;
 use crate::kernel::{CpuId, Kernel, TaskId};

@@ -267,7 +267,13 @@ fn reclaim_reactivates_a_folio_under_writeback_with_pg_reclaim() {
 /// file-mmap-rw 161 752.0, pgscan 520 102, pgsteal 258 000, TLB 18 430, refault 61 360.
 #[test]
 fn classic_lru_results_are_unchanged() {
-    let d = sim_with("anon-sweep", &["run.duration=2s"], &[]);
+    // Pinned with whole-step reclaim, the default until the folio preemption points became
+    // it (2026-11-25): these pins guard the LRU path, not the interleaving.
+    let d = sim_with(
+        "anon-sweep",
+        &["run.duration=2s", "sim.interleave=step"],
+        &[],
+    );
     let c = &d.runs[0].counters;
     // anon-sweep's figures re-pinned when the scheduler model replaced the seeded migration
     // rate (its two unpinned processes no longer migrate on a quiet machine; before:
@@ -286,7 +292,11 @@ fn classic_lru_results_are_unchanged() {
     // file-mmap-rw re-pinned when its data file became fallocated (unwritten blocks: a miss
     // zeroes the page instead of reading the device; before: 160 697 pages/s, pgscan
     // 517 974, pgsteal 255 872, 18 278 shootdowns, 59 250 refaults).
-    let d = sim_with("file-mmap-rw", &["run.duration=2s"], &[]);
+    let d = sim_with(
+        "file-mmap-rw",
+        &["run.duration=2s", "sim.interleave=step"],
+        &[],
+    );
     let c = &d.runs[0].counters;
     assert_eq!(d.runs[0].throughput.value, 689_874.0);
     assert_eq!(c["pgscan_file"], 2_690_218);

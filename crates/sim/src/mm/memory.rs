@@ -364,6 +364,9 @@ impl Kernel {
             if major && !write && self.filemap_fault_retry(mm, file, vp) {
                 return true;
             }
+            if self.pte_changed(mm, vp) {
+                return true;
+            }
             if !self.do_set_pmd(mm, vp, pfn, write) {
                 self.set_pte(mm, vp, pfn, writable, write);
             }
@@ -400,6 +403,9 @@ impl Kernel {
         if !write && self.filemap_fault_retry(mm, file, vp) {
             return true;
         }
+        if self.pte_changed(mm, vp) {
+            return true;
+        }
         if !self.do_set_pmd(mm, vp, pfn, write) {
             self.set_pte(mm, vp, pfn, writable, write);
         }
@@ -407,6 +413,13 @@ impl Kernel {
             self.task_dirty_folio(cpu, pfn);
         }
         true
+    }
+
+    /// finish_fault's pte_none recheck under the PTL: another thread of the mm mapped the
+    /// page while this fault slept or reclaimed for its charge (a reclaim preemption point,
+    /// `sim.interleave = "folio"`); VM_FAULT_NOPAGE, and the access retries.
+    fn pte_changed(&self, mm: MmId, vp: u64) -> bool {
+        crate::mm::pgtable::pte_present(self.mms[mm].ptes[vp as usize])
     }
 
     /// A read fault that missed the page cache read its folio with the mmap lock dropped
