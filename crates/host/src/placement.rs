@@ -102,6 +102,21 @@ fn sample(procs: &PathBuf, into: &Mutex<BTreeMap<i32, TaskSched>>) {
     }
 }
 
+/// Every thread of every process listed in `procs` (a cgroup.procs file).
+pub fn memcg_tids(procs: &PathBuf) -> Vec<i32> {
+    let text = std::fs::read_to_string(procs).unwrap_or_default();
+    let mut tids = Vec::new();
+    for pid in text.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+        if let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+            tids.extend(
+                dir.flatten()
+                    .filter_map(|e| e.file_name().to_string_lossy().parse::<i32>().ok()),
+            );
+        }
+    }
+    tids
+}
+
 /// The running sampler.
 pub struct Sampler {
     stop: Arc<AtomicBool>,

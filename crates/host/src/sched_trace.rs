@@ -105,19 +105,22 @@ impl SchedTrace {
         Ok(SchedTrace { inst })
     }
 
-    /// Start tracing bench and everything it forks or clones from now on. Call it on the thread
-    /// that will start the workload, before it does.
-    pub fn start(&self) -> Result<Recording<Record>> {
+    /// Start tracing bench, the `running` tasks (a workload started before its measured part)
+    /// and everything they fork or clone from now on. Call it on the thread that will start
+    /// the workload, before it does.
+    pub fn start(&self, running: &[i32]) -> Result<Recording<Record>> {
+        let mut pids = vec![std::process::id() as i32, nix::unistd::gettid().as_raw()];
+        pids.extend(running);
+        let list = pids
+            .iter()
+            .map(|p| p.to_string())
+            .collect::<Vec<_>>()
+            .join(" ");
         self.inst
             .record(Record::default(), &["sched/sched_switch"], |dir| {
                 std::fs::write(dir.join("options/event-fork"), "1")
                     .context("setting options/event-fork")?;
-                let tid = nix::unistd::gettid();
-                std::fs::write(
-                    dir.join("set_event_pid"),
-                    format!("{} {tid}", std::process::id()),
-                )
-                .context("writing set_event_pid")
+                std::fs::write(dir.join("set_event_pid"), list).context("writing set_event_pid")
             })
     }
 }

@@ -140,7 +140,10 @@ impl<'a> Meter<'a> {
         // First, so the scan's own CPU time lies before the counters' window.
         self.foreign_before = Some(crate::foreign::Scan::take(&self.cg.procs_path()));
         if let Some(s) = self.sched {
-            match s.start() {
+            // A workload that started before its measured part (file-reclaim) is traced from
+            // here on: every thread already in the memcg.
+            let running = crate::placement::memcg_tids(&self.cg.procs_path());
+            match s.start(&running) {
                 Ok(r) => self.sched_rec = Some(r),
                 Err(e) => self.notes.push(format!(
                     "the scheduler trace did not start ({e:#}): placement.processes has no CPUs"
