@@ -1,5 +1,5 @@
 //! What an earlier bench could not clean up because it was SIGKILLed: its memcgs, trace
-//! instance, data files and stress-ng output, all named `reclaimlab-<pid>...`, and its zram
+//! instances, data files and stress-ng output, all named `reclaimlab-<pid>...`, and its zram
 //! swap, labelled `rlab-<pid>`. bench removes those whose `<pid>` is no longer running before it
 //! starts. A memcg that still has processes after a few seconds is left alone (and reported):
 //! bench kills only processes it started itself.
