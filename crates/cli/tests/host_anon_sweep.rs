@@ -55,6 +55,61 @@ fn anon_sweep_bench_reclaims_without_oom_and_leaves_nothing() {
     assert_clean(&before, &cg_root, &[]);
 }
 
+/// The scheduler trace on a pinned run: each worker process (its main thread and its sweeping
+/// thread) ran only on its one CPU, the parent having forked it already pinned there.
+#[test]
+fn pinned_processes_ran_only_on_their_cpus() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(cg_root) = host_or_skip("pinned_processes_ran_only_on_their_cpus", false) else {
+        return;
+    };
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        eprintln!("skipping pinned_processes_ran_only_on_their_cpus: needs 2 CPUs");
+        return;
+    }
+    let before = MachineState::capture(&cg_root);
+    let mut args = vec![
+        "bench",
+        "anon-sweep",
+        "--set",
+        "workload.processes=2",
+        "--set",
+        "workload.threads=1",
+        "--set",
+        "workload.bytes=32M",
+        "--set",
+        "workload.cpus=[0,1]",
+        "--set",
+        "memcg.limit=32M",
+        "--set",
+        "run.duration=3s",
+        "--json",
+    ];
+    args.extend(swap_args());
+    let j = bench_json(&args);
+    let p = &j["runs"][0]["extra"]["placement"];
+    assert!(p["sched_trace"]["events"].as_u64() > Some(0), "{p}");
+    let procs = p["processes"].as_array().unwrap();
+    assert_eq!(procs.len(), 2, "{p}");
+    let mut cpus: Vec<u64> = Vec::new();
+    for proc in procs {
+        let ran = proc["cpus_ran"].as_array().unwrap();
+        assert_eq!(ran.len(), 1, "a pinned process ran on one CPU: {proc}");
+        let cpu = ran[0].as_u64().unwrap();
+        cpus.push(cpu);
+        let threads = proc["threads"].as_array().unwrap();
+        assert_eq!(threads.len(), 2, "main and sweeping thread: {proc}");
+        for t in threads {
+            assert_eq!(t["cpus_ran"], serde_json::json!([cpu]), "{proc}");
+            assert_eq!(t["first_cpu"], cpu, "{proc}");
+        }
+    }
+    // Worker p is pinned to CPU p; pids are sorted, so compare as sets.
+    cpus.sort();
+    assert_eq!(cpus, vec![0, 1], "{p}");
+    assert_clean(&before, &cg_root, &[]);
+}
+
 #[test]
 fn ci_suite_runs_both_backends_and_prints_the_table() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

@@ -3,6 +3,7 @@
 
 use crate::cgroup::{self, Memcg, MemcgRoot};
 use crate::cleanup::Cleanup;
+use crate::sched_trace::SchedTrace;
 use crate::trace::Tracer;
 use crate::workload::{for_scenario, Env, HostConfig, HostWorkload, Meter};
 use crate::{swap, BenchOptions, SwapRequest};
@@ -85,6 +86,9 @@ pub fn bench(scn: &Scenario, opts: &BenchOptions) -> Result<ResultDoc> {
     } else {
         None
     };
+    // Cheap, so always on; a machine without it still runs, with a note.
+    let sched = SchedTrace::setup(&cleanup)
+        .map_err(|e| format!("no scheduler trace ({e:#}): placement.processes has no CPUs"));
 
     let repeat = opts.repeat.max(1);
     let ctx = RunCtx {
@@ -92,6 +96,7 @@ pub fn bench(scn: &Scenario, opts: &BenchOptions) -> Result<ResultDoc> {
         root: &root,
         cleanup: &cleanup,
         tracer: tracer.as_ref(),
+        sched: sched.as_ref(),
         cfg: &cfg,
     };
     let mut runs = opts.prior.clone();
@@ -146,6 +151,8 @@ struct RunCtx<'a> {
     root: &'a MemcgRoot,
     cleanup: &'a Cleanup,
     tracer: Option<&'a Tracer>,
+    /// The scheduler trace, or why there is none.
+    sched: Result<&'a SchedTrace, &'a String>,
     cfg: &'a HostConfig,
 }
 
@@ -162,6 +169,7 @@ impl RunCtx<'_> {
             root,
             cleanup,
             tracer,
+            sched,
             cfg,
         } = *self;
         let name = root.unique_name();
@@ -194,8 +202,12 @@ impl RunCtx<'_> {
         let load: Option<f64> = std::fs::read_to_string("/proc/loadavg")
             .ok()
             .and_then(|l| l.split_whitespace().next()?.parse().ok());
-        let mut meter = Meter::new(&cg, tracer);
+        if let Err(why) = sched {
+            notes.push(why.clone());
+        }
+        let mut meter = Meter::new(&cg, tracer, sched.ok());
         let out = wl.run(&env, &mut meter)?;
+        notes.append(&mut meter.notes);
         let placement = meter.placement_report.take();
         let foreign = meter.foreign.take();
         let (d, wall, hist) = meter.finish()?;

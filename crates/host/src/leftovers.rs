@@ -1,5 +1,5 @@
 //! What an earlier bench could not clean up because it was SIGKILLed: its memcgs, trace
-//! instance, data files and stress-ng output, all named `reclaimlab-<pid>...`, and its zram
+//! instances, data files and stress-ng output, all named `reclaimlab-<pid>...`, and its zram
 //! swap, labelled `rlab-<pid>`. bench removes those whose `<pid>` is no longer running before it
 //! starts. A memcg that still has processes after a few seconds is left alone (and reported):
 //! bench kills only processes it started itself.
@@ -116,17 +116,26 @@ pub fn sweep(
         }
     }
     if let Some(t) = tracefs {
-        for (name, path) in entries(&t.join("instances")) {
-            if let Some(pid) = dead_owner(&name) {
-                let _ = std::fs::write(path.join("events/tlb/tlb_flush/enable"), "0");
-                said.push(match std::fs::remove_dir(&path) {
-                    Ok(()) => format!(
-                        "removed trace instance {} left by a killed bench (pid {pid})",
-                        path.display()
-                    ),
-                    Err(e) => format!("could not remove leftover {}: {e}", path.display()),
-                });
-            }
+        said.extend(sweep_trace_instances(t));
+    }
+    said
+}
+
+/// Remove the trace instances (`reclaimlab-<pid>`, `reclaimlab-<pid>-sched`, ...) of dead
+/// benches under the tracefs mounted at `tracefs`.
+pub fn sweep_trace_instances(tracefs: &Path) -> Vec<String> {
+    let mut said = Vec::new();
+    for (name, path) in entries(&tracefs.join("instances")) {
+        if let Some(pid) = dead_owner(&name) {
+            // Every event of the instance, whichever it traced.
+            let _ = std::fs::write(path.join("events/enable"), "0");
+            said.push(match std::fs::remove_dir(&path) {
+                Ok(()) => format!(
+                    "removed trace instance {} left by a killed bench (pid {pid})",
+                    path.display()
+                ),
+                Err(e) => format!("could not remove leftover {}: {e}", path.display()),
+            });
         }
     }
     said
@@ -177,6 +186,7 @@ mod tests {
         assert_eq!(dead_owner(&format!("reclaimlab-{dead}-3")), Some(dead));
         assert_eq!(dead_owner(&format!("reclaimlab-{dead}-0.dat")), Some(dead));
         assert_eq!(dead_owner(&format!("reclaimlab-{dead}")), Some(dead));
+        assert_eq!(dead_owner(&format!("reclaimlab-{dead}-sched")), Some(dead));
         assert_eq!(dead_owner(&crate::swap::swap_label(dead, true)), Some(dead));
         assert_eq!(
             dead_owner(&format!("reclaimlab-{}-0", std::process::id())),

@@ -3,7 +3,8 @@
 //!
 //! One job per module: [`cgroup`] (memcg v1/v2), [`swap`] (zram), [`counters`]
 //! (/proc/interrupts, /proc/vmstat, memory.stat), [`foreign`] (the tasks outside the run's
-//! memcg during its window), [`trace`] (tlb:tlb_flush), [`stress`]
+//! memcg during its window), [`trace`] (tracefs instances; tlb:tlb_flush), [`sched_trace`]
+//! (the CPUs each workload task ran on), [`stress`]
 //! (stress-ng), [`workers`] (the project's file workloads), [`workload`] (the trait they
 //! implement), [`proc`] (processes we start), [`cleanup`] (undo on every exit path),
 //! [`leftovers`] (what a SIGKILLed bench left),
@@ -19,6 +20,7 @@ pub mod foreign;
 pub mod leftovers;
 pub mod placement;
 pub mod proc;
+pub mod sched_trace;
 pub mod state;
 pub mod stress;
 pub mod swap;

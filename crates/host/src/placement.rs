@@ -6,7 +6,18 @@
 //! The last reading of each thread is kept, so a thread's final < 100 ms is not counted.
 //! Per-CPU busy time comes from the `cpuN` rows of `/proc/stat` before and after (all
 //! non-idle time, so other users' load is in it too).
+//!
+//! `processes` puts each thread the sampler saw beside the CPUs it was switched in on
+//! (crate::sched_trace): the union over a process's threads is an upper bound of its mm's
+//! `mm_cpumask`, which decides where a reclaim flush of that mm sends IPIs. On x86 a CPU's bit
+//! is set when the mm is switched in (arch/x86/mm/tlb.c, `switch_mm_irqs_off`) but not cleared
+//! when the task leaves; only `flush_tlb_func` trims it, on an mm-targeted flush reaching a CPU
+//! no longer running the mm, and at most once a second (`should_trim_cpumask`). So a worker's
+//! main thread that ran on a second CPU during start-up, before it cloned its sweeping thread,
+//! keeps that CPU in the mask, and the run's shootdowns per stolen page with it: the
+//! unpinned runs' bimodal ratios follow where the processes started.
 
+use crate::sched_trace::{Record, TaskCpus};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -20,6 +31,8 @@ pub const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 /// A thread's last reading.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TaskSched {
+    /// The process (tgid) the thread belongs to.
+    pub pid: i32,
     pub comm: String,
     pub nr_migrations: u64,
     pub sum_exec_ms: f64,
@@ -35,6 +48,7 @@ pub fn parse_sched(text: &str) -> Option<TaskSched> {
         })
     };
     Some(TaskSched {
+        pid: 0,
         comm,
         nr_migrations: field("se.nr_migrations")? as u64,
         sum_exec_ms: field("se.sum_exec_runtime")?,
@@ -80,11 +94,27 @@ fn sample(procs: &PathBuf, into: &Mutex<BTreeMap<i32, TaskSched>>) {
             if let Some(s) = std::fs::read_to_string(e.path().join("sched"))
                 .ok()
                 .and_then(|t| parse_sched(&t))
+                .map(|s| TaskSched { pid, ..s })
             {
                 into.lock().expect("sampler lock").insert(tid, s);
             }
         }
     }
+}
+
+/// Every thread of every process listed in `procs` (a cgroup.procs file).
+pub fn memcg_tids(procs: &PathBuf) -> Vec<i32> {
+    let text = std::fs::read_to_string(procs).unwrap_or_default();
+    let mut tids = Vec::new();
+    for pid in text.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+        if let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+            tids.extend(
+                dir.flatten()
+                    .filter_map(|e| e.file_name().to_string_lossy().parse::<i32>().ok()),
+            );
+        }
+    }
+    tids
 }
 
 /// The running sampler.
@@ -117,8 +147,9 @@ impl Sampler {
         }
     }
 
-    /// Stop and build `placement` (per-CPU TLB counts are added by the caller).
-    pub fn finish(mut self) -> Value {
+    /// Stop and build `placement`, with `processes` from the scheduler trace if there was one
+    /// (per-CPU TLB counts are added by the caller).
+    pub fn finish(mut self, sched: Option<&Record>) -> Value {
         let wall = self.t0.elapsed().as_secs_f64();
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
@@ -126,7 +157,14 @@ impl Sampler {
         }
         let stat1 = read_stat();
         let seen = self.seen.lock().expect("sampler lock").clone();
-        report(&seen, &self.stat0, &stat1, wall)
+        let mut v = report(&seen, &self.stat0, &stat1, wall);
+        let none = BTreeMap::new();
+        v["processes"] = processes(&seen, sched.map_or(&none, |r| &r.tasks));
+        v["sched_trace"] = match sched {
+            Some(r) => json!({"events": r.events, "lost": r.lost}),
+            None => Value::Null,
+        };
+        v
     }
 }
 
@@ -180,6 +218,54 @@ pub fn report(
     })
 }
 
+/// `placement.processes`: the sampled threads (the workload's own) grouped by process, each with
+/// the CPUs the trace saw it switched in on; a thread the trace has no record of gets a null
+/// `first_cpu` and no CPUs.
+pub fn processes(seen: &BTreeMap<i32, TaskSched>, trace: &BTreeMap<i32, TaskCpus>) -> Value {
+    let mut by_pid: BTreeMap<i32, Vec<i32>> = BTreeMap::new();
+    for (tid, s) in seen {
+        by_pid.entry(s.pid).or_default().push(*tid);
+    }
+    by_pid
+        .into_iter()
+        .map(|(pid, tids)| {
+            let mut union = std::collections::BTreeSet::new();
+            let threads: Vec<Value> = tids
+                .iter()
+                .map(|tid| {
+                    let t = trace.get(tid);
+                    let ran: Vec<usize> = t
+                        .map(|t| {
+                            t.switch_ins
+                                .iter()
+                                .filter(|(_, n)| **n > 0)
+                                .map(|(c, _)| *c)
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    union.extend(ran.iter().copied());
+                    let switch_ins: serde_json::Map<String, Value> = t
+                        .map(|t| {
+                            t.switch_ins
+                                .iter()
+                                .map(|(c, n)| (c.to_string(), (*n).into()))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    json!({
+                        "tid": tid,
+                        "first_cpu": t.map(|t| t.first_cpu),
+                        "cpus_ran": ran,
+                        "switch_ins": switch_ins,
+                    })
+                })
+                .collect();
+            json!({"pid": pid, "cpus_ran": union.into_iter().collect::<Vec<_>>(), "threads": threads})
+        })
+        .collect::<Vec<_>>()
+        .into()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,6 +285,7 @@ mod tests {
         m.insert(
             1,
             TaskSched {
+                pid: 1,
                 comm: "stress-ng".into(),
                 nr_migrations: 9,
                 sum_exec_ms: 10.0,
@@ -207,6 +294,7 @@ mod tests {
         m.insert(
             2,
             TaskSched {
+                pid: 1,
                 comm: "stress-ng-vm".into(),
                 nr_migrations: 4,
                 sum_exec_ms: 9000.0,
@@ -215,6 +303,7 @@ mod tests {
         m.insert(
             3,
             TaskSched {
+                pid: 1,
                 comm: "stress-ng-vm".into(),
                 nr_migrations: 6,
                 sum_exec_ms: 9000.0,
@@ -223,5 +312,42 @@ mod tests {
         let r = report(&m, &[(0, 0)], &[(500, 1000)], 10.0);
         assert!((r["worker_migrations_per_task_per_second"].as_f64().unwrap() - 0.5).abs() < 1e-9);
         assert_eq!(r["cpus"][0]["busy_seconds"], 5.0);
+    }
+
+    #[test]
+    fn processes_group_sampled_threads_with_their_traced_cpus() {
+        let t = |pid: i32| TaskSched {
+            pid,
+            comm: "reclaimlab".into(),
+            ..Default::default()
+        };
+        // Process 20 (threads 20, 21) and process 10 (thread 10, 12; 12 never traced).
+        let seen = BTreeMap::from([(21, t(20)), (20, t(20)), (10, t(10)), (12, t(10))]);
+        let cpus = |first: usize, s: &[(usize, u64)]| TaskCpus {
+            first_cpu: first,
+            switch_ins: s.iter().copied().collect(),
+        };
+        let trace = BTreeMap::from([
+            (20, cpus(1, &[(0, 2), (1, 5)])),
+            (21, cpus(1, &[(1, 7)])),
+            (10, cpus(0, &[(0, 3)])),
+            // Bench itself: traced, but not in the memcg.
+            (5, cpus(0, &[(0, 1), (1, 1)])),
+        ]);
+        let p = processes(&seen, &trace);
+        assert_eq!(
+            p,
+            json!([
+                {"pid": 10, "cpus_ran": [0], "threads": [
+                    {"tid": 10, "first_cpu": 0, "cpus_ran": [0], "switch_ins": {"0": 3}},
+                    {"tid": 12, "first_cpu": null, "cpus_ran": [], "switch_ins": {}},
+                ]},
+                {"pid": 20, "cpus_ran": [0, 1], "threads": [
+                    {"tid": 20, "first_cpu": 1, "cpus_ran": [0, 1], "switch_ins": {"0": 2, "1": 5}},
+                    {"tid": 21, "first_cpu": 1, "cpus_ran": [1], "switch_ins": {"1": 7}},
+                ]},
+            ])
+        );
+        assert_eq!(processes(&BTreeMap::new(), &trace), json!([]));
     }
 }

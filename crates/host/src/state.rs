@@ -208,6 +208,10 @@ pub fn recover_dead(dir: &Path) -> Vec<String> {
         }
         if j.tracefs_mount_started {
             let t = Path::new(crate::trace::TRACEFS);
+            // Its own instances first (and any other dead bench's): they would keep it mounted.
+            if crate::trace::mounted().is_some() {
+                said.extend(crate::leftovers::sweep_trace_instances(t));
+            }
             let busy = std::fs::read_dir(t.join("instances")).is_ok_and(|mut r| r.next().is_some());
             if crate::trace::mounted().is_some() && !busy {
                 match nix::mount::umount(t) {

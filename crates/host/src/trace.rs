@@ -1,12 +1,12 @@
-//! `--trace`: a histogram of `tlb:tlb_flush` events (by reason and by pages) for the measured part
-//! of each run.
+//! Private tracefs instances, and `--trace`: a histogram of `tlb:tlb_flush` events (by reason
+//! and by pages) for the measured part of each run.
 //!
 //! tracefs is mounted at /sys/kernel/tracing if it is not (and unmounted afterwards). All tracing
-//! happens in a private instance `instances/reclaimlab-<pid>`, so no global tracing knob changes;
-//! the instance is removed afterwards. This kernel has no hist triggers (CONFIG_HIST_TRIGGERS is
-//! not set on the machines checked), so a reader thread consumes the instance's `trace_pipe`
-//! during the run and counts the events in user space; events the ring buffer dropped are
-//! reported as `lost`.
+//! happens in private instances `instances/reclaimlab-<pid>[-<what>]`, so no global tracing knob
+//! changes; each instance is removed afterwards. This kernel has no hist triggers
+//! (CONFIG_HIST_TRIGGERS is not set on the machines checked), so a reader thread consumes an
+//! instance's `trace_pipe` during the run and hands each line to a [`LineSink`] in user space;
+//! events the ring buffer dropped are reported as `lost`.
 
 use crate::cleanup::Cleanup;
 use anyhow::{Context, Result};
@@ -20,10 +20,17 @@ use std::thread::JoinHandle;
 
 pub const TRACEFS: &str = "/sys/kernel/tracing";
 
-/// Set by the instance's clean-up: every reader thread stops and closes its `trace_pipe`
-/// (an instance with an open file cannot be removed).
-static STOP_ALL: AtomicBool = AtomicBool::new(false);
-static READERS: AtomicUsize = AtomicUsize::new(0);
+/// What consumes an instance's `trace_pipe`, one line at a time.
+pub trait LineSink: Send + 'static {
+    fn add_line(&mut self, line: &str);
+}
+
+/// N from the ring buffer's `CPU:N [LOST M EVENTS]` line, if `line` is one.
+pub fn lost_events(line: &str) -> Option<u64> {
+    let rest = line.strip_prefix("CPU:")?;
+    let i = rest.find("[LOST ")?;
+    rest[i + 6..].split_whitespace().next()?.parse().ok()
+}
 
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct Histogram {
@@ -38,10 +45,8 @@ pub struct Histogram {
 impl Histogram {
     /// Count one `trace_pipe` line.
     pub fn add_line(&mut self, line: &str) {
-        if let Some(i) = line.find("[LOST ") {
-            if let Some(n) = line[i + 6..].split_whitespace().next() {
-                self.lost += n.parse::<u64>().unwrap_or(0);
-            }
+        if let Some(n) = lost_events(line) {
+            self.lost += n;
             return;
         }
         let Some(i) = line.find("tlb_flush: pages:") else {
@@ -66,9 +71,10 @@ impl Histogram {
     }
 }
 
-/// A private trace instance with tlb:tlb_flush available.
-pub struct Tracer {
-    inst: PathBuf,
+impl LineSink for Histogram {
+    fn add_line(&mut self, line: &str) {
+        Histogram::add_line(self, line)
+    }
 }
 
 /// /sys/kernel/tracing if tracefs is mounted there.
@@ -86,108 +92,175 @@ fn tracefs_mounted(at: &str) -> bool {
         })
 }
 
-impl Tracer {
-    /// Mount tracefs if needed and create the instance; both are undone by `cleanup`.
-    pub fn setup(cleanup: &Cleanup) -> Result<Tracer> {
-        if !tracefs_mounted(TRACEFS) {
-            // Journalled first: a mount has no owner a later bench could recognise.
-            crate::state::record(|j| j.tracefs_mount_started = true)?;
-            cleanup.apply(
-                format!("mount tracefs on {TRACEFS}"),
-                || {
-                    nix::mount::mount(
-                        Some("nodev"),
-                        TRACEFS,
-                        Some("tracefs"),
-                        nix::mount::MsFlags::empty(),
-                        None::<&str>,
-                    )
-                    .with_context(|| format!("mount -t tracefs nodev {TRACEFS}"))
-                },
-                || {
-                    nix::mount::umount(TRACEFS)
-                        .or_else(|_| nix::mount::umount2(TRACEFS, nix::mount::MntFlags::MNT_DETACH))
-                        .with_context(|| format!("umount {TRACEFS}"))
-                },
-            )?;
-        }
-        let ev = Path::new(TRACEFS).join("events/tlb/tlb_flush");
-        if !ev.exists() {
-            anyhow::bail!(
-                "--trace: this kernel has no tlb:tlb_flush event ({} is missing)",
-                ev.display()
-            );
-        }
-        let inst = Path::new(TRACEFS).join(format!("instances/reclaimlab-{}", std::process::id()));
-        let i2 = inst.clone();
+/// The instances of other benches still running: unmounting under them would strand their
+/// instances (an instance outlives the mount, and their paths would no longer resolve).
+fn live_foreign_instances() -> Vec<String> {
+    let me = std::process::id() as i32;
+    std::fs::read_dir(Path::new(TRACEFS).join("instances"))
+        .map(|rd| {
+            rd.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|n| {
+                    n.strip_prefix("reclaimlab-")
+                        .and_then(|r| r.split('-').next()?.parse::<i32>().ok())
+                        .is_some_and(|p| p != me && Path::new(&format!("/proc/{p}")).exists())
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Mount tracefs at [`TRACEFS`] unless it is; the unmount is registered with `cleanup` (and
+/// the mount journalled first). Registered before any instance, so it is undone after them.
+pub fn ensure_mounted(cleanup: &Cleanup) -> Result<()> {
+    if tracefs_mounted(TRACEFS) {
+        return Ok(());
+    }
+    // Journalled first: a mount has no owner a later bench could recognise.
+    crate::state::record(|j| j.tracefs_mount_started = true)?;
+    cleanup.apply(
+        format!("mount tracefs on {TRACEFS}"),
+        || {
+            nix::mount::mount(
+                Some("nodev"),
+                TRACEFS,
+                Some("tracefs"),
+                nix::mount::MsFlags::empty(),
+                None::<&str>,
+            )
+            .with_context(|| format!("mount -t tracefs nodev {TRACEFS}"))
+        },
+        || {
+            let others = live_foreign_instances();
+            if !others.is_empty() {
+                eprintln!(
+                    "reclaimlab: left tracefs mounted on {TRACEFS}: other benches still trace \
+                     there ({})",
+                    others.join(", ")
+                );
+                return Ok(());
+            }
+            nix::mount::umount(TRACEFS)
+                .or_else(|_| nix::mount::umount2(TRACEFS, nix::mount::MntFlags::MNT_DETACH))
+                .with_context(|| format!("umount {TRACEFS}"))
+        },
+    )?;
+    Ok(())
+}
+
+/// Whether this kernel has the event `group/name` (tracefs mounted).
+pub fn has_event(event: &str) -> bool {
+    Path::new(TRACEFS).join("events").join(event).exists()
+}
+
+/// What an instance's clean-up shares with its readers: it sets `stop_all`, so every reader
+/// stops and closes its `trace_pipe` (an instance with an open file cannot be removed), and
+/// waits for `count` to reach 0.
+#[derive(Default)]
+struct Readers {
+    stop_all: AtomicBool,
+    count: AtomicUsize,
+}
+
+/// A private trace instance `instances/reclaimlab-<pid><suffix>`, removed (its events
+/// disabled, its readers stopped) by the clean-up it was created with.
+pub struct Instance {
+    pub dir: PathBuf,
+    readers: Arc<Readers>,
+}
+
+impl Instance {
+    /// Mount tracefs if needed and create the instance with a per-CPU buffer of `buffer_kb`
+    /// (the instance's own, gone with it); both are undone by `cleanup`.
+    pub fn create(cleanup: &Cleanup, suffix: &str, buffer_kb: u32) -> Result<Instance> {
+        ensure_mounted(cleanup)?;
+        let dir = Path::new(TRACEFS).join(format!(
+            "instances/reclaimlab-{}{suffix}",
+            std::process::id()
+        ));
+        let readers = Arc::new(Readers::default());
+        let (d2, r2) = (dir.clone(), readers.clone());
         cleanup.apply(
-            format!("trace instance {}", inst.display()),
-            || std::fs::create_dir(&inst).with_context(|| format!("creating {}", inst.display())),
+            format!("trace instance {}", dir.display()),
+            || std::fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display())),
             move || {
-                let _ = std::fs::write(i2.join("events/tlb/tlb_flush/enable"), "0");
-                STOP_ALL.store(true, Ordering::SeqCst);
+                let _ = std::fs::write(d2.join("events/enable"), "0");
+                r2.stop_all.store(true, Ordering::SeqCst);
                 let t = std::time::Instant::now();
-                while READERS.load(Ordering::SeqCst) > 0 && t.elapsed().as_secs() < 5 {
+                while r2.count.load(Ordering::SeqCst) > 0 && t.elapsed().as_secs() < 5 {
                     std::thread::sleep(std::time::Duration::from_millis(10));
                 }
                 loop {
-                    match std::fs::remove_dir(&i2) {
+                    match std::fs::remove_dir(&d2) {
                         Err(e)
                             if e.raw_os_error() == Some(libc::EBUSY)
                                 && t.elapsed().as_secs() < 5 =>
                         {
                             std::thread::sleep(std::time::Duration::from_millis(20))
                         }
-                        r => {
-                            STOP_ALL.store(false, Ordering::SeqCst);
-                            return r.with_context(|| format!("removing {}", i2.display()));
-                        }
+                        r => return r.with_context(|| format!("removing {}", d2.display())),
                     }
                 }
             },
         )?;
-        // A roomier per-CPU buffer (the instance's own, gone with it).
-        let _ = std::fs::write(inst.join("buffer_size_kb"), "8192");
-        Ok(Tracer { inst })
+        let _ = std::fs::write(dir.join("buffer_size_kb"), buffer_kb.to_string());
+        Ok(Instance { dir, readers })
     }
 
-    /// Clear the instance's buffer, enable the event and start reading.
-    pub fn start(&self) -> Result<Recording> {
-        std::fs::write(self.inst.join("trace"), "").context("clearing the trace buffer")?;
+    /// Clear the buffer, start a reader thread feeding `sink`, run `arm` (the instance's
+    /// filters and options: after the reader exists, so a pid filter inherited through fork
+    /// does not cover it), then enable `events` (`group/name`).
+    pub fn record<H: LineSink>(
+        &self,
+        sink: H,
+        events: &[&str],
+        arm: impl FnOnce(&Path) -> Result<()>,
+    ) -> Result<Recording<H>> {
+        std::fs::write(self.dir.join("trace"), "").context("clearing the trace buffer")?;
         let pipe = std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NONBLOCK)
-            .open(self.inst.join("trace_pipe"))
+            .open(self.dir.join("trace_pipe"))
             .context("opening trace_pipe")?;
-        let enable = self.inst.join("events/tlb/tlb_flush/enable");
-        std::fs::write(&enable, "1").context("enabling tlb:tlb_flush")?;
         let stop = Arc::new(AtomicBool::new(false));
-        let s2 = stop.clone();
-        READERS.fetch_add(1, Ordering::SeqCst);
+        let (s2, r2) = (stop.clone(), self.readers.clone());
+        r2.count.fetch_add(1, Ordering::SeqCst);
         let reader = std::thread::spawn(move || {
-            let h = read_pipe(pipe, &s2);
-            READERS.fetch_sub(1, Ordering::SeqCst);
+            let h = read_pipe(pipe, &s2, &r2.stop_all, sink);
+            r2.count.fetch_sub(1, Ordering::SeqCst);
             h
         });
-        Ok(Recording {
-            enable,
+        let mut rec = Recording {
+            enable: Vec::new(),
             stop,
             reader: Some(reader),
-        })
+        };
+        arm(&self.dir)?;
+        for e in events {
+            let enable = self.dir.join("events").join(e).join("enable");
+            std::fs::write(&enable, "1").with_context(|| format!("enabling {e}"))?;
+            rec.enable.push(enable);
+        }
+        Ok(rec)
     }
 }
 
-fn read_pipe(mut pipe: std::fs::File, stop: &AtomicBool) -> Histogram {
-    let mut h = Histogram::default();
+/// Feed every complete line of `pipe` to `sink` until `stop` (once the pipe is drained) or
+/// `stop_all` (at once).
+fn read_pipe<H: LineSink>(
+    mut pipe: std::fs::File,
+    stop: &AtomicBool,
+    stop_all: &AtomicBool,
+    mut sink: H,
+) -> H {
     let mut buf = vec![0u8; 1 << 16];
     let mut partial = String::new();
     let mut idle_after_stop = 0;
-    while !STOP_ALL.load(Ordering::SeqCst) {
+    while !stop_all.load(Ordering::SeqCst) {
         match pipe.read(&mut buf) {
             Ok(n) if n > 0 => {
                 partial.push_str(&String::from_utf8_lossy(&buf[..n]));
                 while let Some(i) = partial.find('\n') {
-                    h.add_line(&partial[..i]);
+                    sink.add_line(&partial[..i]);
                     partial.drain(..=i);
                 }
                 idle_after_stop = 0;
@@ -203,20 +276,58 @@ fn read_pipe(mut pipe: std::fs::File, stop: &AtomicBool) -> Histogram {
             }
         }
     }
-    h
+    sink
 }
 
-/// A running recording; `finish` disables the event and returns the histogram.
-pub struct Recording {
-    enable: PathBuf,
+/// A private trace instance with tlb:tlb_flush available.
+pub struct Tracer {
+    inst: Instance,
+}
+
+impl Tracer {
+    /// Mount tracefs if needed and create the instance; both are undone by `cleanup`.
+    pub fn setup(cleanup: &Cleanup) -> Result<Tracer> {
+        ensure_mounted(cleanup)?;
+        if !has_event("tlb/tlb_flush") {
+            anyhow::bail!(
+                "--trace: this kernel has no tlb:tlb_flush event ({} is missing)",
+                Path::new(TRACEFS).join("events/tlb/tlb_flush").display()
+            );
+        }
+        // A roomier per-CPU buffer: flushes come in bursts.
+        Ok(Tracer {
+            inst: Instance::create(cleanup, "", 8192)?,
+        })
+    }
+
+    /// Clear the instance's buffer, enable the event and start reading.
+    pub fn start(&self) -> Result<Recording> {
+        self.inst
+            .record(Histogram::default(), &["tlb/tlb_flush"], |_| Ok(()))
+    }
+}
+
+/// A running recording; `finish` disables its events and returns what the sink gathered.
+pub struct Recording<H = Histogram> {
+    enable: Vec<PathBuf>,
     stop: Arc<AtomicBool>,
-    reader: Option<JoinHandle<Histogram>>,
+    reader: Option<JoinHandle<H>>,
 }
 
-impl Recording {
-    pub fn finish(mut self) -> Histogram {
-        let _ = std::fs::write(&self.enable, "0");
+impl<H> Recording<H> {
+    fn disable(&self) {
+        for e in &self.enable {
+            let _ = std::fs::write(e, "0");
+        }
         self.stop.store(true, Ordering::SeqCst);
+    }
+
+    /// What the sink gathered (empty if the reader thread panicked).
+    pub fn finish(mut self) -> H
+    where
+        H: Default,
+    {
+        self.disable();
         self.reader
             .take()
             .and_then(|r| r.join().ok())
@@ -224,13 +335,11 @@ impl Recording {
     }
 }
 
-impl Drop for Recording {
+impl<H> Drop for Recording<H> {
     fn drop(&mut self) {
-        let _ = std::fs::write(&self.enable, "0");
-        self.stop.store(true, Ordering::SeqCst);
+        self.disable();
     }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;

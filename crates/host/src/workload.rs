@@ -6,6 +6,7 @@
 use crate::cgroup::Memcg;
 use crate::cleanup::Cleanup;
 use crate::counters::{deltas, Deltas, Snapshot};
+use crate::sched_trace::SchedTrace;
 use crate::trace::{Histogram, Recording, Tracer};
 use anyhow::{bail, Result};
 use reclaimlab_core::{Scenario, Throughput, Workload};
@@ -92,12 +93,16 @@ impl Env<'_> {
     }
 }
 
-/// Samples counters (and the trace) around the measured part of a run.
+/// Samples counters (and the traces) around the measured part of a run.
 pub struct Meter<'a> {
     cg: &'a Memcg,
     tracer: Option<&'a Tracer>,
+    sched: Option<&'a SchedTrace>,
     before: Option<(Snapshot, Instant)>,
     rec: Option<Recording>,
+    sched_rec: Option<Recording<crate::sched_trace::Record>>,
+    /// What the run should say about the meter (a scheduler trace that failed to start).
+    pub notes: Vec<String>,
     done: Option<(Deltas, f64, Option<Histogram>)>,
     placement: Option<crate::placement::Sampler>,
     /// The `placement` section, once stopped.
@@ -108,12 +113,19 @@ pub struct Meter<'a> {
 }
 
 impl<'a> Meter<'a> {
-    pub fn new(cg: &'a Memcg, tracer: Option<&'a Tracer>) -> Meter<'a> {
+    pub fn new(
+        cg: &'a Memcg,
+        tracer: Option<&'a Tracer>,
+        sched: Option<&'a SchedTrace>,
+    ) -> Meter<'a> {
         Meter {
             cg,
             tracer,
+            sched,
             before: None,
             rec: None,
+            sched_rec: None,
+            notes: Vec::new(),
             done: None,
             placement: None,
             placement_report: None,
@@ -122,9 +134,22 @@ impl<'a> Meter<'a> {
         }
     }
 
+    /// Start measuring: workloads call it before they fork anything, so the scheduler trace
+    /// sees their tasks from birth.
     pub fn start(&mut self) -> Result<()> {
         // First, so the scan's own CPU time lies before the counters' window.
         self.foreign_before = Some(crate::foreign::Scan::take(&self.cg.procs_path()));
+        if let Some(s) = self.sched {
+            // A workload that started before its measured part (file-reclaim) is traced from
+            // here on: every thread already in the memcg.
+            let running = crate::placement::memcg_tids(&self.cg.procs_path());
+            match s.start(&running) {
+                Ok(r) => self.sched_rec = Some(r),
+                Err(e) => self.notes.push(format!(
+                    "the scheduler trace did not start ({e:#}): placement.processes has no CPUs"
+                )),
+            }
+        }
         self.rec = match self.tracer {
             Some(t) => Some(t.start()?),
             None => None,
@@ -136,7 +161,8 @@ impl<'a> Meter<'a> {
 
     pub fn stop(&mut self) {
         let after = Snapshot::take(Some(self.cg));
-        self.placement_report = self.placement.take().map(|s| s.finish());
+        let sched = self.sched_rec.take().map(|r| r.finish());
+        self.placement_report = self.placement.take().map(|s| s.finish(sched.as_ref()));
         if let Some((before, t0)) = self.before.take() {
             let wall = t0.elapsed().as_secs_f64();
             let hist = self.rec.take().map(|r| r.finish());
