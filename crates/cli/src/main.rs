@@ -841,6 +841,9 @@ fn validate(
                 "start placement from host (MAIN_CPUS:SWEEPER_CPUS per process): {}",
                 suite::placement_cell(p)
             );
+            for l in suite::per_run_lines(&host, &sim, p) {
+                outln!("  {l}");
+            }
         }
         if from.background {
             outln!(

@@ -402,6 +402,11 @@ pub fn suite_markdown(results: &[ConfigResult]) -> String {
                 name(),
                 placement_cell(p)
             ));
+            if let Some((h, m)) = &r.docs {
+                for l in per_run_lines(h, m, p) {
+                    s.push_str(&format!("| {} | {} | | | |\n", name(), l));
+                }
+            }
         }
         for c in render::validate_cells(&r.rows) {
             s.push_str(&format!("| {} | {} |\n", name(), c.join(" | ")));
@@ -428,6 +433,11 @@ fn print_config_text(r: &ConfigResult) {
                     "start placement from host (MAIN_CPUS:SWEEPER_CPUS per process): {}",
                     placement_cell(p)
                 );
+                if let Some((h, m)) = &r.docs {
+                    for l in per_run_lines(h, m, p) {
+                        outln!("  {l}");
+                    }
+                }
             }
             outln!("{}", render::validate_table(&r.rows, false));
             outln!("OOM kills: {}\n", r.oom_cell());
@@ -653,4 +663,33 @@ pub fn placement_cell(p: &[String]) -> String {
         .map(|(k, v)| format!("{k} ×{v}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// `--placement-from-host`: one line per host run beside the simulation of its start, since
+/// the medians of a bimodal row hide which mode each run was in.
+pub fn per_run_lines(host: &ResultDoc, sim: &ResultDoc, placements: &[String]) -> Vec<String> {
+    let tlb = |r: &reclaimlab_core::RunResult| {
+        let c = &r.counters;
+        let steal = c.get("pgsteal_anon").copied().unwrap_or(0)
+            + c.get("pgsteal_file").copied().unwrap_or(0);
+        c.get("tlb_shootdowns").copied().unwrap_or(0) as f64 / steal.max(1) as f64
+    };
+    host.runs
+        .iter()
+        .filter(|r| r.valid)
+        .zip(&sim.runs)
+        .zip(placements)
+        .enumerate()
+        .map(|(i, ((h, m), p))| {
+            format!(
+                "run {}: start {p}: TLB shootdowns/steal host {:.3}, model {:.3}; throughput host {:.0}, model {:.0} ({:+.1}%)",
+                i + 1,
+                tlb(h),
+                tlb(m),
+                h.throughput.value,
+                m.throughput.value,
+                (m.throughput.value / h.throughput.value.max(1e-9) - 1.0) * 100.0
+            )
+        })
+        .collect()
 }

@@ -17,8 +17,8 @@ use serde_json::Value;
 /// run has no scheduler trace or its processes do not look like anon-sweep workers (a main
 /// thread, whose tid is the pid, and `threads` sweepers).
 ///
-/// A process's main-thread CPUs are those it was first switched in on no later than the last
-/// of its sweepers' first switch-ins (after cloning them it waits in join until the sweep ends;
+/// A process's main-thread CPUs are those it was first seen on no later than the last of its
+/// sweepers was first seen running (after cloning them it waits in join until the sweep ends;
 /// where it runs at exit does not matter to the sweep).
 pub fn of_run(run: &RunResult, processes: usize, threads: usize) -> Option<String> {
     let procs = run.extra.get("placement")?["processes"].as_array()?;
@@ -39,7 +39,7 @@ pub fn of_run(run: &RunResult, processes: usize, threads: usize) -> Option<Strin
         }
         sweepers.sort_by_key(|t| t["tid"].as_i64());
         let firsts = |t: &Value| -> Option<Vec<(f64, u64)>> {
-            let m = t["first_switch_in"].as_object()?;
+            let m = t["first_seen"].as_object()?;
             let mut v: Vec<(f64, u64)> = m
                 .iter()
                 .filter_map(|(c, s)| Some((s.as_f64()?, c.parse().ok()?)))
@@ -92,11 +92,11 @@ mod tests {
         // stayed on 1 until the sweep ended, then exited on 0 (not a start-up CPU).
         let r = run(json!([
             {"pid": 10901, "threads": [
-                {"tid": 10901, "first_switch_in": {"1": 0.0001, "0": 15.01}},
-                {"tid": 10904, "first_switch_in": {"1": 0.011}}]},
+                {"tid": 10901, "first_seen": {"1": 0.0001, "0": 15.01}},
+                {"tid": 10904, "first_seen": {"1": 0.011}}]},
             {"pid": 10902, "threads": [
-                {"tid": 10902, "first_switch_in": {"0": 0.0003, "1": 0.0108}},
-                {"tid": 10903, "first_switch_in": {"0": 0.0109}}]},
+                {"tid": 10902, "first_seen": {"0": 0.0003, "1": 0.0108}},
+                {"tid": 10903, "first_seen": {"0": 0.0109}}]},
         ]));
         assert_eq!(of_run(&r, 2, 1).as_deref(), Some("1:1;0,1:0"));
         // The wrong shape: no string.

@@ -235,13 +235,7 @@ pub fn processes(seen: &BTreeMap<i32, TaskSched>, trace: &BTreeMap<i32, TaskCpus
                 .map(|tid| {
                     let t = trace.get(tid);
                     let ran: Vec<usize> = t
-                        .map(|t| {
-                            t.switch_ins
-                                .iter()
-                                .filter(|(_, n)| **n > 0)
-                                .map(|(c, _)| *c)
-                                .collect()
-                        })
+                        .map(|t| t.first_seen.keys().copied().collect())
                         .unwrap_or_default();
                     union.extend(ran.iter().copied());
                     let switch_ins: serde_json::Map<String, Value> = t
@@ -252,11 +246,20 @@ pub fn processes(seen: &BTreeMap<i32, TaskSched>, trace: &BTreeMap<i32, TaskCpus
                                 .collect()
                         })
                         .unwrap_or_default();
+                    let first_seen: serde_json::Map<String, Value> = t
+                        .map(|t| {
+                            t.first_seen
+                                .iter()
+                                .map(|(c, ts)| (c.to_string(), (*ts).into()))
+                                .collect()
+                        })
+                        .unwrap_or_default();
                     json!({
                         "tid": tid,
                         "first_cpu": t.map(|t| t.first_cpu),
                         "cpus_ran": ran,
                         "switch_ins": switch_ins,
+                        "first_seen": first_seen,
                     })
                 })
                 .collect();
@@ -326,6 +329,7 @@ mod tests {
         let cpus = |first: usize, s: &[(usize, u64)]| TaskCpus {
             first_cpu: first,
             switch_ins: s.iter().copied().collect(),
+            first_seen: s.iter().map(|&(c, _)| (c, 1.0 + c as f64)).collect(),
         };
         let trace = BTreeMap::from([
             (20, cpus(1, &[(0, 2), (1, 5)])),
@@ -339,12 +343,16 @@ mod tests {
             p,
             json!([
                 {"pid": 10, "cpus_ran": [0], "threads": [
-                    {"tid": 10, "first_cpu": 0, "cpus_ran": [0], "switch_ins": {"0": 3}},
-                    {"tid": 12, "first_cpu": null, "cpus_ran": [], "switch_ins": {}},
+                    {"tid": 10, "first_cpu": 0, "cpus_ran": [0], "switch_ins": {"0": 3},
+                     "first_seen": {"0": 1.0}},
+                    {"tid": 12, "first_cpu": null, "cpus_ran": [], "switch_ins": {},
+                     "first_seen": {}},
                 ]},
                 {"pid": 20, "cpus_ran": [0, 1], "threads": [
-                    {"tid": 20, "first_cpu": 1, "cpus_ran": [0, 1], "switch_ins": {"0": 2, "1": 5}},
-                    {"tid": 21, "first_cpu": 1, "cpus_ran": [1], "switch_ins": {"1": 7}},
+                    {"tid": 20, "first_cpu": 1, "cpus_ran": [0, 1], "switch_ins": {"0": 2, "1": 5},
+                     "first_seen": {"0": 1.0, "1": 2.0}},
+                    {"tid": 21, "first_cpu": 1, "cpus_ran": [1], "switch_ins": {"1": 7},
+                     "first_seen": {"1": 2.0}},
                 ]},
             ])
         );

@@ -6,21 +6,34 @@
 //! bench's pid (and the thread that starts the workload) and `options/event-fork` adds every
 //! task they fork or clone afterwards, so the workload's processes and threads are covered from
 //! birth. The kernel records a switch if either side is a traced task; a reader thread keeps,
-//! per `next_pid` (the task switched in), the CPU of its first switch-in and its switch-ins per
-//! CPU. `trace_pipe` merges the per-CPU buffers in timestamp order, so "first" is in time.
+//! per task, when it was first seen on each CPU (switched in, or out: a task switched out on a
+//! CPU ran there, and a new task's first switch-in is now and then missing from the trace) and
+//! its switch-ins per CPU. `trace_pipe` merges the per-CPU buffers in timestamp order.
 
 use crate::cleanup::Cleanup;
 use crate::trace::{ensure_mounted, has_event, lost_events, Instance, LineSink, Recording};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 
-/// Where one task was switched in.
+/// Where one task ran.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TaskCpus {
-    /// The CPU of its first switch-in seen.
+    /// The CPU it was first seen on.
     pub first_cpu: usize,
     /// Switch-ins per CPU.
     pub switch_ins: BTreeMap<usize, u64>,
+    /// Per CPU it ran on, the trace timestamp (s) it was first seen there.
+    pub first_seen: BTreeMap<usize, f64>,
+}
+
+/// One `sched_switch` line.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Switch {
+    pub cpu: usize,
+    /// The trace clock, seconds.
+    pub ts: f64,
+    pub prev: i32,
+    pub next: i32,
 }
 
 /// What one run's trace gathered.
@@ -30,14 +43,14 @@ pub struct Record {
     pub events: u64,
     /// Events the ring buffer dropped before they were read.
     pub lost: u64,
-    /// Per task id (next_pid); the idle tasks (pid 0) are left out.
+    /// Per task id; the idle tasks (pid 0) are left out.
     pub tasks: BTreeMap<i32, TaskCpus>,
 }
 
-/// (CPU, next_pid) of a `sched_switch` line of `trace_pipe`, e.g.
-/// `  reclaimlab-10901   [001] d..2.  9241.800748: sched_switch: prev_comm=... ==> next_comm=reclaimlab next_pid=10902 next_prio=120`.
+/// A `sched_switch` line of `trace_pipe`, e.g.
+/// `  reclaimlab-10901   [001] d..2.  9241.800748: sched_switch: prev_comm=reclaimlab prev_pid=10901 ... ==> next_comm=reclaimlab next_pid=10902 next_prio=120`.
 /// Comms may hold spaces, brackets and `=` but are at most 15 bytes, which the parse relies on.
-pub fn parse_switch(line: &str) -> Option<(usize, i32)> {
+pub fn parse_switch(line: &str) -> Option<Switch> {
     // Longer than any comm, so its first occurrence ends the header.
     const MARK: &str = ": sched_switch: ";
     let i = line.find(MARK)?;
@@ -53,12 +66,27 @@ pub fn parse_switch(line: &str) -> Option<(usize, i32)> {
     // next_pid is followed only by next_prio, so its last occurrence is the field, whatever
     // next_comm holds.
     let j = body.rfind(" next_pid=")?;
-    let pid = body[j + " next_pid=".len()..]
+    let next = body[j + " next_pid=".len()..]
         .split_whitespace()
         .next()?
         .parse()
         .ok()?;
-    Some((cpu, pid))
+    // Likewise prev_pid is the last one before the arrow that precedes next_comm.
+    let k = body[..j].rfind(" ==> next_comm=")?;
+    let m = body[..k].rfind(" prev_pid=")?;
+    let prev = body[m + " prev_pid=".len()..k]
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    // The header ends with the timestamp.
+    let ts = head.split_whitespace().last()?.parse().ok()?;
+    Some(Switch {
+        cpu,
+        ts,
+        prev,
+        next,
+    })
 }
 
 impl LineSink for Record {
@@ -67,18 +95,23 @@ impl LineSink for Record {
             self.lost += n;
             return;
         }
-        let Some((cpu, pid)) = parse_switch(line) else {
+        let Some(sw) = parse_switch(line) else {
             return;
         };
         self.events += 1;
-        if pid == 0 {
-            return;
+        for (pid, switched_in) in [(sw.prev, false), (sw.next, true)] {
+            if pid == 0 {
+                continue;
+            }
+            let t = self.tasks.entry(pid).or_insert_with(|| TaskCpus {
+                first_cpu: sw.cpu,
+                ..Default::default()
+            });
+            t.first_seen.entry(sw.cpu).or_insert(sw.ts);
+            if switched_in {
+                *t.switch_ins.entry(sw.cpu).or_default() += 1;
+            }
         }
-        let t = self.tasks.entry(pid).or_insert_with(|| TaskCpus {
-            first_cpu: cpu,
-            ..Default::default()
-        });
-        *t.switch_ins.entry(cpu).or_default() += 1;
     }
 }
 
@@ -132,24 +165,47 @@ mod tests {
     #[test]
     fn parses_cpu_and_next_pid() {
         let l = "      reclaimlab-10901   [001] d..2.  9241.800748: sched_switch: prev_comm=reclaimlab prev_pid=10901 prev_prio=120 prev_state=S ==> next_comm=reclaimlab next_pid=10902 next_prio=120";
-        assert_eq!(parse_switch(l), Some((1, 10902)));
+        assert_eq!(
+            parse_switch(l),
+            Some(Switch {
+                cpu: 1,
+                ts: 9241.800748,
+                prev: 10901,
+                next: 10902
+            })
+        );
         // Idle task, a kworker, and the record-tgid column.
         let l = "          <idle>-0       [000] d..2.   100.000001: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=kworker/0:1 next_pid=42 next_prio=120";
-        assert_eq!(parse_switch(l), Some((0, 42)));
+        assert_eq!(
+            parse_switch(l).map(|s| (s.cpu, s.prev, s.next)),
+            Some((0, 0, 42))
+        );
         let l = "   reclaimlab-7 (      7) [012] d..2.   1.5: sched_switch: prev_comm=reclaimlab prev_pid=7 prev_prio=120 prev_state=S ==> next_comm=x next_pid=8 next_prio=120";
-        assert_eq!(parse_switch(l), Some((12, 8)));
+        assert_eq!(
+            parse_switch(l).map(|s| (s.cpu, s.prev, s.next)),
+            Some((12, 7, 8))
+        );
         // No irq-info column.
         let l = " a-1 [003]  1.5: sched_switch: prev_comm=a prev_pid=1 prev_prio=120 prev_state=S ==> next_comm=b next_pid=2 next_prio=120";
-        assert_eq!(parse_switch(l), Some((3, 2)));
+        assert_eq!(
+            parse_switch(l).map(|s| (s.cpu, s.ts, s.next)),
+            Some((3, 1.5, 2))
+        );
     }
 
     #[test]
     fn comms_with_spaces_brackets_and_fields_do_not_confuse_it() {
         // A comm like "Web [5] x" in the header, and next_comm holding " next_pid=".
         let l = "       Web [5] x-3311    [001] d..2.  55.000001: sched_switch: prev_comm=Web [5] x prev_pid=3311 prev_prio=120 prev_state=S ==> next_comm=a next_pid=9 next_pid=4242 next_prio=120";
-        assert_eq!(parse_switch(l), Some((1, 4242)));
+        assert_eq!(
+            parse_switch(l).map(|s| (s.cpu, s.prev, s.next)),
+            Some((1, 3311, 4242))
+        );
         let l = "  Isolated Web Co-200   [000] d..2.   1.0: sched_switch: prev_comm=Isolated Web Co prev_pid=200 prev_prio=120 prev_state=R+ ==> next_comm=Isolated Web Co next_pid=201 next_prio=120";
-        assert_eq!(parse_switch(l), Some((0, 201)));
+        assert_eq!(
+            parse_switch(l).map(|s| (s.cpu, s.prev, s.next)),
+            Some((0, 200, 201))
+        );
     }
 
     #[test]
@@ -169,28 +225,36 @@ mod tests {
     #[test]
     fn keeps_the_first_cpu_and_counts_switch_ins_and_lost_events() {
         let mut r = Record::default();
-        let sw = |cpu: usize, prev: i32, next: i32| {
+        let sw = |cpu: usize, ts: f64, prev: i32, next: i32| {
             format!(
-                "      reclaimlab-{prev}   [{cpu:03}] d..2.  9241.800748: sched_switch: prev_comm=reclaimlab prev_pid={prev} prev_prio=120 prev_state=S ==> next_comm=reclaimlab next_pid={next} next_prio=120"
+                "      reclaimlab-{prev}   [{cpu:03}] d..2.  {ts:.6}: sched_switch: prev_comm=reclaimlab prev_pid={prev} prev_prio=120 prev_state=S ==> next_comm=reclaimlab next_pid={next} next_prio=120"
             )
         };
         for l in [
-            sw(1, 10901, 10902),
-            sw(0, 0, 10902),
-            sw(1, 10902, 10901),
-            sw(1, 10901, 10902),
-            sw(0, 10902, 0),
+            sw(1, 10.0, 10901, 10902),
+            sw(0, 10.5, 0, 10902),
+            sw(1, 11.0, 10902, 10901),
+            sw(1, 11.5, 10901, 10902),
+            sw(0, 12.0, 10902, 0),
+            // 10903's switch-in is missing: it is seen first where it is switched out.
+            sw(0, 12.5, 10903, 0),
             "CPU:0 [LOST 5 EVENTS]".into(),
             "garbage".into(),
         ] {
             r.add_line(&l);
         }
-        assert_eq!(r.events, 5);
+        assert_eq!(r.events, 6);
         assert_eq!(r.lost, 5);
-        assert_eq!(r.tasks.len(), 2, "idle (pid 0) is not kept");
+        assert_eq!(r.tasks.len(), 3, "idle (pid 0) is not kept");
         let t = &r.tasks[&10902];
         assert_eq!(t.first_cpu, 1);
         assert_eq!(t.switch_ins, BTreeMap::from([(0, 1), (1, 2)]));
+        assert_eq!(t.first_seen, BTreeMap::from([(0, 10.5), (1, 10.0)]));
+        // 10901 was first seen switched out on CPU 1, before its own switch-in there.
         assert_eq!(r.tasks[&10901].first_cpu, 1);
+        assert_eq!(r.tasks[&10901].first_seen, BTreeMap::from([(1, 10.0)]));
+        let t = &r.tasks[&10903];
+        assert_eq!((t.first_cpu, t.switch_ins.len()), (0, 0));
+        assert_eq!(t.first_seen, BTreeMap::from([(0, 12.5)]));
     }
 }
