@@ -17,6 +17,7 @@ macro_rules! outln {
 }
 
 mod journal;
+mod mail;
 mod output;
 mod plot;
 mod profiles;
@@ -60,9 +61,15 @@ struct ScenarioArgs {
 
 #[derive(Args)]
 struct OutputArgs {
-    /// Print only the result JSON on stdout (no table, no progress bar).
-    #[arg(long)]
+    /// How to print the table.
+    #[arg(long, value_enum, default_value_t = render::Format::Text, value_name = "FORMAT")]
+    format: render::Format,
+    /// Print only the result JSON on stdout (no table, no progress bar): --format json.
+    #[arg(long, conflicts_with = "format")]
     json: bool,
+    /// --format mail: name the rows by their /proc/vmstat keys, not readable names.
+    #[arg(long)]
+    raw_names: bool,
     /// Also write the result JSON to FILE.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
@@ -170,13 +177,20 @@ enum Cmd {
         /// or a FILE.toml; sets machine.profile (and wins over the scenario's).
         #[arg(long, value_name = "NAME|FILE")]
         profile: Option<String>,
-        /// Print the comparison as JSON.
-        #[arg(long)]
+        /// How to print the comparison (mail: the configuration, then plain-ASCII columns to
+        /// quote in a cover letter).
+        #[arg(long, value_enum, default_value_t = render::Format::Text, value_name = "FORMAT")]
+        format: render::Format,
+        /// Print the comparison as JSON: --format json.
+        #[arg(long, conflicts_with_all = ["format", "markdown"])]
         json: bool,
-        /// Print a Markdown table (for a cover letter or docs/).
-        #[arg(long)]
+        /// Print a Markdown table: --format markdown.
+        #[arg(long, conflicts_with = "format")]
         markdown: bool,
-        /// Include every counter both results have.
+        /// --format mail: name the rows by their /proc/vmstat keys, not readable names.
+        #[arg(long)]
+        raw_names: bool,
+        /// Include every counter both results have (and, with --format mail, the wall-clock row).
         #[arg(long)]
         all: bool,
         /// Draw each metric's delta % as a bar; FILE.svg or FILE.png (format by extension).
@@ -359,7 +373,35 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli) -> Result<ExitCode> {
+/// `--json` and `--markdown` are `--format json|markdown`: one setting per command, read by
+/// the code either way; the table style follows from it.
+fn resolve_format(cmd: &mut Cmd) {
+    let (format, json, markdown) = match cmd {
+        Cmd::Sim { out, .. } | Cmd::Bench { out, .. } => (&mut out.format, &mut out.json, None),
+        Cmd::Validate { out, markdown, .. } => (&mut out.format, &mut out.json, Some(markdown)),
+        Cmd::Compare {
+            format,
+            json,
+            markdown,
+            ..
+        } => (format, json, Some(markdown)),
+        _ => return render::set_style(render::Format::Text),
+    };
+    if *json {
+        *format = render::Format::Json;
+    }
+    if let Some(m) = markdown {
+        if *m {
+            *format = render::Format::Markdown;
+        }
+        *m = *format == render::Format::Markdown;
+    }
+    *json = *format == render::Format::Json;
+    render::set_style(*format);
+}
+
+fn run(mut cli: Cli) -> Result<ExitCode> {
+    resolve_format(&mut cli.cmd);
     match cli.cmd {
         Cmd::Sim {
             mut scn,
@@ -505,11 +547,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             after,
             mut sets,
             profile,
-            json,
-            markdown,
+            format,
             all,
+            raw_names,
             plot,
             allow_mismatch,
+            ..
         } => {
             if profile.is_some() && before.is_none() {
                 bail!("--profile applies to simulations: give one scenario with --before and --after, not result files");
@@ -563,12 +606,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 let title = format!("{}: {} vs {}", b.scenario, doc_policy(&b), doc_policy(&a));
                 plot::compare_plot(&c, &title, p)?;
             }
-            if json {
-                outln!("{}", serde_json::to_string_pretty(&c)?);
-            } else if markdown {
-                print!("{}", c.markdown());
-            } else {
-                outln!("{}", render::compare_table(&c));
+            match format {
+                render::Format::Json => outln!("{}", serde_json::to_string_pretty(&c)?),
+                render::Format::Markdown => print!("{}", c.markdown()),
+                render::Format::Mail => {
+                    let o = mail::MailOpts { all, raw_names };
+                    outln!("{}", mail::compare_mail(&c, &b, &a, o).trim_end());
+                }
+                render::Format::Text => outln!("{}", render::compare_table(&c)),
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -908,10 +953,18 @@ fn emit(doc: &ResultDoc, out: &OutputArgs) -> Result<()> {
     if let Some(p) = &out.out {
         output::write_atomic(p, format!("{json}\n").as_bytes())?;
     }
-    if out.json {
-        outln!("{json}");
-    } else {
-        outln!("{}", render::result_table(doc, out.all));
+    match out.format {
+        render::Format::Json => outln!("{json}"),
+        render::Format::Markdown => print!("{}", render::result_markdown(doc, out.all)),
+        render::Format::Mail => {
+            let o = mail::MailOpts {
+                all: out.all,
+                raw_names: out.raw_names,
+            };
+            let keys = render::result_keys(doc, out.all);
+            outln!("{}", mail::result_mail(doc, &keys, o).trim_end());
+        }
+        render::Format::Text => outln!("{}", render::result_table(doc, out.all)),
     }
     Ok(())
 }
