@@ -426,11 +426,13 @@ fn run(mut cli: Cli) -> Result<ExitCode> {
             out.check()?;
             let scenario = Scenario::load(&scn.scenario, &scn.sets, Target::Sim)?;
             reclaimlab_host::workload::HostConfig::check_section(&scenario)?;
-            let bar = progress_bar(out.json, "simulated s");
+            let bar = fraction_bar(out.json);
             let cb = |done: u64, total: u64| {
                 if let Some(b) = &bar {
+                    // The bar moves by simulated milliseconds; the text says seconds.
                     b.set_length(total / 1_000_000);
                     b.set_position(done / 1_000_000);
+                    b.set_message(sim_progress_text(done, total));
                 }
             };
             // SimOptions grows fields the CLI leaves at their defaults.
@@ -493,7 +495,7 @@ fn run(mut cli: Cli) -> Result<ExitCode> {
                 }
                 r => r?,
             };
-            let bar = progress_bar(out.json, "repetition");
+            let bar = fraction_bar(out.json);
             let cb = |i: usize, n: usize, frac: f64| show_repetition(&bar, i, n, frac);
             let opts = reclaimlab_host::BenchOptions {
                 repeat: repeat as usize,
@@ -574,10 +576,22 @@ fn run(mut cli: Cli) -> Result<ExitCode> {
                     }
                     {
                         // Both simulations at once: each is deterministic on its own.
-                        let (b, a) = rayon::join(
-                            || simulate_policy(scn, &sets, &before),
-                            || simulate_policy(scn, &sets, &after),
-                        );
+                        let bar = progress_bar(format == render::Format::Json, "simulations done");
+                        if let Some(b) = &bar {
+                            b.set_length(2);
+                            b.enable_steady_tick(std::time::Duration::from_millis(200));
+                        }
+                        let side = |spec: &str| {
+                            let r = simulate_policy(scn, &sets, spec);
+                            if let Some(b) = &bar {
+                                b.inc(1);
+                            }
+                            r
+                        };
+                        let (b, a) = rayon::join(|| side(&before), || side(&after));
+                        if let Some(b) = bar {
+                            b.finish_and_clear();
+                        }
                         (b?, a?)
                     }
                 }
@@ -711,6 +725,16 @@ fn run(mut cli: Cli) -> Result<ExitCode> {
                 }
                 None => (None, Default::default()),
             };
+            let bar = progress_bar(json, "points done");
+            if let Some(b) = &bar {
+                b.enable_steady_tick(std::time::Duration::from_millis(200));
+            }
+            let show = |done: usize, n: usize| {
+                if let Some(b) = &bar {
+                    b.set_length(n as u64);
+                    b.set_position(done as u64);
+                }
+            };
             let points = match sweep::run_kept(
                 &vary,
                 &before,
@@ -722,10 +746,14 @@ fn run(mut cli: Cli) -> Result<ExitCode> {
                 },
                 jn.as_ref(),
                 done,
+                &show,
             ) {
                 Err(e) if jn.is_some() => return jn.expect("journal").fail(Err(e)),
                 r => r?,
             };
+            if let Some(b) = bar {
+                b.finish_and_clear();
+            }
             if let (Some(p), Some(j)) = (&out, jn) {
                 output::write_atomic(p, serde_json::to_string_pretty(&points)?.as_bytes())?;
                 j.finish()?;
@@ -910,12 +938,31 @@ fn finish_scenario(scn: &Scenario, res: Result<ResultDoc>) -> Result<ResultDoc> 
 /// Bench's progress callback: repetition `i` of `n`, `frac` of the way through.
 fn show_repetition(bar: &Option<ProgressBar>, i: usize, n: usize, frac: f64) {
     if let Some(b) = bar {
+        // The bar moves by thousandths of a repetition; the text counts repetitions.
+        b.set_style(fraction_style());
         b.set_length(n as u64 * 1000);
         b.set_position(i as u64 * 1000 + (frac.clamp(0.0, 1.0) * 1000.0) as u64);
-        b.set_message(format!("run {}/{}", i + 1, n));
+        b.set_message(repetition_text(i, n, frac));
     }
 }
 
+/// `sim`'s progress: simulated seconds done of the run's (the callback gives nanoseconds).
+fn sim_progress_text(done_ns: u64, total_ns: u64) -> String {
+    let s = |ns: u64| ns as f64 / 1e9;
+    format!("{:.1}/{:.1} simulated s", s(done_ns), s(total_ns))
+}
+
+/// `bench`'s progress: which repetition, and how far into it.
+fn repetition_text(i: usize, n: usize, frac: f64) -> String {
+    format!(
+        "repetition {} of {n}, {:.0}%",
+        (i + 1).min(n),
+        frac.clamp(0.0, 1.0) * 100.0
+    )
+}
+
+/// A bar over whole things (`{pos}/{len} UNIT`), on stderr when it is a terminal and not
+/// with --json.
 fn progress_bar(json: bool, unit: &str) -> Option<ProgressBar> {
     if json || !std::io::stderr().is_terminal() {
         return None;
@@ -928,6 +975,19 @@ fn progress_bar(json: bool, unit: &str) -> Option<ProgressBar> {
         .expect("valid template")
         .progress_chars("=> "),
     );
+    Some(b)
+}
+
+/// The style of a bar whose position is in units finer than those its message counts.
+fn fraction_style() -> ProgressStyle {
+    ProgressStyle::with_template("{spinner} [{bar:40}] {msg} (eta {eta})")
+        .expect("valid template")
+        .progress_chars("=> ")
+}
+
+fn fraction_bar(json: bool) -> Option<ProgressBar> {
+    let b = progress_bar(json, "")?;
+    b.set_style(fraction_style());
     Some(b)
 }
 
@@ -967,4 +1027,21 @@ fn emit(doc: &ResultDoc, out: &OutputArgs) -> Result<()> {
         render::Format::Text => outln!("{}", render::result_table(doc, out.all)),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_is_in_the_units_it_names() {
+        // The simulator reports nanoseconds; a 60 s run near its end.
+        assert_eq!(
+            sim_progress_text(59_944_000_000, 60_000_000_000),
+            "59.9/60.0 simulated s"
+        );
+        assert_eq!(sim_progress_text(0, 1_000_000_000), "0.0/1.0 simulated s");
+        assert_eq!(repetition_text(1, 3, 0.45), "repetition 2 of 3, 45%");
+        assert_eq!(repetition_text(3, 3, 1.0), "repetition 3 of 3, 100%");
+    }
 }
