@@ -50,11 +50,18 @@ struct Cli {
     cmd: Cmd,
 }
 
+/// Where the scenario keys are listed, under the options of the commands that take --set.
+const KEYS_HELP: &str = "Scenario keys: `reclaimlab scenarios` lists the shipped scenarios; \
+`reclaimlab scenarios NAME` prints one as TOML with every key it sets and its value, the default \
+that --set overrides (`workers = 16` under `[workload]` is workload.workers). The README's \
+\"Scenario keys\" describes every key. Sizes take K/M/G/T, durations ns/us/ms/s/m.";
+
 #[derive(Args)]
 struct ScenarioArgs {
     /// Scenario name (see `reclaimlab scenarios`) or path to a .toml file.
     scenario: String,
-    /// Override a scenario key, e.g. --set workload.workers=2 --set memcg.limit=256M (repeatable).
+    /// Override a scenario key, e.g. --set workload.workers=2 --set memcg.limit=256M (repeatable;
+    /// default: the scenario's values, which `reclaimlab scenarios NAME` prints).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<String>,
 }
@@ -70,7 +77,7 @@ struct OutputArgs {
     /// --format mail: name the rows by their /proc/vmstat keys, not readable names.
     #[arg(long)]
     raw_names: bool,
-    /// Also write the result JSON to FILE.
+    /// Also write the result JSON to FILE (default: none).
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// Show every non-zero counter, not just the headline ones.
@@ -81,36 +88,43 @@ struct OutputArgs {
 #[derive(Subcommand)]
 enum Cmd {
     /// Simulate a scenario in the model of the kernel's reclaim path (no root needed).
+    #[command(after_help = KEYS_HELP)]
     Sim {
         #[command(flatten)]
         scn: ScenarioArgs,
-        /// Kernel preset to model (sets kernel.preset), e.g. 6.18.
+        /// Kernel preset to model (sets kernel.preset), e.g. 6.18 (default: the scenario's
+        /// kernel.preset, else 6.18; `reclaimlab policies` lists them).
         #[arg(long, value_name = "PRESET")]
         kernel: Option<String>,
-        /// Apply a policy (patch series) on top of the preset (repeatable; sets kernel.patches).
+        /// Apply a policy (patch series) on top of the preset (repeatable; sets kernel.patches;
+        /// default: the scenario's kernel.patches, else none).
         #[arg(long = "patch", value_name = "NAME")]
         patches: Vec<String>,
-        /// Random seed (sets run.seed); the same scenario and seed give the same output, bit for bit.
+        /// Random seed (sets run.seed; default: the scenario's run.seed, else 1); the same
+        /// scenario and seed give the same output, bit for bit.
         #[arg(long)]
         seed: Option<u64>,
         /// Machine profile for the simulator's costs: a shipped NAME (see `reclaimlab profiles`)
-        /// or a FILE.toml; sets machine.profile (and wins over the scenario's).
+        /// or a FILE.toml; sets machine.profile (and wins over the scenario's; default: the
+        /// scenario's machine.profile, else the built-in costs).
         #[arg(long, value_name = "NAME|FILE")]
         profile: Option<String>,
         #[command(flatten)]
         out: OutputArgs,
     },
     /// Run a scenario on the live kernel in a memcg (needs root); leaves nothing behind.
+    #[command(after_help = KEYS_HELP)]
     Bench {
         #[command(flatten)]
         scn: ScenarioArgs,
         /// Repetitions (each in a fresh memcg); medians, min and max are reported.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
         repeat: u64,
-        /// Set up swap for the run and take it down after: zram:SIZE (e.g. zram:4G).
+        /// Set up swap for the run and take it down after: zram:SIZE (e.g. zram:4G; default:
+        /// the swap that is on, and an anonymous scenario refuses to start without any).
         #[arg(long, value_name = "zram:SIZE")]
         swap: Option<reclaimlab_host::SwapRequest>,
-        /// Record a tlb:tlb_flush histogram (by reason and pages) with tracefs.
+        /// Record a tlb:tlb_flush histogram (by reason and pages) with tracefs (default: off).
         #[arg(long)]
         trace: bool,
         #[command(flatten)]
@@ -158,23 +172,28 @@ enum Cmd {
     /// --plot also draws the deltas (SVG or PNG).
     #[command(
         override_usage = "reclaimlab compare BEFORE.json AFTER.json [OPTIONS]\n       \
-                                reclaimlab compare SCENARIO --before PRESET[+PATCH...] --after PRESET[+PATCH...] [--set KEY=VALUE]... [OPTIONS]"
+                                reclaimlab compare SCENARIO --before PRESET[+PATCH...] --after PRESET[+PATCH...] [--set KEY=VALUE]... [OPTIONS]",
+        after_help = KEYS_HELP
     )]
     Compare {
         /// Two result files, or one scenario with --before/--after.
         #[arg(num_args = 1..=2, required = true, value_name = "INPUT")]
         inputs: Vec<String>,
-        /// Kernel policy simulated as "before", e.g. 6.18.
+        /// Kernel policy simulated as "before", e.g. 6.18 (no default: with a scenario, both
+        /// --before and --after; `reclaimlab policies` lists them).
         #[arg(long, value_name = "PRESET[+PATCH...]", requires = "after")]
         before: Option<String>,
-        /// Kernel policy simulated as "after", e.g. 6.18+batch-dirty-flush.
+        /// Kernel policy simulated as "after", e.g. 6.18+batch-dirty-flush (no default, as
+        /// --before).
         #[arg(long, value_name = "PRESET[+PATCH...]", requires = "before")]
         after: Option<String>,
-        /// Override a scenario key for both simulations (repeatable).
+        /// Override a scenario key for both simulations (repeatable; default: the scenario's
+        /// values, which `reclaimlab scenarios NAME` prints).
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
         /// Machine profile for the simulator's costs: a shipped NAME (see `reclaimlab profiles`)
-        /// or a FILE.toml; sets machine.profile (and wins over the scenario's).
+        /// or a FILE.toml; sets machine.profile (and wins over the scenario's; default: the
+        /// scenario's machine.profile, else the built-in costs).
         #[arg(long, value_name = "NAME|FILE")]
         profile: Option<String>,
         /// How to print the comparison (mail: the configuration, then plain-ASCII columns to
@@ -193,7 +212,8 @@ enum Cmd {
         /// Include every counter both results have (and, with --format mail, the wall-clock row).
         #[arg(long)]
         all: bool,
-        /// Draw each metric's delta % as a bar; FILE.svg or FILE.png (format by extension).
+        /// Draw each metric's delta % as a bar; FILE.svg or FILE.png (format by extension;
+        /// default: no plot).
         #[arg(long, value_name = "FILE.svg|FILE.png")]
         plot: Option<PathBuf>,
         /// Compare even when the two results differ in more than the kernel (scenario, a
@@ -212,7 +232,8 @@ enum Cmd {
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
         /// Machine profile for the simulator's costs: a shipped NAME (see `reclaimlab profiles`)
-        /// or a FILE.toml; sets machine.profile (and wins over the scenario's).
+        /// or a FILE.toml; sets machine.profile (and wins over the scenario's; default: the
+        /// scenario's machine.profile, else the built-in costs).
         #[arg(long, value_name = "NAME|FILE")]
         profile: Option<String>,
         /// Run every configuration of a suite file instead, e.g. validation/default.toml.
@@ -263,33 +284,36 @@ enum Cmd {
     },
     /// Simulate a grid of scenario variations under two policies (in parallel on all cores) and
     /// print each metric's Before/After delta per grid point; --plot draws them (SVG or PNG).
+    #[command(after_help = KEYS_HELP)]
     Sweep {
         /// Scenario name or path.
         scenario: String,
-        /// A key to vary: KEY=V1,V2,... (repeatable; the grid is their product).
+        /// A key to vary: KEY=V1,V2,... (required, repeatable; the grid is their product).
         #[arg(long = "vary", value_name = "KEY=V1,V2,...", required = true)]
         vary: Vec<sweep::Axis>,
         /// Kernel policy simulated as "before".
         #[arg(long, value_name = "PRESET[+PATCH...]", default_value = "6.18")]
         before: String,
-        /// Kernel policy simulated as "after".
+        /// Kernel policy simulated as "after" (required; `reclaimlab policies` lists them).
         #[arg(long, value_name = "PRESET[+PATCH...]")]
         after: String,
-        /// Override a scenario key at every grid point (repeatable).
+        /// Override a scenario key at every grid point (repeatable; default: the scenario's
+        /// values, which `reclaimlab scenarios NAME` prints).
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
         /// Machine profile for the simulator's costs: a shipped NAME (see `reclaimlab profiles`)
-        /// or a FILE.toml; sets machine.profile (and wins over the scenario's).
+        /// or a FILE.toml; sets machine.profile (and wins over the scenario's; default: the
+        /// scenario's machine.profile, else the built-in costs).
         #[arg(long, value_name = "NAME|FILE")]
         profile: Option<String>,
         /// Draw each metric's delta % against the first varied key; FILE.svg or FILE.png
-        /// (format by extension).
+        /// (format by extension; default: no plot).
         #[arg(long, value_name = "FILE.svg|FILE.png")]
         plot: Option<PathBuf>,
         /// Print JSON instead of the table.
         #[arg(long)]
         json: bool,
-        /// Also write the points (JSON) to FILE. Each simulation is journalled in FILE.partial
+        /// Also write the points (JSON) to FILE (default: none). Each simulation is journalled in FILE.partial
         /// as it finishes; an interrupted sweep keeps them and --resume continues it.
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,

@@ -283,3 +283,35 @@ fn text_is_ascii_off_a_terminal_and_aliases_agree() {
     both.extend(["--json", "--format", "mail"]);
     assert_eq!(run(&both).0, 2);
 }
+
+#[test]
+fn help_says_where_the_keys_are_and_every_default() {
+    for cmd in ["sim", "bench", "compare", "sweep"] {
+        let (code, out, err) = run(&[cmd, "--help"]);
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            out.contains("`reclaimlab scenarios NAME` prints"),
+            "{cmd}: {out}"
+        );
+        // Every option says its default: clap's [default: ...] or its own "(default: ...)",
+        // or it is a flag, required, or says what holds when it is absent.
+        let opts: Vec<&str> = out.split("\n      --").skip(1).collect();
+        assert!(!opts.is_empty(), "{out}");
+        for o in opts {
+            let flag = !o.lines().next().unwrap_or("").contains('<');
+            let has = o.contains("default") || o.contains("required") || o.contains("no default");
+            assert!(flag || has, "{cmd}: --{o}");
+        }
+    }
+    let (_, out, _) = run(&["sweep", "--help"]);
+    assert!(out.contains("[default: 6.18]"), "{out}");
+    let (_, out, _) = run(&["compare", "--help"]);
+    assert!(out.contains("[default: text]"), "{out}");
+    // The command the help points to exists and prints keys with their values.
+    let (code, out, _) = run(&["scenarios", "stress-vm"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("[workload]") && out.contains("workers = "),
+        "{out}"
+    );
+}
