@@ -783,7 +783,7 @@ fn run(mut cli: Cli) -> Result<ExitCode> {
                 j.finish()?;
             }
             if let Some(p) = &plot {
-                plot::sweep_plot(&points, p)?;
+                plot::sweep_plot(&points, &format!("{after} vs {before}"), p)?;
             }
             if json {
                 outln!("{}", serde_json::to_string_pretty(&points)?);
