@@ -2,7 +2,7 @@
 //! samples, and show people the measured costs beside the simulator's defaults.
 
 use anyhow::{bail, Context, Result};
-use comfy_table::{presets::UTF8_FULL_CONDENSED, CellAlignment, Table};
+use comfy_table::{CellAlignment, Table};
 use reclaimlab_host::calibrate::{self, Calibration};
 use reclaimlab_sim::cost::CostTable;
 use std::path::PathBuf;
@@ -20,7 +20,7 @@ pub struct Args {
 
 fn table(header: &[&str]) -> Table {
     let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED)
+    t.load_preset(crate::render::preset())
         .set_header(header.to_vec());
     for i in 1..header.len() {
         if let Some(c) = t.column_mut(i) {

@@ -17,6 +17,7 @@ macro_rules! outln {
 }
 
 mod journal;
+mod mail;
 mod output;
 mod plot;
 mod profiles;
@@ -49,21 +50,34 @@ struct Cli {
     cmd: Cmd,
 }
 
+/// Where the scenario keys are listed, under the options of the commands that take --set.
+const KEYS_HELP: &str = "Scenario keys: `reclaimlab scenarios` lists the shipped scenarios; \
+`reclaimlab scenarios NAME` prints one as TOML with every key it sets and its value, the default \
+that --set overrides (`workers = 16` under `[workload]` is workload.workers). The README's \
+\"Scenario keys\" describes every key. Sizes take K/M/G/T, durations ns/us/ms/s/m.";
+
 #[derive(Args)]
 struct ScenarioArgs {
     /// Scenario name (see `reclaimlab scenarios`) or path to a .toml file.
     scenario: String,
-    /// Override a scenario key, e.g. --set workload.workers=2 --set memcg.limit=256M (repeatable).
+    /// Override a scenario key, e.g. --set workload.workers=2 --set memcg.limit=256M (repeatable;
+    /// default: the scenario's values, which `reclaimlab scenarios NAME` prints).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<String>,
 }
 
 #[derive(Args)]
 struct OutputArgs {
-    /// Print only the result JSON on stdout (no table, no progress bar).
-    #[arg(long)]
+    /// How to print the table.
+    #[arg(long, value_enum, default_value_t = render::Format::Text, value_name = "FORMAT")]
+    format: render::Format,
+    /// Print only the result JSON on stdout (no table, no progress bar): --format json.
+    #[arg(long, conflicts_with = "format")]
     json: bool,
-    /// Also write the result JSON to FILE.
+    /// --format mail: name the rows by their /proc/vmstat keys, not readable names.
+    #[arg(long)]
+    raw_names: bool,
+    /// Also write the result JSON to FILE (default: none).
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// Show every non-zero counter, not just the headline ones.
@@ -74,36 +88,43 @@ struct OutputArgs {
 #[derive(Subcommand)]
 enum Cmd {
     /// Simulate a scenario in the model of the kernel's reclaim path (no root needed).
+    #[command(after_help = KEYS_HELP)]
     Sim {
         #[command(flatten)]
         scn: ScenarioArgs,
-        /// Kernel preset to model (sets kernel.preset), e.g. 6.18.
+        /// Kernel preset to model (sets kernel.preset), e.g. 6.18 (default: the scenario's
+        /// kernel.preset, else 6.18; `reclaimlab policies` lists them).
         #[arg(long, value_name = "PRESET")]
         kernel: Option<String>,
-        /// Apply a policy (patch series) on top of the preset (repeatable; sets kernel.patches).
+        /// Apply a policy (patch series) on top of the preset (repeatable; sets kernel.patches;
+        /// default: the scenario's kernel.patches, else none).
         #[arg(long = "patch", value_name = "NAME")]
         patches: Vec<String>,
-        /// Random seed (sets run.seed); the same scenario and seed give the same output, bit for bit.
+        /// Random seed (sets run.seed; default: the scenario's run.seed, else 1); the same
+        /// scenario and seed give the same output, bit for bit.
         #[arg(long)]
         seed: Option<u64>,
         /// Machine profile for the simulator's costs: a shipped NAME (see `reclaimlab profiles`)
-        /// or a FILE.toml; sets machine.profile (and wins over the scenario's).
+        /// or a FILE.toml; sets machine.profile (and wins over the scenario's; default: the
+        /// scenario's machine.profile, else the built-in costs).
         #[arg(long, value_name = "NAME|FILE")]
         profile: Option<String>,
         #[command(flatten)]
         out: OutputArgs,
     },
     /// Run a scenario on the live kernel in a memcg (needs root); leaves nothing behind.
+    #[command(after_help = KEYS_HELP)]
     Bench {
         #[command(flatten)]
         scn: ScenarioArgs,
         /// Repetitions (each in a fresh memcg); medians, min and max are reported.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
         repeat: u64,
-        /// Set up swap for the run and take it down after: zram:SIZE (e.g. zram:4G).
+        /// Set up swap for the run and take it down after: zram:SIZE (e.g. zram:4G; default:
+        /// the swap that is on, and an anonymous scenario refuses to start without any).
         #[arg(long, value_name = "zram:SIZE")]
         swap: Option<reclaimlab_host::SwapRequest>,
-        /// Record a tlb:tlb_flush histogram (by reason and pages) with tracefs.
+        /// Record a tlb:tlb_flush histogram (by reason and pages) with tracefs (default: off).
         #[arg(long)]
         trace: bool,
         #[command(flatten)]
@@ -151,35 +172,48 @@ enum Cmd {
     /// --plot also draws the deltas (SVG or PNG).
     #[command(
         override_usage = "reclaimlab compare BEFORE.json AFTER.json [OPTIONS]\n       \
-                                reclaimlab compare SCENARIO --before PRESET[+PATCH...] --after PRESET[+PATCH...] [--set KEY=VALUE]... [OPTIONS]"
+                                reclaimlab compare SCENARIO --before PRESET[+PATCH...] --after PRESET[+PATCH...] [--set KEY=VALUE]... [OPTIONS]",
+        after_help = KEYS_HELP
     )]
     Compare {
         /// Two result files, or one scenario with --before/--after.
         #[arg(num_args = 1..=2, required = true, value_name = "INPUT")]
         inputs: Vec<String>,
-        /// Kernel policy simulated as "before", e.g. 6.18.
+        /// Kernel policy simulated as "before", e.g. 6.18 (no default: with a scenario, both
+        /// --before and --after; `reclaimlab policies` lists them).
         #[arg(long, value_name = "PRESET[+PATCH...]", requires = "after")]
         before: Option<String>,
-        /// Kernel policy simulated as "after", e.g. 6.18+batch-dirty-flush.
+        /// Kernel policy simulated as "after", e.g. 6.18+batch-dirty-flush (no default, as
+        /// --before).
         #[arg(long, value_name = "PRESET[+PATCH...]", requires = "before")]
         after: Option<String>,
-        /// Override a scenario key for both simulations (repeatable).
+        /// Override a scenario key for both simulations (repeatable; default: the scenario's
+        /// values, which `reclaimlab scenarios NAME` prints).
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
         /// Machine profile for the simulator's costs: a shipped NAME (see `reclaimlab profiles`)
-        /// or a FILE.toml; sets machine.profile (and wins over the scenario's).
+        /// or a FILE.toml; sets machine.profile (and wins over the scenario's; default: the
+        /// scenario's machine.profile, else the built-in costs).
         #[arg(long, value_name = "NAME|FILE")]
         profile: Option<String>,
-        /// Print the comparison as JSON.
-        #[arg(long)]
+        /// How to print the comparison (mail: the configuration, then plain-ASCII columns to
+        /// quote in a cover letter).
+        #[arg(long, value_enum, default_value_t = render::Format::Text, value_name = "FORMAT")]
+        format: render::Format,
+        /// Print the comparison as JSON: --format json.
+        #[arg(long, conflicts_with_all = ["format", "markdown"])]
         json: bool,
-        /// Print a Markdown table (for a cover letter or docs/).
-        #[arg(long)]
+        /// Print a Markdown table: --format markdown.
+        #[arg(long, conflicts_with = "format")]
         markdown: bool,
-        /// Include every counter both results have.
+        /// --format mail: name the rows by their /proc/vmstat keys, not readable names.
+        #[arg(long)]
+        raw_names: bool,
+        /// Include every counter both results have (and, with --format mail, the wall-clock row).
         #[arg(long)]
         all: bool,
-        /// Draw each metric's delta % as a bar; FILE.svg or FILE.png (format by extension).
+        /// Draw each metric's delta % as a bar; FILE.svg or FILE.png (format by extension;
+        /// default: no plot).
         #[arg(long, value_name = "FILE.svg|FILE.png")]
         plot: Option<PathBuf>,
         /// Compare even when the two results differ in more than the kernel (scenario, a
@@ -198,7 +232,8 @@ enum Cmd {
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
         /// Machine profile for the simulator's costs: a shipped NAME (see `reclaimlab profiles`)
-        /// or a FILE.toml; sets machine.profile (and wins over the scenario's).
+        /// or a FILE.toml; sets machine.profile (and wins over the scenario's; default: the
+        /// scenario's machine.profile, else the built-in costs).
         #[arg(long, value_name = "NAME|FILE")]
         profile: Option<String>,
         /// Run every configuration of a suite file instead, e.g. validation/default.toml.
@@ -249,33 +284,36 @@ enum Cmd {
     },
     /// Simulate a grid of scenario variations under two policies (in parallel on all cores) and
     /// print each metric's Before/After delta per grid point; --plot draws them (SVG or PNG).
+    #[command(after_help = KEYS_HELP)]
     Sweep {
         /// Scenario name or path.
         scenario: String,
-        /// A key to vary: KEY=V1,V2,... (repeatable; the grid is their product).
+        /// A key to vary: KEY=V1,V2,... (required, repeatable; the grid is their product).
         #[arg(long = "vary", value_name = "KEY=V1,V2,...", required = true)]
         vary: Vec<sweep::Axis>,
         /// Kernel policy simulated as "before".
         #[arg(long, value_name = "PRESET[+PATCH...]", default_value = "6.18")]
         before: String,
-        /// Kernel policy simulated as "after".
+        /// Kernel policy simulated as "after" (required; `reclaimlab policies` lists them).
         #[arg(long, value_name = "PRESET[+PATCH...]")]
         after: String,
-        /// Override a scenario key at every grid point (repeatable).
+        /// Override a scenario key at every grid point (repeatable; default: the scenario's
+        /// values, which `reclaimlab scenarios NAME` prints).
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
         /// Machine profile for the simulator's costs: a shipped NAME (see `reclaimlab profiles`)
-        /// or a FILE.toml; sets machine.profile (and wins over the scenario's).
+        /// or a FILE.toml; sets machine.profile (and wins over the scenario's; default: the
+        /// scenario's machine.profile, else the built-in costs).
         #[arg(long, value_name = "NAME|FILE")]
         profile: Option<String>,
         /// Draw each metric's delta % against the first varied key; FILE.svg or FILE.png
-        /// (format by extension).
+        /// (format by extension; default: no plot).
         #[arg(long, value_name = "FILE.svg|FILE.png")]
         plot: Option<PathBuf>,
         /// Print JSON instead of the table.
         #[arg(long)]
         json: bool,
-        /// Also write the points (JSON) to FILE. Each simulation is journalled in FILE.partial
+        /// Also write the points (JSON) to FILE (default: none). Each simulation is journalled in FILE.partial
         /// as it finishes; an interrupted sweep keeps them and --resume continues it.
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
@@ -359,7 +397,35 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli) -> Result<ExitCode> {
+/// `--json` and `--markdown` are `--format json|markdown`: one setting per command, read by
+/// the code either way; the table style follows from it.
+fn resolve_format(cmd: &mut Cmd) {
+    let (format, json, markdown) = match cmd {
+        Cmd::Sim { out, .. } | Cmd::Bench { out, .. } => (&mut out.format, &mut out.json, None),
+        Cmd::Validate { out, markdown, .. } => (&mut out.format, &mut out.json, Some(markdown)),
+        Cmd::Compare {
+            format,
+            json,
+            markdown,
+            ..
+        } => (format, json, Some(markdown)),
+        _ => return render::set_style(render::Format::Text),
+    };
+    if *json {
+        *format = render::Format::Json;
+    }
+    if let Some(m) = markdown {
+        if *m {
+            *format = render::Format::Markdown;
+        }
+        *m = *format == render::Format::Markdown;
+    }
+    *json = *format == render::Format::Json;
+    render::set_style(*format);
+}
+
+fn run(mut cli: Cli) -> Result<ExitCode> {
+    resolve_format(&mut cli.cmd);
     match cli.cmd {
         Cmd::Sim {
             mut scn,
@@ -384,11 +450,13 @@ fn run(cli: Cli) -> Result<ExitCode> {
             out.check()?;
             let scenario = Scenario::load(&scn.scenario, &scn.sets, Target::Sim)?;
             reclaimlab_host::workload::HostConfig::check_section(&scenario)?;
-            let bar = progress_bar(out.json, "simulated s");
+            let bar = fraction_bar(out.json);
             let cb = |done: u64, total: u64| {
                 if let Some(b) = &bar {
+                    // The bar moves by simulated milliseconds; the text says seconds.
                     b.set_length(total / 1_000_000);
                     b.set_position(done / 1_000_000);
+                    b.set_message(sim_progress_text(done, total));
                 }
             };
             // SimOptions grows fields the CLI leaves at their defaults.
@@ -451,7 +519,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 }
                 r => r?,
             };
-            let bar = progress_bar(out.json, "repetition");
+            let bar = fraction_bar(out.json);
             let cb = |i: usize, n: usize, frac: f64| show_repetition(&bar, i, n, frac);
             let opts = reclaimlab_host::BenchOptions {
                 repeat: repeat as usize,
@@ -505,11 +573,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             after,
             mut sets,
             profile,
-            json,
-            markdown,
+            format,
             all,
+            raw_names,
             plot,
             allow_mismatch,
+            ..
         } => {
             if profile.is_some() && before.is_none() {
                 bail!("--profile applies to simulations: give one scenario with --before and --after, not result files");
@@ -531,10 +600,22 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     }
                     {
                         // Both simulations at once: each is deterministic on its own.
-                        let (b, a) = rayon::join(
-                            || simulate_policy(scn, &sets, &before),
-                            || simulate_policy(scn, &sets, &after),
-                        );
+                        let bar = progress_bar(format == render::Format::Json, "simulations done");
+                        if let Some(b) = &bar {
+                            b.set_length(2);
+                            b.enable_steady_tick(std::time::Duration::from_millis(200));
+                        }
+                        let side = |spec: &str| {
+                            let r = simulate_policy(scn, &sets, spec);
+                            if let Some(b) = &bar {
+                                b.inc(1);
+                            }
+                            r
+                        };
+                        let (b, a) = rayon::join(|| side(&before), || side(&after));
+                        if let Some(b) = bar {
+                            b.finish_and_clear();
+                        }
                         (b?, a?)
                     }
                 }
@@ -563,12 +644,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 let title = format!("{}: {} vs {}", b.scenario, doc_policy(&b), doc_policy(&a));
                 plot::compare_plot(&c, &title, p)?;
             }
-            if json {
-                outln!("{}", serde_json::to_string_pretty(&c)?);
-            } else if markdown {
-                print!("{}", c.markdown());
-            } else {
-                outln!("{}", render::compare_table(&c));
+            match format {
+                render::Format::Json => outln!("{}", serde_json::to_string_pretty(&c)?),
+                render::Format::Markdown => print!("{}", c.markdown()),
+                render::Format::Mail => {
+                    let o = mail::MailOpts { all, raw_names };
+                    outln!("{}", mail::compare_mail(&c, &b, &a, o).trim_end());
+                }
+                render::Format::Text => outln!("{}", render::compare_table(&c)),
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -666,6 +749,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 }
                 None => (None, Default::default()),
             };
+            let bar = progress_bar(json, "points done");
+            if let Some(b) = &bar {
+                b.enable_steady_tick(std::time::Duration::from_millis(200));
+            }
+            let show = |done: usize, n: usize| {
+                if let Some(b) = &bar {
+                    b.set_length(n as u64);
+                    b.set_position(done as u64);
+                }
+            };
             let points = match sweep::run_kept(
                 &vary,
                 &before,
@@ -677,16 +770,20 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 },
                 jn.as_ref(),
                 done,
+                &show,
             ) {
                 Err(e) if jn.is_some() => return jn.expect("journal").fail(Err(e)),
                 r => r?,
             };
+            if let Some(b) = bar {
+                b.finish_and_clear();
+            }
             if let (Some(p), Some(j)) = (&out, jn) {
                 output::write_atomic(p, serde_json::to_string_pretty(&points)?.as_bytes())?;
                 j.finish()?;
             }
             if let Some(p) = &plot {
-                plot::sweep_plot(&points, p)?;
+                plot::sweep_plot(&points, &format!("{after} vs {before}"), p)?;
             }
             if json {
                 outln!("{}", serde_json::to_string_pretty(&points)?);
@@ -868,12 +965,31 @@ fn finish_scenario(scn: &Scenario, res: Result<ResultDoc>) -> Result<ResultDoc> 
 /// Bench's progress callback: repetition `i` of `n`, `frac` of the way through.
 fn show_repetition(bar: &Option<ProgressBar>, i: usize, n: usize, frac: f64) {
     if let Some(b) = bar {
+        // The bar moves by thousandths of a repetition; the text counts repetitions.
+        b.set_style(fraction_style());
         b.set_length(n as u64 * 1000);
         b.set_position(i as u64 * 1000 + (frac.clamp(0.0, 1.0) * 1000.0) as u64);
-        b.set_message(format!("run {}/{}", i + 1, n));
+        b.set_message(repetition_text(i, n, frac));
     }
 }
 
+/// `sim`'s progress: simulated seconds done of the run's (the callback gives nanoseconds).
+fn sim_progress_text(done_ns: u64, total_ns: u64) -> String {
+    let s = |ns: u64| ns as f64 / 1e9;
+    format!("{:.1}/{:.1} simulated s", s(done_ns), s(total_ns))
+}
+
+/// `bench`'s progress: which repetition, and how far into it.
+fn repetition_text(i: usize, n: usize, frac: f64) -> String {
+    format!(
+        "repetition {} of {n}, {:.0}%",
+        (i + 1).min(n),
+        frac.clamp(0.0, 1.0) * 100.0
+    )
+}
+
+/// A bar over whole things (`{pos}/{len} UNIT`), on stderr when it is a terminal and not
+/// with --json.
 fn progress_bar(json: bool, unit: &str) -> Option<ProgressBar> {
     if json || !std::io::stderr().is_terminal() {
         return None;
@@ -886,6 +1002,19 @@ fn progress_bar(json: bool, unit: &str) -> Option<ProgressBar> {
         .expect("valid template")
         .progress_chars("=> "),
     );
+    Some(b)
+}
+
+/// The style of a bar whose position is in units finer than those its message counts.
+fn fraction_style() -> ProgressStyle {
+    ProgressStyle::with_template("{spinner} [{bar:40}] {msg} (eta {eta})")
+        .expect("valid template")
+        .progress_chars("=> ")
+}
+
+fn fraction_bar(json: bool) -> Option<ProgressBar> {
+    let b = progress_bar(json, "")?;
+    b.set_style(fraction_style());
     Some(b)
 }
 
@@ -911,10 +1040,35 @@ fn emit(doc: &ResultDoc, out: &OutputArgs) -> Result<()> {
     if let Some(p) = &out.out {
         output::write_atomic(p, format!("{json}\n").as_bytes())?;
     }
-    if out.json {
-        outln!("{json}");
-    } else {
-        outln!("{}", render::result_table(doc, out.all));
+    match out.format {
+        render::Format::Json => outln!("{json}"),
+        render::Format::Markdown => print!("{}", render::result_markdown(doc, out.all)),
+        render::Format::Mail => {
+            let o = mail::MailOpts {
+                all: out.all,
+                raw_names: out.raw_names,
+            };
+            let keys = render::result_keys(doc, out.all);
+            outln!("{}", mail::result_mail(doc, &keys, o).trim_end());
+        }
+        render::Format::Text => outln!("{}", render::result_table(doc, out.all)),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_is_in_the_units_it_names() {
+        // The simulator reports nanoseconds; a 60 s run near its end.
+        assert_eq!(
+            sim_progress_text(59_944_000_000, 60_000_000_000),
+            "59.9/60.0 simulated s"
+        );
+        assert_eq!(sim_progress_text(0, 1_000_000_000), "0.0/1.0 simulated s");
+        assert_eq!(repetition_text(1, 3, 0.45), "repetition 2 of 3, 45%");
+        assert_eq!(repetition_text(3, 3, 1.0), "repetition 3 of 3, 100%");
+    }
 }

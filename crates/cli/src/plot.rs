@@ -11,7 +11,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::register_font;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-use reclaimlab_core::compare::Comparison;
+use reclaimlab_core::compare::{higher_is_better, Comparison};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::OnceLock;
@@ -23,9 +23,43 @@ const METRICS: &[&str] = &[
     "pgsteal_anon",
 ];
 
-/// Bars that went down / up (neutral: whether that is good depends on the metric).
-const DOWN: RGBColor = RGBColor(31, 119, 180);
-const UP: RGBColor = RGBColor(214, 96, 39);
+/// Bars of a change for the better / worse, and of a metric with no better direction
+/// (`higher_is_better`).
+const BETTER: RGBColor = RGBColor(44, 160, 44);
+const WORSE: RGBColor = RGBColor(214, 39, 40);
+const NEUTRAL: RGBColor = RGBColor(127, 127, 127);
+/// A sweep panel's background on the side of zero that is better.
+const BETTER_SIDE: RGBColor = RGBColor(234, 246, 234);
+
+/// Sweep lines, one per combination of the other keys: no red or green, which mean worse
+/// and better here.
+const SERIES: [RGBColor; 6] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(23, 190, 207),
+    RGBColor(64, 64, 64),
+];
+
+/// The colour of a change of `delta` percent in `metric`.
+fn change_colour(metric: &str, unit: &str, delta: f64) -> RGBColor {
+    match higher_is_better(metric, unit) {
+        _ if delta == 0.0 => NEUTRAL,
+        Some(up) if up == (delta > 0.0) => BETTER,
+        Some(_) => WORSE,
+        None => NEUTRAL,
+    }
+}
+
+/// "(higher is better)" and the like, for a caption.
+fn direction(metric: &str, unit: &str) -> &'static str {
+    match higher_is_better(metric, unit) {
+        Some(true) => " (higher is better)",
+        Some(false) => " (lower is better)",
+        None => "",
+    }
+}
 
 /// The output format, chosen by `--plot FILE`'s extension.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,15 +128,24 @@ pub fn compare_plot(c: &Comparison, title: &str, path: &Path) -> Result<()> {
     .with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// `sweep --plot`: one panel per headline metric.
-pub fn sweep_plot(points: &[Point], path: &Path) -> Result<()> {
+/// `sweep --plot`: one panel per headline metric; `policies` ("AFTER vs BEFORE") goes in
+/// each panel's caption.
+pub fn sweep_plot(points: &[Point], policies: &str, path: &Path) -> Result<()> {
     let fmt = Format::of(path)?;
     fonts()?;
     let panels = sweep_metrics(points).len().max(1) as u32;
     let size = (960, 340 * panels);
     match fmt {
-        Format::Svg => draw_sweep(SVGBackend::new(path, size).into_drawing_area(), points),
-        Format::Png => draw_sweep(BitMapBackend::new(path, size).into_drawing_area(), points),
+        Format::Svg => draw_sweep(
+            SVGBackend::new(path, size).into_drawing_area(),
+            points,
+            policies,
+        ),
+        Format::Png => draw_sweep(
+            BitMapBackend::new(path, size).into_drawing_area(),
+            points,
+            policies,
+        ),
     }
     .with_context(|| format!("cannot write {}", path.display()))
 }
@@ -117,26 +160,28 @@ where
 {
     root.fill(&WHITE)?;
     // Top to bottom in the table's order; a metric that was 0 before has no delta % to draw.
-    let rows: Vec<(String, f64, bool)> = c
+    let rows: Vec<(String, f64, bool, RGBColor)> = c
         .rows
         .iter()
         .filter_map(|r| {
+            let d = r.delta_pct?;
             Some((
                 c.metric_label(&r.metric),
-                r.delta_pct?,
+                d,
                 !r.not_significant(),
+                change_colour(&r.metric, &c.throughput_unit, d),
             ))
         })
         .collect();
     let n = rows.len();
     let label_font: TextStyle = ("sans-serif", 15).into();
     let mut label_w = 0;
-    for (name, _, _) in &rows {
+    for (name, ..) in &rows {
         label_w = label_w.max(root.estimate_text_size(name, &label_font)?.0);
     }
-    let (lo, hi) = rows
-        .iter()
-        .fold((0.0f64, 0.0f64), |(a, b), (_, d, _)| (a.min(*d), b.max(*d)));
+    let (lo, hi) = rows.iter().fold((0.0f64, 0.0f64), |(a, b), (_, d, ..)| {
+        (a.min(*d), b.max(*d))
+    });
     // Room beside the longest bar for its value label.
     let span = (hi - lo).max(1.0);
     let (lo, hi) = (
@@ -167,7 +212,7 @@ where
         })
         .x_label_style(("sans-serif", 14))
         .x_label_formatter(&|x| pct_label(*x, hi - lo))
-        .x_desc("delta % (after vs before)")
+        .x_desc("delta % (after vs before): green better, red worse, grey either way")
         .axis_desc_style(("sans-serif", 15))
         .draw()?;
     if n == 0 {
@@ -177,9 +222,8 @@ where
             ("sans-serif", 16),
         ))?;
     }
-    chart.draw_series(rows.iter().enumerate().map(|(i, (_, d, sig))| {
+    chart.draw_series(rows.iter().enumerate().map(|(i, (_, d, sig, color))| {
         let y = (n - 1 - i) as i32;
-        let color = if *d < 0.0 { DOWN } else { UP };
         // Not significant (min–max ranges overlap): drawn pale.
         let style = if *sig {
             color.filled()
@@ -196,7 +240,7 @@ where
         bar.set_margin(7, 7, 0, 0);
         bar
     }))?;
-    chart.draw_series(rows.iter().enumerate().map(|(i, (_, d, sig))| {
+    chart.draw_series(rows.iter().enumerate().map(|(i, (_, d, sig, _))| {
         let y = (n - 1 - i) as i32;
         let text = format!(
             "{}{d:.1}%{}",
@@ -238,7 +282,11 @@ fn sweep_metrics(points: &[Point]) -> Vec<&'static str> {
         .collect()
 }
 
-fn draw_sweep<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, points: &[Point]) -> Result<()>
+fn draw_sweep<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    points: &[Point],
+    policies: &str,
+) -> Result<()>
 where
     DB::ErrorType: 'static,
 {
@@ -256,8 +304,17 @@ where
         }
     }
     let numeric = xs.iter().all(|x| x.parse::<f64>().is_ok());
+    // CPU counts that double (2, 4, ... 64) are evenly spaced on a log2 axis.
+    let log2 = numeric
+        && xkey.ends_with("cpus")
+        && xs.len() > 2
+        && xs
+            .iter()
+            .all(|x| x.parse::<u64>().is_ok_and(|v| v.is_power_of_two()));
     let xpos = |v: &str| -> f64 {
-        if numeric {
+        if log2 {
+            v.parse::<f64>().unwrap().log2()
+        } else if numeric {
             v.parse().unwrap()
         } else {
             xs.iter().position(|x| x == v).unwrap() as f64
@@ -267,7 +324,7 @@ where
     let (xmin, xmax) = xs.iter().fold((f64::MAX, f64::MIN), |(a, b), x| {
         (a.min(xpos(x)), b.max(xpos(x)))
     });
-    let xrange = if !numeric {
+    let xrange = if !numeric || log2 {
         xmin - 0.5..xmax + 0.5
     } else if xmax > xmin {
         let m = (xmax - xmin) * 0.03;
@@ -310,18 +367,43 @@ where
         }
         let (chart_area, legend_area) = panel.split_horizontally(panel.dim_in_pixel().0 - legend_w);
         let mut chart = ChartBuilder::on(&chart_area)
-            .caption(format!("{metric}: delta % vs {xkey}"), ("sans-serif", 18))
+            .caption(
+                format!(
+                    "{metric}: delta % vs {xkey}, {policies}{}",
+                    direction(metric, &first.comparison.throughput_unit)
+                ),
+                ("sans-serif", 18),
+            )
             .margin(14)
             .x_label_area_size(44)
             .y_label_area_size(64)
             .build_cartesian_2d(xr, (ymin - pad)..(ymax + pad))?;
+        // The better side of zero, shaded.
+        if let Some(up) = higher_is_better(metric, &first.comparison.throughput_unit) {
+            let (lo, hi) = if up {
+                (0.0, ymax + pad)
+            } else {
+                (ymin - pad, 0.0)
+            };
+            chart.draw_series(std::iter::once(Rectangle::new(
+                [(xrange.start, lo), (xrange.end, hi)],
+                BETTER_SIDE.filled(),
+            )))?;
+        }
         let labels = xs.clone();
         chart
             .configure_mesh()
             .light_line_style(RGBColor(240, 240, 240))
-            .x_labels(if numeric { 10 } else { xs.len() })
+            .x_labels(if numeric && !log2 { 10 } else { xs.len() })
             .x_label_formatter(&|x| {
-                if numeric {
+                if log2 {
+                    // Only the swept values, at whole powers of two.
+                    let v = 2f64.powf(*x);
+                    match labels.iter().find(|l| (xpos(l) - x).abs() < 1e-6) {
+                        Some(_) => format!("{}", v.round()),
+                        None => String::new(),
+                    }
+                } else if numeric {
                     format!("{x}")
                 } else {
                     // Only whole positions name a value of a non-numeric key.
@@ -335,13 +417,17 @@ where
             .y_label_formatter(&|y| pct_label(*y, ymax - ymin + 2.0 * pad))
             .label_style(("sans-serif", 13))
             .axis_desc_style(("sans-serif", 14))
-            .x_desc(xkey.as_str())
+            .x_desc(if log2 {
+                format!("{xkey} (log2 scale)")
+            } else {
+                xkey.clone()
+            })
             .y_desc("delta %")
             .draw()?;
         let several = series.len() > 1;
         for (i, (label, mut pts)) in series.into_iter().enumerate() {
             pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let color = Palette99::pick(i).to_rgba();
+            let color = SERIES[i % SERIES.len()];
             chart.draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?;
             chart.draw_series(pts.iter().map(|p| Circle::new(*p, 3, color.filled())))?;
             if several {
@@ -398,14 +484,27 @@ mod tests {
         let p = dir.join("s.svg");
         sweep_plot(
             &[point("2", -10.0), point("4", -40.0), point("8", -60.0)],
+            "7.0 vs 6.18",
             &p,
         )
         .unwrap();
         let svg = std::fs::read_to_string(&p).unwrap();
         assert!(svg.starts_with("<svg"), "{}", &svg[..50]);
-        assert!(svg.contains("tlb_shootdowns: delta % vs machine.cpus"));
+        assert!(
+            svg.contains("tlb_shootdowns: delta % vs machine.cpus, 7.0 vs 6.18 (lower is better)")
+        );
+        assert!(svg.contains("machine.cpus (log2 scale)"));
         assert!(!svg.contains("throughput: delta"));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn colours_follow_the_better_direction() {
+        assert_eq!(change_colour("tlb_shootdowns", "", -5.0), BETTER);
+        assert_eq!(change_colour("tlb_shootdowns", "", 5.0), WORSE);
+        assert_eq!(change_colour("throughput", "bogo_ops_per_sec", 5.0), BETTER);
+        assert_eq!(change_colour("throughput", "reclaim_seconds", 5.0), WORSE);
+        assert_eq!(change_colour("pgsteal_anon", "", 5.0), NEUTRAL);
     }
 
     #[test]

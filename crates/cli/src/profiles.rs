@@ -64,7 +64,7 @@ pub fn run(name: Option<&str>, as_json: bool) -> Result<()> {
 
 fn list_table(all: &[LoadedProfile]) -> String {
     let mut t = comfy_table::Table::new();
-    t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
+    t.load_preset(crate::render::preset());
     t.set_header([
         "name",
         "CPU model",
@@ -109,7 +109,7 @@ fn detail_table(p: &LoadedProfile) -> String {
         m.date
     );
     let mut t = comfy_table::Table::new();
-    t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
+    t.load_preset(crate::render::preset());
     // Wrap the long source column at the terminal's width (or 160 columns in a pipe).
     t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
     if t.width().is_none() {

@@ -1,14 +1,104 @@
 //! Tables for people: a result's counters, and the Before/After/Delta comparison.
 
-use comfy_table::{presets::UTF8_FULL_CONDENSED, CellAlignment, Table};
+use comfy_table::presets::{ASCII_FULL_CONDENSED, UTF8_FULL_CONDENSED};
+use comfy_table::{CellAlignment, Table};
 use reclaimlab_core::compare::{fmt_num, Comparison, HEADLINE};
 use reclaimlab_core::validate::RatioRow;
 use reclaimlab_core::ResultDoc;
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// `--format`: how a command prints its table.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// A box-drawn table; plain ASCII when stdout is not a terminal or the locale is not UTF-8.
+    #[default]
+    Text,
+    /// Plain ASCII to quote in a mail (an LKML cover letter): the configuration, then
+    /// fixed-width columns with readable metric names.
+    Mail,
+    /// A Markdown table.
+    Markdown,
+    /// JSON only (no table, no progress).
+    Json,
+}
+
+/// Text tables in plain ASCII (set once, before anything is printed).
+static ASCII: AtomicBool = AtomicBool::new(false);
+
+/// Whether a locale (the first set of LC_ALL, LC_CTYPE, LANG, as the C library picks it)
+/// has a UTF-8 character set.
+pub fn utf8_locale(lc_all: Option<&str>, lc_ctype: Option<&str>, lang: Option<&str>) -> bool {
+    let locale = [lc_all, lc_ctype, lang]
+        .into_iter()
+        .flatten()
+        .find(|v| !v.is_empty())
+        .unwrap_or("C")
+        .to_ascii_lowercase();
+    locale.contains("utf-8") || locale.contains("utf8")
+}
+
+/// Choose the table style for this process: box drawing only for `text` on a terminal with
+/// a UTF-8 locale.
+pub fn set_style(format: Format) {
+    let env = |k| std::env::var(k).ok();
+    let unicode = format == Format::Text
+        && std::io::stdout().is_terminal()
+        && utf8_locale(
+            env("LC_ALL").as_deref(),
+            env("LC_CTYPE").as_deref(),
+            env("LANG").as_deref(),
+        );
+    ASCII.store(!unicode, Ordering::Relaxed);
+}
+
+fn ascii() -> bool {
+    ASCII.load(Ordering::Relaxed)
+}
+
+/// `s` with the few non-ASCII characters the tables use spelled in ASCII (others become `?`).
+pub fn to_ascii(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            c if c.is_ascii() => out.push(c),
+            '–' | '—' | '−' => out.push('-'),
+            '≥' => out.push_str(">="),
+            '≤' => out.push_str("<="),
+            'Δ' => out.push_str("delta "),
+            '±' => out.push_str("+/-"),
+            '×' => out.push('x'),
+            '…' => out.push_str("..."),
+            'µ' | 'μ' => out.push('u'),
+            '→' => out.push_str("->"),
+            '≈' => out.push('~'),
+            _ => out.push('?'),
+        }
+    }
+    out
+}
+
+/// A text table's final form: ASCII when the style says so.
+fn styled(s: String) -> String {
+    if ascii() {
+        to_ascii(&s)
+    } else {
+        s
+    }
+}
+
+/// The comfy-table preset of a text table in this process's style.
+pub fn preset() -> &'static str {
+    if ascii() {
+        ASCII_FULL_CONDENSED
+    } else {
+        UTF8_FULL_CONDENSED
+    }
+}
 
 fn table(header: &[&str]) -> Table {
     let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED)
-        .set_header(header.to_vec());
+    t.load_preset(preset()).set_header(header.to_vec());
     for i in 1..header.len() {
         if let Some(c) = t.column_mut(i) {
             c.set_cell_alignment(CellAlignment::Right);
@@ -17,14 +107,9 @@ fn table(header: &[&str]) -> Table {
     t
 }
 
-/// Headline counters first (in the seeds' order), then every other non-zero counter.
-pub fn result_table(d: &ResultDoc, all: bool) -> String {
-    let multi = d.runs.len() > 1;
-    let mut t = if multi {
-        table(&["metric", "median", "min", "max"])
-    } else {
-        table(&["metric", "value"])
-    };
+/// A result's rows: headline counters first (in the seeds' order), then with `all` every
+/// other non-zero counter.
+pub fn result_keys(d: &ResultDoc, all: bool) -> Vec<&str> {
     let mut keys: Vec<&str> = HEADLINE
         .iter()
         .copied()
@@ -47,7 +132,58 @@ pub fn result_table(d: &ResultDoc, all: bool) -> String {
                 .filter(|k| !HEADLINE.contains(k) && *k != "oom_kills" && d.median[*k] != 0.0),
         );
     }
-    for k in keys {
+    keys
+}
+
+/// A result as a Markdown table (median, and min and max with several runs).
+pub fn result_markdown(d: &ResultDoc, all: bool) -> String {
+    let multi = d.runs.len() > 1;
+    let mut s = format!(
+        "{} on {} ({}), {} CPUs, {} run(s)\n\n",
+        d.scenario,
+        d.backend,
+        if d.policy.is_empty() {
+            &d.kernel
+        } else {
+            &d.policy
+        },
+        d.machine.cpus,
+        d.runs.len()
+    );
+    s.push_str(if multi {
+        "| metric | median | min | max |\n| --- | ---: | ---: | ---: |\n"
+    } else {
+        "| metric | value |\n| --- | ---: |\n"
+    });
+    for k in result_keys(d, all) {
+        let label = if k == "throughput" {
+            format!("throughput ({})", d.throughput_unit())
+        } else {
+            k.to_string()
+        };
+        if multi {
+            s.push_str(&format!(
+                "| {label} | {} | {} | {} |\n",
+                fmt_num(d.median[k]),
+                fmt_num(d.min[k]),
+                fmt_num(d.max[k])
+            ));
+        } else {
+            s.push_str(&format!("| {label} | {} |\n", fmt_num(d.median[k])));
+        }
+    }
+    s
+}
+
+/// Headline counters first (in the seeds' order), then every other non-zero counter.
+pub fn result_table(d: &ResultDoc, all: bool) -> String {
+    let multi = d.runs.len() > 1;
+    let mut t = if multi {
+        table(&["metric", "median", "min", "max"])
+    } else {
+        table(&["metric", "value"])
+    };
+    for k in result_keys(d, all) {
         let label = if k == "throughput" {
             format!("throughput ({})", d.throughput_unit())
         } else {
@@ -96,7 +232,7 @@ pub fn result_table(d: &ResultDoc, all: bool) -> String {
             notes.push_str(&format!("\nrun {}{tag}", i + 1));
         }
     }
-    format!("{head}\n{t}{notes}")
+    styled(format!("{head}\n{t}{notes}"))
 }
 
 pub fn compare_table(c: &Comparison) -> String {
@@ -123,7 +259,7 @@ pub fn compare_table(c: &Comparison) -> String {
     for n in &c.notes {
         out.push_str(&format!("\nNote: {n}"));
     }
-    out
+    styled(out)
 }
 
 fn opt(v: Option<f64>) -> String {
@@ -175,7 +311,7 @@ pub fn validate_table(rows: &[RatioRow], markdown: bool) -> String {
         for c in cells {
             t.add_row(c.to_vec());
         }
-        t.to_string()
+        styled(t.to_string())
     }
 }
 
@@ -211,8 +347,32 @@ pub fn sweep_table(points: &[crate::sweep::Point]) -> String {
         }
         t.add_row(row);
     }
-    format!(
+    styled(format!(
         "Before: {}\nAfter:  {}\n{t}",
         first.comparison.before, first.comparison.after
-    )
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locale_picks_the_first_set_variable() {
+        assert!(utf8_locale(None, None, Some("en_US.UTF-8")));
+        assert!(utf8_locale(Some("C.utf8"), Some("C"), None));
+        assert!(!utf8_locale(Some("C"), None, Some("en_US.UTF-8")));
+        assert!(utf8_locale(Some(""), None, Some("de_DE.UTF-8")));
+        assert!(!utf8_locale(None, None, None));
+        assert!(!utf8_locale(None, Some("POSIX"), Some("en_US.UTF-8")));
+    }
+
+    #[test]
+    fn ascii_spelling() {
+        assert_eq!(
+            to_ascii("min–max, ≥ 2, Δ%, ±25%"),
+            "min-max, >= 2, delta %, +/-25%"
+        );
+        assert!(to_ascii("┌─┐").is_ascii());
+    }
 }

@@ -7,6 +7,7 @@ use rayon::prelude::*;
 use reclaimlab_core::compare::{compare, Comparison};
 use reclaimlab_core::ResultDoc;
 use serde::Serialize;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 /// One `--vary KEY=V1,V2,...`.
 #[derive(Clone, Debug)]
@@ -66,7 +67,8 @@ pub fn grid(axes: &[Axis]) -> Vec<Vec<(String, String)>> {
 /// Run every (point, policy) simulation on all cores (`sim` maps extra sets and a policy to a
 /// result), recording each finished simulation in `journal` (keyed "point/policy") and
 /// skipping those in `done` (from an interrupted run's journal: each is deterministic, so
-/// the result is the same as an uninterrupted run's).
+/// the result is the same as an uninterrupted run's). `progress` is told (points done,
+/// points) at the start and whenever both simulations of a point have finished.
 pub fn run_kept<F>(
     axes: &[Axis],
     before: &str,
@@ -74,6 +76,7 @@ pub fn run_kept<F>(
     sim: F,
     journal: Option<&crate::journal::Journal>,
     done: std::collections::BTreeMap<String, ResultDoc>,
+    progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Vec<Point>>
 where
     F: Fn(&[String], &str) -> Result<ResultDoc> + Sync,
@@ -92,18 +95,33 @@ where
             jobs.len()
         );
     }
+    let key = |j: usize| format!("{}/{}", j / 2, ["before", "after"][j % 2]);
+    // Simulations finished per point (those kept from a journal count from the start).
+    let sides: Vec<AtomicUsize> = (0..pts.len())
+        .map(|i| {
+            AtomicUsize::new(
+                (0..2)
+                    .filter(|s| done.contains_key(&key(2 * i + s)))
+                    .count(),
+            )
+        })
+        .collect();
+    let points_done = AtomicUsize::new(sides.iter().filter(|s| s.load(Relaxed) == 2).count());
+    progress(points_done.load(Relaxed), pts.len());
     let docs: Vec<Result<ResultDoc>> = jobs
         .par_iter()
         .enumerate()
         .map(|(j, (i, pol))| {
-            let key = format!("{i}/{}", if j % 2 == 0 { "before" } else { "after" });
-            if let Some(d) = done.get(&key) {
+            if let Some(d) = done.get(&key(j)) {
                 return Ok(d.clone());
             }
             let sets: Vec<String> = pts[*i].iter().map(|(k, v)| format!("{k}={v}")).collect();
             let d = sim(&sets, pol)?;
             if let Some(jn) = journal {
-                jn.record(&key, &d)?;
+                jn.record(&key(j), &d)?;
+            }
+            if sides[*i].fetch_add(1, Relaxed) == 1 {
+                progress(points_done.fetch_add(1, Relaxed) + 1, pts.len());
             }
             Ok(d)
         })
@@ -143,5 +161,21 @@ mod tests {
         );
         assert!("a".parse::<Axis>().is_err());
         assert!("a=".parse::<Axis>().is_err());
+    }
+
+    #[test]
+    fn progress_counts_points_not_simulations() {
+        let axes: Vec<Axis> = vec!["machine.cpus=2,4,8".parse().unwrap()];
+        let seen = std::sync::Mutex::new(Vec::new());
+        let show = |d: usize, n: usize| seen.lock().unwrap().push((d, n));
+        let doc = |_: &[String], _: &str| -> Result<ResultDoc> { Ok(ResultDoc::default()) };
+        // Point 1's "before" is kept from an interrupted run.
+        let kept = [("1/before".to_string(), ResultDoc::default())].into();
+        let pts = run_kept(&axes, "6.18", "7.0", doc, None, kept, &show).unwrap();
+        assert_eq!(pts.len(), 3);
+        let mut seen = seen.into_inner().unwrap();
+        assert_eq!(seen[0], (0, 3), "the start, before any point is done");
+        seen.sort();
+        assert_eq!(seen, [(0, 3), (1, 3), (2, 3), (3, 3)]);
     }
 }

@@ -138,3 +138,180 @@ fn bench_rejects_the_sim_only_kswapd_workload() {
         assert!(err.contains("kswapd-mmap-read is sim only"), "{err}");
     }
 }
+
+/// The short stress-vm comparison the mail layout test and the ASCII test run.
+const SMALL_STRESS_VM: &[&str] = &[
+    "compare",
+    "stress-vm",
+    "--before",
+    "6.18",
+    "--after",
+    "6.18+batch-dirty-flush",
+    "--set",
+    "run.duration=1s",
+    "--set",
+    "machine.cpus=4",
+    "--set",
+    "workload.workers=4",
+    "--set",
+    "workload.bytes=64M",
+    "--set",
+    "memcg.limit=32M",
+];
+
+#[test]
+fn compare_mail_layout() {
+    let mut args = SMALL_STRESS_VM.to_vec();
+    args.extend(["--format", "mail"]);
+    let (code, out, err) = run(&args);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.is_ascii(), "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    // The configuration: one "Label:" per line, values in one column.
+    let header: Vec<&str> = lines
+        .iter()
+        .take_while(|l| !l.is_empty())
+        .copied()
+        .collect();
+    let labels: Vec<&str> = header
+        .iter()
+        .map(|l| l.split(':').next().unwrap())
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            "Before",
+            "After",
+            "Scenario",
+            "Backend",
+            "Arch",
+            "CPUs",
+            "Memory",
+            "Swap",
+            "memcg limit",
+            "Workload",
+            "Duration",
+            "Seed",
+            "Runs"
+        ],
+        "{out}"
+    );
+    for l in &header {
+        assert!(
+            l.len() > 14 && &l[13..14] == " " && &l[14..15] != " ",
+            "{l}"
+        );
+    }
+    assert!(header.contains(&"Before:       6.18"), "{out}");
+    assert!(
+        header.contains(&"After:        6.18+batch-dirty-flush"),
+        "{out}"
+    );
+    assert!(header.contains(&"CPUs:         4"), "{out}");
+    assert!(header.contains(&"memcg limit:  32M"), "{out}");
+    assert!(header.contains(&"Duration:     1s"), "{out}");
+    assert!(header.contains(&"Runs:         1 per side"), "{out}");
+    assert!(
+        header
+            .iter()
+            .any(|l| l.starts_with("Workload:     stress-vm ")
+                && l.contains("workers=4")
+                && l.contains("bytes_total=64M")),
+        "{out}"
+    );
+    // Then the columns: a header, a dashed line, rows right-aligned to the same width.
+    let table = &lines[header.len() + 1..];
+    let cols: Vec<&str> = table[0].split_whitespace().collect();
+    assert_eq!(cols, ["before", "after", "delta", "delta", "%"], "{out}");
+    assert!(table[1].chars().all(|c| c == '-'), "{out}");
+    let width = table[1].len();
+    let rows: Vec<&str> = table[2..]
+        .iter()
+        .take_while(|l| !l.is_empty())
+        .copied()
+        .collect();
+    assert!(rows.len() >= 4, "{out}");
+    for l in [table[0]].iter().chain(&rows) {
+        assert_eq!(l.len(), width, "not aligned: {l:?}\n{out}");
+        assert!(l.ends_with('%'), "{l:?}");
+    }
+    let names: Vec<&str> = rows
+        .iter()
+        .map(|l| l.split("   ").next().unwrap())
+        .collect();
+    for n in [
+        "bogo ops/s",
+        "TLB shootdowns",
+        "function call IPIs",
+        "pgsteal anon",
+    ] {
+        assert!(names.contains(&n), "{n} missing: {names:?}");
+    }
+    assert!(
+        !out.contains("wall"),
+        "no wall-clock row without --all: {out}"
+    );
+    // --raw-names: the keys; --all: the wall-clock row too.
+    args.extend(["--raw-names", "--all"]);
+    let (code, out, err) = run(&args);
+    assert_eq!(code, 0, "{err}");
+    for k in [
+        "throughput (bogo_ops_per_sec)",
+        "tlb_shootdowns",
+        "pgsteal_anon",
+        "wall_seconds",
+    ] {
+        assert!(out.lines().any(|l| l.starts_with(k)), "{k}: {out}");
+    }
+}
+
+#[test]
+fn text_is_ascii_off_a_terminal_and_aliases_agree() {
+    // stdout is a pipe here: the text table is plain ASCII.
+    let (code, out, err) = run(SMALL_STRESS_VM);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.is_ascii(), "{out}");
+    assert!(out.contains("| tlb_shootdowns "), "{out}");
+    for (alias, format) in [("--json", "json"), ("--markdown", "markdown")] {
+        let mut a = SMALL_STRESS_VM.to_vec();
+        a.push(alias);
+        let mut f = SMALL_STRESS_VM.to_vec();
+        f.extend(["--format", format]);
+        assert_eq!(run(&a), run(&f), "{alias}");
+    }
+    let mut both = SMALL_STRESS_VM.to_vec();
+    both.extend(["--json", "--format", "mail"]);
+    assert_eq!(run(&both).0, 2);
+}
+
+#[test]
+fn help_says_where_the_keys_are_and_every_default() {
+    for cmd in ["sim", "bench", "compare", "sweep"] {
+        let (code, out, err) = run(&[cmd, "--help"]);
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            out.contains("`reclaimlab scenarios NAME` prints"),
+            "{cmd}: {out}"
+        );
+        // Every option says its default: clap's [default: ...] or its own "(default: ...)",
+        // or it is a flag, required, or says what holds when it is absent.
+        let opts: Vec<&str> = out.split("\n      --").skip(1).collect();
+        assert!(!opts.is_empty(), "{out}");
+        for o in opts {
+            let flag = !o.lines().next().unwrap_or("").contains('<');
+            let has = o.contains("default") || o.contains("required") || o.contains("no default");
+            assert!(flag || has, "{cmd}: --{o}");
+        }
+    }
+    let (_, out, _) = run(&["sweep", "--help"]);
+    assert!(out.contains("[default: 6.18]"), "{out}");
+    let (_, out, _) = run(&["compare", "--help"]);
+    assert!(out.contains("[default: text]"), "{out}");
+    // The command the help points to exists and prints keys with their values.
+    let (code, out, _) = run(&["scenarios", "stress-vm"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("[workload]") && out.contains("workers = "),
+        "{out}"
+    );
+}

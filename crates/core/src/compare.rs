@@ -231,6 +231,67 @@ pub fn compare(before: &ResultDoc, after: &ResultDoc, all: bool) -> Comparison {
     }
 }
 
+/// A metric's name for people (a mail or a plot) rather than its /proc/vmstat key:
+/// `throughput` by its unit, the /proc/interrupts rows by what they count, the others as the
+/// kernel spells them without underscores. A key not listed keeps its spelling, `_` as spaces.
+pub fn readable_name(key: &str, throughput_unit: &str) -> String {
+    if key == "throughput" {
+        return match throughput_unit {
+            "" => "throughput".into(),
+            u => readable_name(u, ""),
+        };
+    }
+    if let Some(m) = key.strip_prefix("bogo_ops_per_sec:") {
+        return format!("bogo ops/s ({m})");
+    }
+    let name = match key {
+        "bogo_ops_per_sec" => "bogo ops/s",
+        "pages_per_sec" => "pages/s",
+        "ops_per_sec" => "ops/s",
+        "pages_touched_per_sec" => "pages touched/s",
+        "pgsteal_per_sec" => "pgsteal/s",
+        "tlb_shootdowns_per_sec" => "TLB shootdowns/s",
+        "function_call_interrupts_per_sec" => "function call IPIs/s",
+        "reclaim_seconds" => "reclaim time (s)",
+        "tlb_shootdowns" => "TLB shootdowns",
+        "function_call_interrupts" => "function call IPIs",
+        "pswpout" => "pswpout (pages)",
+        "pswpin" => "pswpin (pages)",
+        "pgpgin" => "pgpgin (KiB)",
+        "pgpgout" => "pgpgout (KiB)",
+        "pgfault" => "page faults",
+        "pgmajfault" => "major faults",
+        "oom_kill" | "oom_kills" => "OOM kills",
+        "nr_tlb_remote_flush" => "remote TLB flushes",
+        "nr_tlb_remote_flush_received" => "remote TLB flushes received",
+        "nr_tlb_local_flush_one" => "local TLB flushes (one)",
+        "nr_tlb_local_flush_all" => "local TLB flushes (all)",
+        "wall_seconds" => "wall-clock time (s)",
+        other => return other.replace('_', " "),
+    };
+    name.into()
+}
+
+/// Whether a rise in the metric is an improvement: `Some(true)` for rates of work done,
+/// `Some(false)` for interrupts, flushes and time taken, `None` where it depends on the
+/// workload (pages scanned, stolen, swapped).
+pub fn higher_is_better(key: &str, throughput_unit: &str) -> Option<bool> {
+    match key {
+        "throughput" => higher_is_better(throughput_unit, ""),
+        "reclaim_seconds"
+        | "tlb_shootdowns"
+        | "function_call_interrupts"
+        | "oom_kill"
+        | "oom_kills"
+        | "tlb_shootdowns_per_sec"
+        | "function_call_interrupts_per_sec" => Some(false),
+        k if k.starts_with("nr_tlb_") => Some(false),
+        k if k.starts_with("bogo_ops_per_sec") => Some(true),
+        "pages_per_sec" | "ops_per_sec" | "pages_touched_per_sec" => Some(true),
+        _ => None,
+    }
+}
+
 /// Fixed-point with thousands kept readable: integers stay integers.
 pub fn fmt_num(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 {
@@ -341,6 +402,35 @@ mod tests {
             .unwrap();
         assert!(!r.significant);
         assert!(c.markdown().contains("n.s."));
+    }
+
+    #[test]
+    fn readable_names_and_directions() {
+        assert_eq!(
+            readable_name("throughput", "bogo_ops_per_sec"),
+            "bogo ops/s"
+        );
+        assert_eq!(readable_name("throughput", ""), "throughput");
+        assert_eq!(readable_name("tlb_shootdowns", ""), "TLB shootdowns");
+        assert_eq!(
+            readable_name("function_call_interrupts", ""),
+            "function call IPIs"
+        );
+        assert_eq!(readable_name("pgsteal_anon", ""), "pgsteal anon");
+        assert_eq!(
+            readable_name("bogo_ops_per_sec:flip", ""),
+            "bogo ops/s (flip)"
+        );
+        assert_eq!(
+            higher_is_better("throughput", "bogo_ops_per_sec"),
+            Some(true)
+        );
+        assert_eq!(
+            higher_is_better("throughput", "reclaim_seconds"),
+            Some(false)
+        );
+        assert_eq!(higher_is_better("tlb_shootdowns", ""), Some(false));
+        assert_eq!(higher_is_better("pgsteal_anon", ""), None);
     }
 
     fn stress_doc(ends: &[&str], pages_per_sec: f64) -> ResultDoc {
