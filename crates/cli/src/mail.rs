@@ -197,10 +197,11 @@ fn wrap(text: &str, indent: usize) -> String {
 fn columns(header: &[&str], rows: Vec<Vec<String>>) -> String {
     let mut t = Table::new();
     // Only the line under the header is drawn.
+    // Cells spelled in ASCII before the widths are measured (the mail text is ASCII).
     t.load_preset("     -             ")
-        .set_header(header.to_vec());
+        .set_header(header.iter().map(|h| to_ascii(h)).collect::<Vec<_>>());
     for r in rows {
-        t.add_row(r);
+        t.add_row(r.iter().map(|c| to_ascii(c)).collect::<Vec<_>>());
     }
     for (i, c) in t.column_iter_mut().enumerate() {
         if i == 0 {

@@ -96,9 +96,20 @@ pub fn preset() -> &'static str {
     }
 }
 
+/// A row's cells in this process's style: spelled in ASCII before comfy-table measures the
+/// columns (spelling the rendered table afterwards would widen cells past their borders).
+fn cells(row: Vec<String>) -> Vec<String> {
+    if ascii() {
+        row.iter().map(|c| to_ascii(c)).collect()
+    } else {
+        row
+    }
+}
+
 fn table(header: &[&str]) -> Table {
     let mut t = Table::new();
-    t.load_preset(preset()).set_header(header.to_vec());
+    t.load_preset(preset())
+        .set_header(cells(header.iter().map(|h| h.to_string()).collect()));
     for i in 1..header.len() {
         if let Some(c) = t.column_mut(i) {
             c.set_cell_alignment(CellAlignment::Right);
@@ -191,9 +202,14 @@ pub fn result_table(d: &ResultDoc, all: bool) -> String {
         };
         let med = fmt_num(d.median[k]);
         if multi {
-            t.add_row(vec![label, med, fmt_num(d.min[k]), fmt_num(d.max[k])]);
+            t.add_row(cells(vec![
+                label,
+                med,
+                fmt_num(d.min[k]),
+                fmt_num(d.max[k]),
+            ]));
         } else {
-            t.add_row(vec![label, med]);
+            t.add_row(cells(vec![label, med]));
         }
     }
     let runs = d.runs.len();
@@ -238,12 +254,12 @@ pub fn result_table(d: &ResultDoc, all: bool) -> String {
 pub fn compare_table(c: &Comparison) -> String {
     let mut t = table(&["Metric", "Before", "After", "Delta (abs / %)"]);
     for r in &c.rows {
-        t.add_row(vec![
+        t.add_row(cells(vec![
             c.metric_label(&r.metric),
             fmt_num(r.before),
             fmt_num(r.after),
             r.delta_text(),
-        ]);
+        ]));
     }
     let mut head = String::new();
     if !c.differences.is_empty() {
@@ -298,18 +314,18 @@ pub fn validate_cells(rows: &[RatioRow]) -> Vec<[String; 4]> {
 
 /// Host median [min–max] beside the sim figure and its relative error.
 pub fn validate_table(rows: &[RatioRow], markdown: bool) -> String {
-    let cells = validate_cells(rows);
+    let texts = validate_cells(rows);
     let header = ["ratio", "host median [min–max]", "sim", "sim error"];
     if markdown {
         let mut s = format!("| {} |\n| --- | ---: | ---: | ---: |\n", header.join(" | "));
-        for c in cells {
+        for c in texts.iter() {
             s.push_str(&format!("| {} |\n", c.join(" | ")));
         }
         s
     } else {
         let mut t = table(&header);
-        for c in cells {
-            t.add_row(c.to_vec());
+        for c in texts {
+            t.add_row(cells(c.to_vec()));
         }
         styled(t.to_string())
     }
@@ -345,7 +361,7 @@ pub fn sweep_table(points: &[crate::sweep::Point]) -> String {
                 .unwrap_or_else(|| "-".into());
             row.push(cell);
         }
-        t.add_row(row);
+        t.add_row(cells(row));
     }
     styled(format!(
         "Before: {}\nAfter:  {}\n{t}",
@@ -374,5 +390,24 @@ mod tests {
             "min-max, >= 2, delta %, +/-25%"
         );
         assert!(to_ascii("┌─┐").is_ascii());
+    }
+
+    #[test]
+    fn ascii_tables_keep_their_columns_aligned() {
+        // Spelled before layout: "±" becoming "+/-" must widen the column, not the row.
+        ASCII.store(true, Ordering::Relaxed);
+        let row = |ratio: &str, err: f64| reclaimlab_core::validate::RatioRow {
+            ratio: ratio.into(),
+            host_median: Some(0.5),
+            host_min: Some(0.4),
+            host_max: Some(0.6),
+            sim: Some(0.9),
+            error_pct: Some(err),
+            within_25pct: Some(err.abs() <= 25.0),
+        };
+        let t = validate_table(&[row("a/b", 80.0), row("c/d", 1.0)], false);
+        assert!(t.is_ascii(), "{t}");
+        let widths: std::collections::BTreeSet<usize> = t.lines().map(|l| l.len()).collect();
+        assert_eq!(widths.len(), 1, "ragged table:\n{t}");
     }
 }
