@@ -84,6 +84,11 @@ pub struct Readahead {
     /// Folios carrying PG_readahead: (file, first index) → the folio (a reclaimed and
     /// re-read folio at the same index is a different one, without the flag).
     pub marks: std::collections::BTreeMap<(usize, u64), crate::mm::folio::Pfn>,
+    /// Faults (file, page) whose filemap_fault already ran do_sync_mmap_readahead and then
+    /// stopped in a reclaim_throttle sleep of the folio's charge: the kernel sleeps inside
+    /// __filemap_get_folio's charge and carries on, so the retried fault goes straight to the
+    /// allocation (no second mmap_miss count, read-around or PGMAJFAULT).
+    pub sync_done: std::collections::BTreeSet<(usize, u64)>,
 }
 
 /// The order of the folio page_cache_ra_order allocates at `idx`: `order`, lowered until the
@@ -370,9 +375,6 @@ impl Kernel {
                 self.ra.marks.insert((file, first), pfn);
             }
             idx = first + nr;
-        }
-        if major {
-            self.vmstat.pgmajfault += 1;
         }
         true
     }
