@@ -52,6 +52,9 @@ const BACKGROUND_RATIO: u64 = 10;
 const MIN_WRITEBACK_PAGES: u64 = 1024;
 /// vm_dirty_ratio, percent.
 const DIRTY_RATIO: u64 = 20;
+/// SWAP_CLUSTER_MAX: __acct_reclaim_writeback wakes the throttled reclaimers once more than
+/// this many pages per throttled task have been written.
+const SWAP_CLUSTER_MAX: u64 = 32;
 /// MAX_PAUSE: balance_dirty_pages sleeps at most HZ/5 per call.
 const MAX_PAUSE_NS: u64 = 200_000_000;
 
@@ -116,6 +119,9 @@ pub struct Writeback {
     pub flusher_running: bool,
     pub flusher_steps: u64,
     pub flusher_steps_lazy: u64,
+    /// Per CPU: when its task's last reclaim_throttle(WRITEBACK) sleep ends (the tasks asleep
+    /// in it are pgdat->nr_writeback_throttled).
+    pub throttle_until: Vec<u64>,
 }
 
 /// Pages the flusher thread writes per engine step (MAX_WRITEBACK_PAGES, the most
@@ -502,24 +508,56 @@ impl Kernel {
     }
 
     /// reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK): reclaim found nothing it could free while
-    /// writes are in flight, so the reclaimer sleeps until the next write completes (at most
-    /// HZ/10) instead of declaring OOM, then lets the completions run. False when nothing is in
-    /// flight (throttling would not help).
+    /// writes are in flight, so the reclaimer sleeps (at most HZ/10) until enough of them
+    /// complete: __acct_reclaim_writeback, called from folio_end_writeback while a task is
+    /// throttled, wakes the throttled tasks once more than SWAP_CLUSTER_MAX pages per
+    /// throttled task (pgdat->nr_writeback_throttled) have been written since throttling
+    /// began (NR_THROTTLED_WRITTEN counts pages, so one large folio can do it). The model
+    /// computes the wake time when the task throttles, from the device's queue: the pages
+    /// in flight complete in order, and pages the flusher has yet to submit (a queued
+    /// start-all work) complete one `file_write_page` apart after them. False when nothing
+    /// is in flight or queued (throttling would not help).
     /// The sleep is a real one for a workload task (`sleep_after_step`): its CPU runs other
     /// tasks (the flusher) or idles meanwhile.
     pub fn reclaim_throttle_writeback(&mut self, cpu: CpuId) -> bool {
         let now = self.cpus[cpu].clock;
-        let done = match self.wb.inflight.front() {
-            Some(&(done, _)) => done,
-            // The flusher thread has work it has not submitted yet: the reclaimer sleeps
-            // until writes complete; the first can end one page write after it starts.
-            None if self.wb.start_all.is_some() && self.can_sleep(cpu) => {
-                now + self.cost.file_write_page
+        let queued = self.wb.start_all.is_some() && self.can_sleep(cpu);
+        if self.wb.inflight.is_empty() && !queued {
+            return false;
+        }
+        if self.wb.throttle_until.len() <= cpu {
+            self.wb.throttle_until.resize(self.nr_cpus(), 0);
+        }
+        // This task and the others still asleep in reclaim_throttle.
+        let nr_throttled = 1 + self
+            .wb
+            .throttle_until
+            .iter()
+            .enumerate()
+            .filter(|&(c, &t)| c != cpu && t > now)
+            .count() as u64;
+        let need = SWAP_CLUSTER_MAX * nr_throttled;
+        let mut written = 0;
+        let mut wake = None;
+        for &(done, pfn) in self.wb.inflight.iter().filter(|&&(d, _)| d > now) {
+            written += self.folios.get(pfn).nr_pages();
+            if written > need {
+                wake = Some(done);
+                break;
             }
-            None => return false,
-        };
+        }
+        let wake = wake.unwrap_or_else(|| {
+            if queued {
+                let left = need + 1 - written;
+                self.wb.busy_until.max(now) + left * self.cost.file_write_page
+            } else {
+                // Not enough in flight: the timeout ends the sleep.
+                now + RECLAIM_THROTTLE_NS
+            }
+        });
         self.wb.reclaim_throttles += 1;
-        let until = done.clamp(now, now + RECLAIM_THROTTLE_NS);
+        let until = wake.clamp(now, now + RECLAIM_THROTTLE_NS);
+        self.wb.throttle_until[cpu] = until;
         if self.can_sleep(cpu) {
             self.wb.throttle_sleeps += 1;
             self.sleep_after_step(cpu, until);
