@@ -171,3 +171,82 @@ fn pmd_sized_file_folio_is_mapped_by_one_fault_and_unmapped_with_one_flush() {
     // The stores made the folio dirty.
     assert!(k.folios.get(pfn).test(reclaimlab_sim::mm::folio::pg::DIRTY));
 }
+
+/// `nr` folios of 2^`order` pages under writeback, completing `step` ns apart from `step`.
+fn inflight(k: &mut Kernel, nr: u32, order: u8, step: u64) {
+    use reclaimlab_sim::mm::folio::pg;
+    let base = k.wb.inflight.back().map_or(0, |&(d, _)| d);
+    for i in 0..nr {
+        let pfn = k.folios.alloc_order(0, 0, i << order, order);
+        k.folios.get_mut(pfn).set(pg::WRITEBACK);
+        k.wb.nr_writeback += 1 << order;
+        k.wb.inflight
+            .push_back((base + step * u64::from(i + 1), pfn));
+    }
+}
+
+#[test]
+fn reclaim_throttle_waits_for_swap_cluster_max_pages_written() {
+    // __acct_reclaim_writeback: a throttled reclaimer wakes once more than 32 pages have been
+    // written, not at the first completion. CPU 0 runs no task, so the wait is its clock.
+    let mut k = kernel(common::cfg(0), 1 << 20);
+    k.files.push(File {
+        cache: vec![0; 1024],
+    });
+    inflight(&mut k, 64, 0, 1_000);
+    assert!(k.reclaim_throttle_writeback(0));
+    assert_eq!(k.cpus[0].clock, 33 * 1_000);
+    assert_eq!(k.wb.inflight.len(), 64 - 33);
+
+    // NR_THROTTLED_WRITTEN counts pages: one 512-page folio's completion is enough.
+    let mut k = kernel(common::cfg(0), 1 << 20);
+    k.files.push(File {
+        cache: vec![0; 1024],
+    });
+    inflight(&mut k, 1, 9, 5_000);
+    inflight(&mut k, 8, 0, 1_000);
+    assert!(k.reclaim_throttle_writeback(0));
+    assert_eq!(k.cpus[0].clock, 5_000);
+
+    // Too little in flight and nothing queued: the HZ/10 timeout ends the sleep.
+    let mut k = kernel(common::cfg(0), 1 << 20);
+    k.files.push(File {
+        cache: vec![0; 1024],
+    });
+    inflight(&mut k, 4, 0, 1_000);
+    assert!(k.reclaim_throttle_writeback(0));
+    assert_eq!(k.cpus[0].clock, 100_000_000);
+}
+
+#[test]
+fn a_fault_resumed_after_a_throttle_sleep_does_not_read_around_again() {
+    // The fault at page 100 already ran do_sync_mmap_readahead (and counted PGMAJFAULT)
+    // before its charge slept in reclaim_throttle: the retry only allocates its own folio.
+    for resumed in [false, true] {
+        let mut k = kernel(common::cfg(0), 1 << 20);
+        k.ra.ra_pages = 64;
+        k.files.push(File {
+            cache: vec![0; 1024],
+        });
+        let mm = k.mm_alloc(1024, Backing::File(0), true);
+        let t = k.task_new(mm, Some(0), 0, 1024);
+        k.context_switch(0, Some(t));
+        if resumed {
+            k.ra.sync_done.insert((0, 100));
+        }
+        k.user_access(0, mm, 100, true);
+        let read: u64 = k.ra.folios_by_order.iter().sum();
+        if resumed {
+            assert_eq!(read, 0, "a second read-around");
+            assert_eq!(k.vmstat.pgmajfault, 0);
+            assert_eq!(k.ra.state.get(0).map_or(0, |s| s.mmap_miss), 0);
+            assert!(k.ra.sync_done.is_empty());
+        } else {
+            assert_eq!(read, 64);
+            assert_eq!(k.vmstat.pgmajfault, 1);
+            assert_eq!(k.ra.state[0].mmap_miss, 1);
+        }
+        // Either way the page is now mapped writable.
+        assert!(k.files[0].cache[100] != 0);
+    }
+}
