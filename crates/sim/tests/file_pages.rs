@@ -250,3 +250,83 @@ fn a_fault_resumed_after_a_throttle_sleep_does_not_read_around_again() {
         assert!(k.files[0].cache[100] != 0);
     }
 }
+
+/// Dirty order-0 page-cache folios at `pages` of file 0 (64 pages).
+fn dirty_file_pages(k: &mut Kernel, pages: &[u32]) {
+    use reclaimlab_sim::mm::pgtable::PTE_SWPCACHE;
+    k.files.push(File { cache: vec![0; 64] });
+    for &p in pages {
+        let pfn = k.folios.alloc_order(0, 0, p, 0);
+        k.files[0].cache[p as usize] = PTE_SWPCACHE | pfn;
+        k.folio_mark_dirty(pfn);
+    }
+}
+
+#[test]
+fn writeback_stops_at_the_device_queue_depth_and_merges_contiguous_pages() {
+    // Pages 0..8 are contiguous (one request); 10, 12, ... 20 are one request each.
+    let pages: Vec<u32> = (0..8).chain((10..=20).step_by(2)).collect();
+    for depth in [0, 4] {
+        let cfg = SimConfig {
+            writeback_queue_depth: depth,
+            writeback_request_pages: 1024,
+            ..common::cfg(0)
+        };
+        let mut k = kernel(cfg, 1 << 20);
+        dirty_file_pages(&mut k, &pages);
+        // No flusher thread: wakeup_flusher_threads writes from CPU 0 at once.
+        k.wb_start_all(0);
+        if depth == 0 {
+            assert_eq!(k.wb.nr_written, 14);
+            assert_eq!(k.wb.nr_dirty, 0);
+        } else {
+            // One merged request of 8 pages and three single pages fill the 4 tags.
+            assert_eq!(k.wb.nr_written, 11);
+            assert_eq!(k.wb.nr_dirty, 3);
+            assert_eq!(k.wb.requests.len(), 4);
+        }
+    }
+    // The largest request caps merging: 2-page requests make 4 of the 8 contiguous pages.
+    let cfg = SimConfig {
+        writeback_queue_depth: 4,
+        writeback_request_pages: 2,
+        ..common::cfg(0)
+    };
+    let mut k = kernel(cfg, 1 << 20);
+    dirty_file_pages(&mut k, &pages);
+    k.wb_start_all(0);
+    assert_eq!(k.wb.nr_written, 8);
+}
+
+#[test]
+fn the_flusher_sleeps_for_a_free_request_and_goes_on_writing() {
+    let sweep = |depth: &str| {
+        common::sim_with(
+            "file-mmap-rw",
+            &[
+                "machine.cpus=2",
+                "memcg.limit=16M",
+                "workload.file_bytes=64M",
+                "workload.threads=2",
+                "workload.cpus=[0,1]",
+                "workload.write=true",
+                "workload.pattern=random",
+                "run.duration=1s",
+                "sim.cgroup=v1",
+            ],
+            &[&format!("sim.writeback_queue_depth={depth}")],
+        )
+    };
+    let bounded = sweep("8");
+    let waits = bounded.runs[0].extra["flusher_request_waits"]
+        .as_u64()
+        .unwrap();
+    assert!(waits > 0);
+    let c = &bounded.runs[0].counters;
+    assert!(c["nr_written"] > 1000, "{}", c["nr_written"]);
+    // Unbounded: the flusher never waits for a request.
+    assert!(sweep("0").runs[0]
+        .extra
+        .get("flusher_request_waits")
+        .is_none());
+}

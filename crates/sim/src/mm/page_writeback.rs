@@ -119,6 +119,13 @@ pub struct Writeback {
     pub flusher_running: bool,
     pub flusher_steps: u64,
     pub flusher_steps_lazy: u64,
+    /// The device's requests in flight (`sim.writeback_queue_depth` > 0): the completion time
+    /// of each request's last page, in order; and the request being built (file, next page
+    /// index, pages in it) that a contiguous folio of the same writeback pass joins.
+    pub requests: VecDeque<u64>,
+    pub open_request: Option<(usize, u64, u64)>,
+    /// The flusher thread's sleeps for a free request (blk_mq_get_tag).
+    pub tag_waits: u64,
     /// Per CPU: when its task's last reclaim_throttle(WRITEBACK) sleep ends (the tasks asleep
     /// in it are pgdat->nr_writeback_throttled).
     pub throttle_until: Vec<u64>,
@@ -250,17 +257,60 @@ impl Kernel {
         self.wb.busy_until = done;
         self.wb.inflight.push_back((done, pfn));
         self.wb.nr_written += n;
+        if self.cfg.writeback_queue_depth > 0 {
+            let (file, idx) = (f.owner as usize, f.index as u64);
+            if self.bio_merges(file, idx, n) {
+                if let Some(last) = self.wb.requests.back_mut() {
+                    *last = done;
+                }
+                if let Some(r) = self.wb.open_request.as_mut() {
+                    r.1 += n;
+                    r.2 += n;
+                }
+            } else {
+                self.wb.requests.push_back(done);
+                self.wb.open_request = Some((file, idx + n, n));
+            }
+        }
+    }
+
+    /// Whether a folio of `n` pages at `idx` of `file` joins the request being built: the
+    /// next pages of the same file in the same writeback pass, within the device's largest
+    /// request (ext4_bio_write_folio adding to the io_submit bio; the plug merging bios).
+    fn bio_merges(&self, file: usize, idx: u64, n: u64) -> bool {
+        matches!(self.wb.open_request, Some((f, next, pages))
+            if f == file && next == idx && pages + n <= self.cfg.writeback_request_pages)
+    }
+
+    /// Whether the device can take a folio of `n` pages at `idx` of `file` now: it joins the
+    /// open request, or a request (blk-mq tag) is free. Completed requests are retired first.
+    fn writeback_queue_has_room(&mut self, now: u64, file: usize, idx: u64, n: u64) -> bool {
+        let depth = self.cfg.writeback_queue_depth;
+        if depth == 0 {
+            return true;
+        }
+        while self.wb.requests.front().is_some_and(|&d| d <= now) {
+            self.wb.requests.pop_front();
+        }
+        if self.bio_merges(file, idx, n) {
+            return true;
+        }
+        (self.wb.requests.len() as u64) < depth
     }
 
     /// Write back dirty folios of `file` from its cyclic cursor, in file order, until
     /// `stop()` says enough (WB_SYNC_NONE: folios already under writeback are skipped).
-    fn writeback_file(&mut self, cpu: CpuId, file: usize, mut budget: u64, cyclic: bool) {
+    /// Returns true if it stopped because the device's request queue was full.
+    fn writeback_file(&mut self, cpu: CpuId, file: usize, mut budget: u64, cyclic: bool) -> bool {
         if self.wb.cursor.len() <= file {
             self.wb.cursor.resize(file + 1, 0);
         }
+        // A new pass builds new requests (the previous pass's are submitted).
+        self.wb.open_request = None;
         let len = self.files[file].cache.len();
         let start = if cyclic { self.wb.cursor[file] } else { 0 };
         let mut i = 0;
+        let mut full = false;
         while i < len && budget > 0 {
             let idx = (start + i) % len;
             let slot = self.files[file].cache[idx];
@@ -273,6 +323,11 @@ impl Kernel {
             if f.index as usize != idx || !f.test(pg::DIRTY) || f.test(pg::WRITEBACK) {
                 continue;
             }
+            let now = self.cpus[cpu].clock;
+            if !self.writeback_queue_has_room(now, file, idx as u64, f.nr_pages()) {
+                full = true;
+                break;
+            }
             self.writeback_folio(cpu, pfn);
             budget = budget.saturating_sub(f.nr_pages());
             self.wb.cursor[file] = (idx + f.nr_pages() as usize) % len;
@@ -283,6 +338,7 @@ impl Kernel {
                 *t = None;
             }
         }
+        full
     }
 
     /// wakeup_flusher_threads(WB_REASON_VMSCAN): the flusher writes every dirty page. With
@@ -349,6 +405,7 @@ impl Kernel {
             left = self.wb.nr_dirty;
         }
         let mut written = 0;
+        let mut full = false;
         if left > 0 {
             let before = self.wb.nr_written;
             let chunk = left.min(FLUSHER_CHUNK_PAGES);
@@ -357,9 +414,23 @@ impl Kernel {
                 if budget == 0 {
                     break;
                 }
-                self.writeback_file(cpu, file, budget, true);
+                full |= self.writeback_file(cpu, file, budget, true);
+                if full {
+                    break;
+                }
             }
             written = self.wb.nr_written - before;
+        }
+        if full && written < left {
+            // blk_mq_get_tag: no request free. The flusher sleeps until wake_batch requests
+            // have completed (sbq_wake_up; wake_batch = depth / 8, between 1 and 8).
+            let batch = (self.cfg.writeback_queue_depth / 8).clamp(1, 8) as usize;
+            let n = self.wb.requests.len();
+            let until = self.wb.requests[batch.min(n) - 1];
+            self.wb.start_all = Some(left - written);
+            self.wb.tag_waits += 1;
+            self.block_task(rqs, cpu, Some(until));
+            return;
         }
         if written == 0 || written >= left {
             // The work is done (or found nothing dirty): wb_do_writeback returns, the worker
