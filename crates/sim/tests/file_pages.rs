@@ -330,3 +330,37 @@ fn the_flusher_sleeps_for_a_free_request_and_goes_on_writing() {
         .get("flusher_request_waits")
         .is_none());
 }
+
+#[test]
+fn a_readahead_window_that_meets_a_cached_page_goes_on_in_order_0_folios() {
+    use reclaimlab_sim::mm::pgtable::{PTE_LOW_MASK, PTE_SWPCACHE};
+    // page_cache_ra_order: ra_alloc_folio's -EEXIST ends the large folios; do_page_cache_ra
+    // reads the rest of the window in order-0 folios, and the next window keeps the ramp.
+    let mut k = kernel(common::cfg(0), 1 << 20);
+    k.ra.ra_pages = 64;
+    k.ra.max_order = 9;
+    k.files.push(File {
+        cache: vec![0; 512],
+    });
+    let cached = k.folios.alloc_order(0, 0, 70, 0);
+    k.lruvec.add(&mut k.folios, cached);
+    k.files[0].cache[70] = PTE_SWPCACHE | cached;
+    let mm = k.mm_alloc(512, Backing::File(0), false);
+    let t = k.task_new(mm, Some(0), 0, 512);
+    k.context_switch(0, Some(t));
+    for vp in 0..256 {
+        k.user_access(0, mm, vp, false);
+    }
+    let order_at = |k: &Kernel, p: usize| {
+        let pfn = k.files[0].cache[p] & PTE_LOW_MASK;
+        k.folios.get(pfn).order
+    };
+    // Read-around [0, 64) at order 0; the window [64, 128) at order 2 until 68..71 meets
+    // page 70: from there order 0 (without the fallback 72 would be an order-2 folio).
+    assert_eq!(order_at(&k, 64), 2);
+    assert_eq!(order_at(&k, 68), 0);
+    assert_eq!(order_at(&k, 72), 0);
+    assert_eq!(order_at(&k, 124), 0);
+    // The next window ramps on from ra->order (2 + 2).
+    assert_eq!(order_at(&k, 128), 4);
+}

@@ -319,12 +319,24 @@ impl Kernel {
         let mark = st.start + st.size - st.async_size;
         let end = (st.start + st.size).min(len);
         let mut idx = st.start;
+        // page_cache_ra_order's fallback: once ra_alloc_folio fails (filemap_add_folio finds a
+        // cached page in the folio's range, -EEXIST, or the charge fails, -ENOMEM), the rest
+        // of the window is read by do_page_cache_ra → page_cache_ra_unbounded in order-0
+        // folios, skipping cached pages, with the same PG_readahead mark; ra->order is kept.
+        let ramp = self.cfg.file_folio_order == 0;
+        let mut fallback = false;
         while idx < end {
+            if ramp && !fallback {
+                let o = ra_folio_order(idx, st.order, end - 1);
+                fallback = (idx..idx + (1 << o)).any(|p| cached(self, p));
+            }
             if cached(self, idx) {
                 idx += 1;
                 continue;
             }
-            let (first, order) = if self.cfg.file_folio_order > 0 {
+            let (first, order) = if fallback {
+                (idx, 0)
+            } else if !ramp {
                 self.file_folio_extent(file, idx)
             } else {
                 let o = ra_folio_order(idx, st.order, end - 1);
@@ -342,6 +354,11 @@ impl Kernel {
             }
             let gen = self.mm_generation(mm);
             if !self.try_charge_noretry(cpu, nr) {
+                if ramp && !fallback {
+                    fallback = true;
+                    continue;
+                }
+                // page_cache_ra_unbounded stops at -ENOMEM.
                 break;
             }
             if self.mm_generation(mm) != gen {
