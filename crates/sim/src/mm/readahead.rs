@@ -12,7 +12,8 @@
 //! capped at the filesystem's largest folio order and at ilog2 of the window, so a sequential
 //! reader's folios grow 0, 2, 4, 6, 8, 9 (PMD) window by window. Inside a window each folio is
 //! as large as that order allows while staying naturally aligned and inside the window and the
-//! file. `sim.file_folio_order` (non-zero) replaces the ramp with one fixed order.
+//! file; once one cannot be added (a cached page in its range, or its charge fails) the rest
+//! of the window is read in order-0 folios (do_page_cache_ra), ra->order kept. `sim.file_folio_order` (non-zero) replaces the ramp with one fixed order.
 //!
 //! The mmap_miss heuristic (do_sync_mmap_readahead): every miss counts one, a hit in the cache
 //! takes one off (do_async_mmap_readahead) and a read fault's fault-around takes off one per
