@@ -330,10 +330,16 @@ fn stored_configs(v: &serde_json::Value) -> Kept {
     out
 }
 
+/// The sets that reach the host: `sim.*` keys describe the machine to the simulator only (the
+/// host ignores them), so a suite may add or change them after its host run was stored.
+fn host_sets(sets: &[String]) -> Vec<&String> {
+    sets.iter().filter(|s| !s.starts_with("sim.")).collect()
+}
+
 /// `--host-result SUITE.json` with `--suite`: each configuration's stored host document, by
-/// name. A configuration must be stored with the suite's own sets (the stored run's --set may
-/// differ: they are the simulator's business now), so a host run is never matched to another
-/// configuration.
+/// name. A configuration must be stored with the suite's own sets, `sim.*` keys aside (the
+/// stored run's --set may differ: they are the simulator's business now), so a host run is
+/// never matched to another configuration.
 fn host_from(p: &Path, suite: &Suite) -> Result<std::collections::BTreeMap<String, ResultDoc>> {
     let v = read_suite_result(p, "--host-result")?;
     let stored = stored_configs(&v);
@@ -341,7 +347,7 @@ fn host_from(p: &Path, suite: &Suite) -> Result<std::collections::BTreeMap<Strin
     let mut missing = Vec::new();
     for c in &suite.configs {
         match stored.get(&c.name) {
-            Some((sets, _, h, _)) if sets.starts_with(&c.sets) => {
+            Some((sets, _, h, _)) if host_sets(sets).starts_with(&host_sets(&c.sets)) => {
                 out.insert(c.name.clone(), h.clone());
             }
             Some(_) => anyhow::bail!(

@@ -1,6 +1,7 @@
 //! `validate --suite S --host-result STORED.json`: the stored host runs are reused by
 //! configuration name and only the simulator runs again (no root needed), so a model change can
-//! be held against one set of host measurements. A stored run of other sets is refused.
+//! be held against one set of host measurements. A stored run of other sets is refused (`sim.*`
+//! keys aside: the host ignores them).
 
 use std::process::Command;
 
@@ -100,6 +101,24 @@ fn a_stored_run_of_other_sets_is_refused() {
         err.contains("\"two\"") && err.contains("other sets"),
         "{err}"
     );
+}
+
+#[test]
+fn sim_keys_do_not_take_part_in_matching_a_stored_run() {
+    // The host ignores sim.* keys: a stored run whose sets carry one the suite no longer gives
+    // (or the other way round) is the same host measurement.
+    let d = tempfile::tempdir().unwrap();
+    let suite = write_suite(d.path());
+    let host = stored(d.path(), &["sim.tick=50us", "workload.processes=2"]);
+    let o = bin()
+        .args(["validate", "--suite"])
+        .arg(&suite)
+        .arg("--host-result")
+        .arg(&host)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
 /// `--background-from-host`: a configuration whose stored host runs carry a foreign record is

@@ -58,6 +58,13 @@ pub struct SimConfig {
     /// domain and reclaim waiting on writeback; v2 (the default) has sane throttling and a
     /// per-memcg dirty domain.
     pub cgroup_v1: bool,
+    /// The writeback device's request queue (`sim.writeback_queue_depth`: requests in flight
+    /// at once, the blk-mq tag depth, /sys/block/DEV/mq/*/nr_tags; 0 = unbounded, the
+    /// default) and its largest request (`sim.writeback_request_pages`: max_sectors_kb / 4).
+    /// With a depth, the flusher submits a folio only when its request fits, and otherwise
+    /// sleeps until a request completes (blk_mq_get_tag).
+    pub writeback_queue_depth: u64,
+    pub writeback_request_pages: u64,
     /// Map PMD-sized page-cache folios with one PMD (`sim.file_pmd_map`, default true:
     /// finish_fault → do_set_pmd, as 6.18 does for a suitably aligned file mapping).
     pub file_pmd_map: bool,
@@ -250,6 +257,8 @@ impl Default for SimConfig {
             file_max_order: 9,
             readahead_pages: None,
             cgroup_v1: false,
+            writeback_queue_depth: 0,
+            writeback_request_pages: 1024,
             file_pmd_map: true,
             oracle: true,
             interleave: Interleave::Folio,
@@ -309,6 +318,10 @@ impl SimConfig {
                 "v2" => false,
                 o => return Err(s.err("sim.cgroup", format!("{o:?}: use v1 or v2")).into()),
             },
+            writeback_queue_depth: s
+                .u64_or("sim.writeback_queue_depth", d.writeback_queue_depth)?,
+            writeback_request_pages: s
+                .u64_or("sim.writeback_request_pages", d.writeback_request_pages)?,
             file_pmd_map: s.bool_or("sim.file_pmd_map", d.file_pmd_map)?,
             oracle: s.bool_or("sim.oracle", d.oracle)?,
             interleave: match s.str_or("sim.interleave", "folio")?.as_str() {
@@ -421,6 +434,14 @@ impl SimConfig {
         if cfg.file_max_order > 9 {
             return Err(s
                 .err("sim.file_max_order", "must be in 0..=9 (a PMD is order 9)")
+                .into());
+        }
+        if cfg.writeback_request_pages == 0 || cfg.writeback_queue_depth > 1 << 20 {
+            return Err(s
+                .err(
+                    "sim.writeback_queue_depth",
+                    "sim.writeback_request_pages must be > 0 and sim.writeback_queue_depth <= 1048576",
+                )
                 .into());
         }
         if cfg.tick_ns == 0 || cfg.step_pages == 0 {

@@ -227,7 +227,11 @@ impl Kernel {
                 k.charge(cpu, y.op_ns);
                 y.next_op(&mut k.rng)
             } else if m.random {
-                let vp = task.start + k.rng.gen_range(0..n);
+                let start = task.start;
+                let vp = match k.tasks[t].retry_vp.take() {
+                    Some(vp) => vp,
+                    None => start + k.rng.gen_range(0..n),
+                };
                 (vp, m.random_write)
             } else if let Sweep::Pass(p) = m.sweeps[task.phase] {
                 let rng = &mut k.rng;
@@ -248,6 +252,11 @@ impl Kernel {
                 _ => k.user_access(cpu, mm, vp, write),
             };
             if a == Access::Killed {
+                if m.random && k.sleep_pending(cpu) {
+                    // Not killed: the fault's charge sleeps in reclaim_throttle and the
+                    // fault completes after it.
+                    k.tasks[t].retry_vp = Some(vp);
+                }
                 // Restarted by exit_mmap; the next step starts the new process.
                 break;
             }

@@ -93,6 +93,9 @@ pub struct Task {
     pub helper: bool,
     /// Where fork/clone placement put an unpinned task (None: `place_tasks`' round robin).
     pub initial_cpu: Option<CpuId>,
+    /// A random-pattern access whose fault stopped in a reclaim_throttle sleep: the task
+    /// touches the same page again after it (the kernel's fault sleeps and completes).
+    pub retry_vp: Option<u64>,
 }
 
 /// A file's page cache: per page either empty, a folio, or a workingset shadow.
@@ -295,6 +298,7 @@ impl Kernel {
             done_at: None,
             helper: false,
             initial_cpu: None,
+            retry_vp: None,
         });
         self.sched.se.push(crate::sched::SchedEntity {
             avg: crate::sched::pelt::Avg::new_task(0),

@@ -126,6 +126,9 @@ pub fn build(
         if k.wb.flusher.is_some() {
             extra.insert("flusher_steps".into(), j(k.wb.flusher_steps));
             extra.insert("flusher_steps_lazy".into(), j(k.wb.flusher_steps_lazy));
+            if k.wb.tag_waits > 0 {
+                extra.insert("flusher_request_waits".into(), j(k.wb.tag_waits));
+            }
         }
     }
     // The host's /proc/vmstat names for the writeback model's counts (page-cache pages).

@@ -171,3 +171,196 @@ fn pmd_sized_file_folio_is_mapped_by_one_fault_and_unmapped_with_one_flush() {
     // The stores made the folio dirty.
     assert!(k.folios.get(pfn).test(reclaimlab_sim::mm::folio::pg::DIRTY));
 }
+
+/// `nr` folios of 2^`order` pages under writeback, completing `step` ns apart from `step`.
+fn inflight(k: &mut Kernel, nr: u32, order: u8, step: u64) {
+    use reclaimlab_sim::mm::folio::pg;
+    let base = k.wb.inflight.back().map_or(0, |&(d, _)| d);
+    for i in 0..nr {
+        let pfn = k.folios.alloc_order(0, 0, i << order, order);
+        k.folios.get_mut(pfn).set(pg::WRITEBACK);
+        k.wb.nr_writeback += 1 << order;
+        k.wb.inflight
+            .push_back((base + step * u64::from(i + 1), pfn));
+    }
+}
+
+#[test]
+fn reclaim_throttle_waits_for_swap_cluster_max_pages_written() {
+    // __acct_reclaim_writeback: a throttled reclaimer wakes once more than 32 pages have been
+    // written, not at the first completion. CPU 0 runs no task, so the wait is its clock.
+    let mut k = kernel(common::cfg(0), 1 << 20);
+    k.files.push(File {
+        cache: vec![0; 1024],
+    });
+    inflight(&mut k, 64, 0, 1_000);
+    assert!(k.reclaim_throttle_writeback(0));
+    assert_eq!(k.cpus[0].clock, 33 * 1_000);
+    assert_eq!(k.wb.inflight.len(), 64 - 33);
+
+    // NR_THROTTLED_WRITTEN counts pages: one 512-page folio's completion is enough.
+    let mut k = kernel(common::cfg(0), 1 << 20);
+    k.files.push(File {
+        cache: vec![0; 1024],
+    });
+    inflight(&mut k, 1, 9, 5_000);
+    inflight(&mut k, 8, 0, 1_000);
+    assert!(k.reclaim_throttle_writeback(0));
+    assert_eq!(k.cpus[0].clock, 5_000);
+
+    // Too little in flight and nothing queued: the HZ/10 timeout ends the sleep.
+    let mut k = kernel(common::cfg(0), 1 << 20);
+    k.files.push(File {
+        cache: vec![0; 1024],
+    });
+    inflight(&mut k, 4, 0, 1_000);
+    assert!(k.reclaim_throttle_writeback(0));
+    assert_eq!(k.cpus[0].clock, 100_000_000);
+}
+
+#[test]
+fn a_fault_resumed_after_a_throttle_sleep_does_not_read_around_again() {
+    // The fault at page 100 already ran do_sync_mmap_readahead (and counted PGMAJFAULT)
+    // before its charge slept in reclaim_throttle: the retry only allocates its own folio.
+    for resumed in [false, true] {
+        let mut k = kernel(common::cfg(0), 1 << 20);
+        k.ra.ra_pages = 64;
+        k.files.push(File {
+            cache: vec![0; 1024],
+        });
+        let mm = k.mm_alloc(1024, Backing::File(0), true);
+        let t = k.task_new(mm, Some(0), 0, 1024);
+        k.context_switch(0, Some(t));
+        if resumed {
+            k.ra.sync_done.insert((0, 100));
+        }
+        k.user_access(0, mm, 100, true);
+        let read: u64 = k.ra.folios_by_order.iter().sum();
+        if resumed {
+            assert_eq!(read, 0, "a second read-around");
+            assert_eq!(k.vmstat.pgmajfault, 0);
+            assert_eq!(k.ra.state.get(0).map_or(0, |s| s.mmap_miss), 0);
+            assert!(k.ra.sync_done.is_empty());
+        } else {
+            assert_eq!(read, 64);
+            assert_eq!(k.vmstat.pgmajfault, 1);
+            assert_eq!(k.ra.state[0].mmap_miss, 1);
+        }
+        // Either way the page is now mapped writable.
+        assert!(k.files[0].cache[100] != 0);
+    }
+}
+
+/// Dirty order-0 page-cache folios at `pages` of file 0 (64 pages).
+fn dirty_file_pages(k: &mut Kernel, pages: &[u32]) {
+    use reclaimlab_sim::mm::pgtable::PTE_SWPCACHE;
+    k.files.push(File { cache: vec![0; 64] });
+    for &p in pages {
+        let pfn = k.folios.alloc_order(0, 0, p, 0);
+        k.files[0].cache[p as usize] = PTE_SWPCACHE | pfn;
+        k.folio_mark_dirty(pfn);
+    }
+}
+
+#[test]
+fn writeback_stops_at_the_device_queue_depth_and_merges_contiguous_pages() {
+    // Pages 0..8 are contiguous (one request); 10, 12, ... 20 are one request each.
+    let pages: Vec<u32> = (0..8).chain((10..=20).step_by(2)).collect();
+    for depth in [0, 4] {
+        let cfg = SimConfig {
+            writeback_queue_depth: depth,
+            writeback_request_pages: 1024,
+            ..common::cfg(0)
+        };
+        let mut k = kernel(cfg, 1 << 20);
+        dirty_file_pages(&mut k, &pages);
+        // No flusher thread: wakeup_flusher_threads writes from CPU 0 at once.
+        k.wb_start_all(0);
+        if depth == 0 {
+            assert_eq!(k.wb.nr_written, 14);
+            assert_eq!(k.wb.nr_dirty, 0);
+        } else {
+            // One merged request of 8 pages and three single pages fill the 4 tags.
+            assert_eq!(k.wb.nr_written, 11);
+            assert_eq!(k.wb.nr_dirty, 3);
+            assert_eq!(k.wb.requests.len(), 4);
+        }
+    }
+    // The largest request caps merging: 2-page requests make 4 of the 8 contiguous pages.
+    let cfg = SimConfig {
+        writeback_queue_depth: 4,
+        writeback_request_pages: 2,
+        ..common::cfg(0)
+    };
+    let mut k = kernel(cfg, 1 << 20);
+    dirty_file_pages(&mut k, &pages);
+    k.wb_start_all(0);
+    assert_eq!(k.wb.nr_written, 8);
+}
+
+#[test]
+fn the_flusher_sleeps_for_a_free_request_and_goes_on_writing() {
+    let sweep = |depth: &str| {
+        common::sim_with(
+            "file-mmap-rw",
+            &[
+                "machine.cpus=2",
+                "memcg.limit=16M",
+                "workload.file_bytes=64M",
+                "workload.threads=2",
+                "workload.cpus=[0,1]",
+                "workload.write=true",
+                "workload.pattern=random",
+                "run.duration=1s",
+                "sim.cgroup=v1",
+            ],
+            &[&format!("sim.writeback_queue_depth={depth}")],
+        )
+    };
+    let bounded = sweep("8");
+    let waits = bounded.runs[0].extra["flusher_request_waits"]
+        .as_u64()
+        .unwrap();
+    assert!(waits > 0);
+    let c = &bounded.runs[0].counters;
+    assert!(c["nr_written"] > 1000, "{}", c["nr_written"]);
+    // Unbounded: the flusher never waits for a request.
+    assert!(sweep("0").runs[0]
+        .extra
+        .get("flusher_request_waits")
+        .is_none());
+}
+
+#[test]
+fn a_readahead_window_that_meets_a_cached_page_goes_on_in_order_0_folios() {
+    use reclaimlab_sim::mm::pgtable::{PTE_LOW_MASK, PTE_SWPCACHE};
+    // page_cache_ra_order: ra_alloc_folio's -EEXIST ends the large folios; do_page_cache_ra
+    // reads the rest of the window in order-0 folios, and the next window keeps the ramp.
+    let mut k = kernel(common::cfg(0), 1 << 20);
+    k.ra.ra_pages = 64;
+    k.ra.max_order = 9;
+    k.files.push(File {
+        cache: vec![0; 512],
+    });
+    let cached = k.folios.alloc_order(0, 0, 70, 0);
+    k.lruvec.add(&mut k.folios, cached);
+    k.files[0].cache[70] = PTE_SWPCACHE | cached;
+    let mm = k.mm_alloc(512, Backing::File(0), false);
+    let t = k.task_new(mm, Some(0), 0, 512);
+    k.context_switch(0, Some(t));
+    for vp in 0..256 {
+        k.user_access(0, mm, vp, false);
+    }
+    let order_at = |k: &Kernel, p: usize| {
+        let pfn = k.files[0].cache[p] & PTE_LOW_MASK;
+        k.folios.get(pfn).order
+    };
+    // Read-around [0, 64) at order 0; the window [64, 128) at order 2 until 68..71 meets
+    // page 70: from there order 0 (without the fallback 72 would be an order-2 folio).
+    assert_eq!(order_at(&k, 64), 2);
+    assert_eq!(order_at(&k, 68), 0);
+    assert_eq!(order_at(&k, 72), 0);
+    assert_eq!(order_at(&k, 124), 0);
+    // The next window ramps on from ra->order (2 + 2).
+    assert_eq!(order_at(&k, 128), 4);
+}

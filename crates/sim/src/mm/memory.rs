@@ -348,7 +348,16 @@ impl Kernel {
             return true;
         }
         let major = self.files[file].cache[vp as usize] & PTE_SWPCACHE == 0;
-        if self.ra.ra_pages > 0 {
+        // The same fault resumed after a reclaim_throttle sleep in its charge: filemap_fault
+        // counted PGMAJFAULT and ran do_sync_mmap_readahead before it (the kernel sleeps
+        // inside __filemap_get_folio's charge and carries on). A window whose allocation had
+        // to wait (`FileRa::resume`) was counted too.
+        let after_throttle = self.ra.sync_done.remove(&(file, vp));
+        let ra_resume = self.ra.state.get(file).is_some_and(|s| s.resume);
+        if major && !after_throttle && !ra_resume {
+            self.vmstat.pgmajfault += 1;
+        }
+        if self.ra.ra_pages > 0 && !after_throttle {
             // do_sync_mmap_readahead / do_async_mmap_readahead (mm/readahead.rs).
             if !self.filemap_readahead(cpu, mm, file, vp) {
                 return false;
@@ -379,6 +388,9 @@ impl Kernel {
         let nr = 1u64 << order;
         let Some(pfn) = self.alloc_charged_folio(cpu, mm, 0, file as u32, start as u32, order)
         else {
+            if self.sleep_pending(cpu) {
+                self.ra.sync_done.insert((file, vp));
+            }
             return false;
         };
         if self.files[file].cache[start as usize..(start + nr) as usize]
@@ -390,7 +402,6 @@ impl Kernel {
             self.release_raced_folio(pfn);
             return true;
         }
-        self.vmstat.pgmajfault += 1;
         self.file_fill(cpu, file, start, nr);
         if slot & PTE_SWP != 0 {
             self.workingset_refault(pfn, slot & PTE_LOW_MASK);

@@ -52,6 +52,9 @@ const BACKGROUND_RATIO: u64 = 10;
 const MIN_WRITEBACK_PAGES: u64 = 1024;
 /// vm_dirty_ratio, percent.
 const DIRTY_RATIO: u64 = 20;
+/// SWAP_CLUSTER_MAX: __acct_reclaim_writeback wakes the throttled reclaimers once more than
+/// this many pages per throttled task have been written.
+const SWAP_CLUSTER_MAX: u64 = 32;
 /// MAX_PAUSE: balance_dirty_pages sleeps at most HZ/5 per call.
 const MAX_PAUSE_NS: u64 = 200_000_000;
 
@@ -116,6 +119,16 @@ pub struct Writeback {
     pub flusher_running: bool,
     pub flusher_steps: u64,
     pub flusher_steps_lazy: u64,
+    /// The device's requests in flight (`sim.writeback_queue_depth` > 0): the completion time
+    /// of each request's last page, in order; and the request being built (file, next page
+    /// index, pages in it) that a contiguous folio of the same writeback pass joins.
+    pub requests: VecDeque<u64>,
+    pub open_request: Option<(usize, u64, u64)>,
+    /// The flusher thread's sleeps for a free request (blk_mq_get_tag).
+    pub tag_waits: u64,
+    /// Per CPU: when its task's last reclaim_throttle(WRITEBACK) sleep ends (the tasks asleep
+    /// in it are pgdat->nr_writeback_throttled).
+    pub throttle_until: Vec<u64>,
 }
 
 /// Pages the flusher thread writes per engine step (MAX_WRITEBACK_PAGES, the most
@@ -244,17 +257,60 @@ impl Kernel {
         self.wb.busy_until = done;
         self.wb.inflight.push_back((done, pfn));
         self.wb.nr_written += n;
+        if self.cfg.writeback_queue_depth > 0 {
+            let (file, idx) = (f.owner as usize, f.index as u64);
+            if self.bio_merges(file, idx, n) {
+                if let Some(last) = self.wb.requests.back_mut() {
+                    *last = done;
+                }
+                if let Some(r) = self.wb.open_request.as_mut() {
+                    r.1 += n;
+                    r.2 += n;
+                }
+            } else {
+                self.wb.requests.push_back(done);
+                self.wb.open_request = Some((file, idx + n, n));
+            }
+        }
+    }
+
+    /// Whether a folio of `n` pages at `idx` of `file` joins the request being built: the
+    /// next pages of the same file in the same writeback pass, within the device's largest
+    /// request (ext4_bio_write_folio adding to the io_submit bio; the plug merging bios).
+    fn bio_merges(&self, file: usize, idx: u64, n: u64) -> bool {
+        matches!(self.wb.open_request, Some((f, next, pages))
+            if f == file && next == idx && pages + n <= self.cfg.writeback_request_pages)
+    }
+
+    /// Whether the device can take a folio of `n` pages at `idx` of `file` now: it joins the
+    /// open request, or a request (blk-mq tag) is free. Completed requests are retired first.
+    fn writeback_queue_has_room(&mut self, now: u64, file: usize, idx: u64, n: u64) -> bool {
+        let depth = self.cfg.writeback_queue_depth;
+        if depth == 0 {
+            return true;
+        }
+        while self.wb.requests.front().is_some_and(|&d| d <= now) {
+            self.wb.requests.pop_front();
+        }
+        if self.bio_merges(file, idx, n) {
+            return true;
+        }
+        (self.wb.requests.len() as u64) < depth
     }
 
     /// Write back dirty folios of `file` from its cyclic cursor, in file order, until
     /// `stop()` says enough (WB_SYNC_NONE: folios already under writeback are skipped).
-    fn writeback_file(&mut self, cpu: CpuId, file: usize, mut budget: u64, cyclic: bool) {
+    /// Returns true if it stopped because the device's request queue was full.
+    fn writeback_file(&mut self, cpu: CpuId, file: usize, mut budget: u64, cyclic: bool) -> bool {
         if self.wb.cursor.len() <= file {
             self.wb.cursor.resize(file + 1, 0);
         }
+        // A new pass builds new requests (the previous pass's are submitted).
+        self.wb.open_request = None;
         let len = self.files[file].cache.len();
         let start = if cyclic { self.wb.cursor[file] } else { 0 };
         let mut i = 0;
+        let mut full = false;
         while i < len && budget > 0 {
             let idx = (start + i) % len;
             let slot = self.files[file].cache[idx];
@@ -267,6 +323,11 @@ impl Kernel {
             if f.index as usize != idx || !f.test(pg::DIRTY) || f.test(pg::WRITEBACK) {
                 continue;
             }
+            let now = self.cpus[cpu].clock;
+            if !self.writeback_queue_has_room(now, file, idx as u64, f.nr_pages()) {
+                full = true;
+                break;
+            }
             self.writeback_folio(cpu, pfn);
             budget = budget.saturating_sub(f.nr_pages());
             self.wb.cursor[file] = (idx + f.nr_pages() as usize) % len;
@@ -277,6 +338,7 @@ impl Kernel {
                 *t = None;
             }
         }
+        full
     }
 
     /// wakeup_flusher_threads(WB_REASON_VMSCAN): the flusher writes every dirty page. With
@@ -343,6 +405,7 @@ impl Kernel {
             left = self.wb.nr_dirty;
         }
         let mut written = 0;
+        let mut full = false;
         if left > 0 {
             let before = self.wb.nr_written;
             let chunk = left.min(FLUSHER_CHUNK_PAGES);
@@ -351,9 +414,23 @@ impl Kernel {
                 if budget == 0 {
                     break;
                 }
-                self.writeback_file(cpu, file, budget, true);
+                full |= self.writeback_file(cpu, file, budget, true);
+                if full {
+                    break;
+                }
             }
             written = self.wb.nr_written - before;
+        }
+        if full && written < left {
+            // blk_mq_get_tag: no request free. The flusher sleeps until wake_batch requests
+            // have completed (sbq_wake_up; wake_batch = depth / 8, between 1 and 8).
+            let batch = (self.cfg.writeback_queue_depth / 8).clamp(1, 8) as usize;
+            let n = self.wb.requests.len();
+            let until = self.wb.requests[batch.min(n) - 1];
+            self.wb.start_all = Some(left - written);
+            self.wb.tag_waits += 1;
+            self.block_task(rqs, cpu, Some(until));
+            return;
         }
         if written == 0 || written >= left {
             // The work is done (or found nothing dirty): wb_do_writeback returns, the worker
@@ -502,24 +579,56 @@ impl Kernel {
     }
 
     /// reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK): reclaim found nothing it could free while
-    /// writes are in flight, so the reclaimer sleeps until the next write completes (at most
-    /// HZ/10) instead of declaring OOM, then lets the completions run. False when nothing is in
-    /// flight (throttling would not help).
+    /// writes are in flight, so the reclaimer sleeps (at most HZ/10) until enough of them
+    /// complete: __acct_reclaim_writeback, called from folio_end_writeback while a task is
+    /// throttled, wakes the throttled tasks once more than SWAP_CLUSTER_MAX pages per
+    /// throttled task (pgdat->nr_writeback_throttled) have been written since throttling
+    /// began (NR_THROTTLED_WRITTEN counts pages, so one large folio can do it). The model
+    /// computes the wake time when the task throttles, from the device's queue: the pages
+    /// in flight complete in order, and pages the flusher has yet to submit (a queued
+    /// start-all work) complete one `file_write_page` apart after them. False when nothing
+    /// is in flight or queued (throttling would not help).
     /// The sleep is a real one for a workload task (`sleep_after_step`): its CPU runs other
     /// tasks (the flusher) or idles meanwhile.
     pub fn reclaim_throttle_writeback(&mut self, cpu: CpuId) -> bool {
         let now = self.cpus[cpu].clock;
-        let done = match self.wb.inflight.front() {
-            Some(&(done, _)) => done,
-            // The flusher thread has work it has not submitted yet: the reclaimer sleeps
-            // until writes complete; the first can end one page write after it starts.
-            None if self.wb.start_all.is_some() && self.can_sleep(cpu) => {
-                now + self.cost.file_write_page
+        let queued = self.wb.start_all.is_some() && self.can_sleep(cpu);
+        if self.wb.inflight.is_empty() && !queued {
+            return false;
+        }
+        if self.wb.throttle_until.len() <= cpu {
+            self.wb.throttle_until.resize(self.nr_cpus(), 0);
+        }
+        // This task and the others still asleep in reclaim_throttle.
+        let nr_throttled = 1 + self
+            .wb
+            .throttle_until
+            .iter()
+            .enumerate()
+            .filter(|&(c, &t)| c != cpu && t > now)
+            .count() as u64;
+        let need = SWAP_CLUSTER_MAX * nr_throttled;
+        let mut written = 0;
+        let mut wake = None;
+        for &(done, pfn) in self.wb.inflight.iter().filter(|&&(d, _)| d > now) {
+            written += self.folios.get(pfn).nr_pages();
+            if written > need {
+                wake = Some(done);
+                break;
             }
-            None => return false,
-        };
+        }
+        let wake = wake.unwrap_or_else(|| {
+            if queued {
+                let left = need + 1 - written;
+                self.wb.busy_until.max(now) + left * self.cost.file_write_page
+            } else {
+                // Not enough in flight: the timeout ends the sleep.
+                now + RECLAIM_THROTTLE_NS
+            }
+        });
         self.wb.reclaim_throttles += 1;
-        let until = done.clamp(now, now + RECLAIM_THROTTLE_NS);
+        let until = wake.clamp(now, now + RECLAIM_THROTTLE_NS);
+        self.wb.throttle_until[cpu] = until;
         if self.can_sleep(cpu) {
             self.wb.throttle_sleeps += 1;
             self.sleep_after_step(cpu, until);

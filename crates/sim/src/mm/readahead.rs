@@ -12,7 +12,8 @@
 //! capped at the filesystem's largest folio order and at ilog2 of the window, so a sequential
 //! reader's folios grow 0, 2, 4, 6, 8, 9 (PMD) window by window. Inside a window each folio is
 //! as large as that order allows while staying naturally aligned and inside the window and the
-//! file. `sim.file_folio_order` (non-zero) replaces the ramp with one fixed order.
+//! file; once one cannot be added (a cached page in its range, or its charge fails) the rest
+//! of the window is read in order-0 folios (do_page_cache_ra), ra->order kept. `sim.file_folio_order` (non-zero) replaces the ramp with one fixed order.
 //!
 //! The mmap_miss heuristic (do_sync_mmap_readahead): every miss counts one, a hit in the cache
 //! takes one off (do_async_mmap_readahead) and a read fault's fault-around takes off one per
@@ -84,6 +85,11 @@ pub struct Readahead {
     /// Folios carrying PG_readahead: (file, first index) → the folio (a reclaimed and
     /// re-read folio at the same index is a different one, without the flag).
     pub marks: std::collections::BTreeMap<(usize, u64), crate::mm::folio::Pfn>,
+    /// Faults (file, page) whose filemap_fault already ran do_sync_mmap_readahead and then
+    /// stopped in a reclaim_throttle sleep of the folio's charge: the kernel sleeps inside
+    /// __filemap_get_folio's charge and carries on, so the retried fault goes straight to the
+    /// allocation (no second mmap_miss count, read-around or PGMAJFAULT).
+    pub sync_done: std::collections::BTreeSet<(usize, u64)>,
 }
 
 /// The order of the folio page_cache_ra_order allocates at `idx`: `order`, lowered until the
@@ -314,12 +320,24 @@ impl Kernel {
         let mark = st.start + st.size - st.async_size;
         let end = (st.start + st.size).min(len);
         let mut idx = st.start;
+        // page_cache_ra_order's fallback: once ra_alloc_folio fails (filemap_add_folio finds a
+        // cached page in the folio's range, -EEXIST, or the charge fails, -ENOMEM), the rest
+        // of the window is read by do_page_cache_ra → page_cache_ra_unbounded in order-0
+        // folios, skipping cached pages, with the same PG_readahead mark; ra->order is kept.
+        let ramp = self.cfg.file_folio_order == 0;
+        let mut fallback = false;
         while idx < end {
+            if ramp && !fallback {
+                let o = ra_folio_order(idx, st.order, end - 1);
+                fallback = (idx..idx + (1 << o)).any(|p| cached(self, p));
+            }
             if cached(self, idx) {
                 idx += 1;
                 continue;
             }
-            let (first, order) = if self.cfg.file_folio_order > 0 {
+            let (first, order) = if fallback {
+                (idx, 0)
+            } else if !ramp {
                 self.file_folio_extent(file, idx)
             } else {
                 let o = ra_folio_order(idx, st.order, end - 1);
@@ -337,6 +355,11 @@ impl Kernel {
             }
             let gen = self.mm_generation(mm);
             if !self.try_charge_noretry(cpu, nr) {
+                if ramp && !fallback {
+                    fallback = true;
+                    continue;
+                }
+                // page_cache_ra_unbounded stops at -ENOMEM.
                 break;
             }
             if self.mm_generation(mm) != gen {
@@ -370,9 +393,6 @@ impl Kernel {
                 self.ra.marks.insert((file, first), pfn);
             }
             idx = first + nr;
-        }
-        if major {
-            self.vmstat.pgmajfault += 1;
         }
         true
     }

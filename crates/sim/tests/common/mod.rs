@@ -19,6 +19,8 @@ pub fn cfg(file_folio_order: u8) -> SimConfig {
         file_max_order: 9,
         readahead_pages: None,
         cgroup_v1: false,
+        writeback_queue_depth: 0,
+        writeback_request_pages: 1024,
         file_pmd_map: true,
         oracle: true,
         interleave: reclaimlab_sim::config::Interleave::Step,
