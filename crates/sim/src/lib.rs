@@ -183,7 +183,8 @@ fn simulate_with(
                             pages,
                             &start[p].sweepers,
                         );
-                        e.k.run_helper(main, &start[p].main);
+                        let cpus = workload::anon_sweep::start_mm_cpus(w, p, &start[p]);
+                        e.k.run_helper(main, &cpus);
                     }
                 }
             }

@@ -94,7 +94,7 @@ pub fn clone_threads(k: &mut Kernel, w: &AnonSweep, p: usize, main: TaskId, page
 }
 
 /// `sim.start_placement` against the workload: one entry per process, one sweeper CPU per
-/// thread, every CPU on the machine, and a pinned thread where its pin says.
+/// thread, every CPU on the machine.
 pub fn check_start(w: &AnonSweep, start: &[StartCpus], cpus: usize) -> Result<(), String> {
     if start.len() != w.processes {
         return Err(format!(
@@ -117,18 +117,22 @@ pub fn check_start(w: &AnonSweep, start: &[StartCpus], cpus: usize) -> Result<()
         if let Some(c) = s.main.iter().chain(&s.sweepers).find(|&&c| c >= cpus) {
             return Err(format!("process {p}: CPU {c}, but machine.cpus is {cpus}"));
         }
-        for (t, &c) in s.sweepers.iter().enumerate() {
-            if let Some(pin) = w.cpu_of(p, t) {
-                if pin != c {
-                    return Err(format!(
-                        "process {p} thread {t} starts on CPU {c} but is pinned to {pin} \
-                         (workload.cpus)"
-                    ));
-                }
-            }
-        }
     }
     Ok(())
+}
+
+/// The CPUs process `p`'s mm runs on before its sweep: its main thread's, then each pinned
+/// sweeper's first CPU where that is not its pin (as on the host, a thread is cloned where
+/// the idlest CPU is and pins itself once running, so it has run there: that CPU joins the
+/// mask like the main thread's).
+pub fn start_mm_cpus(w: &AnonSweep, p: usize, s: &StartCpus) -> Vec<CpuId> {
+    let mut cpus = s.main.clone();
+    for (t, &c) in s.sweepers.iter().enumerate() {
+        if w.cpu_of(p, t).is_some_and(|pin| pin != c) && !cpus.contains(&c) {
+            cpus.push(c);
+        }
+    }
+    cpus
 }
 
 /// The sweeping threads of process `p`, each starting on the CPU `sweepers` gives.
