@@ -106,6 +106,12 @@ pub struct CostTable {
     /// The writeback device: one 4 KiB page written, in submission order (NVMe-class 4K
     /// writes at ~100k IOPS, 400 MB/s, the same figure as `file_read_page`). Estimate.
     pub file_write_page: u64,
+    /// The writeback device: the fixed cost of one write request beyond its pages (command
+    /// submission and completion), charged when the flusher starts a request that cannot merge
+    /// with the previous one; only with `sim.writeback_queue_depth` > 0, where requests exist.
+    /// 0 here: the built-in `file_write_page` already stands for a whole 4 KiB request.
+    /// Estimate.
+    pub file_write_request: u64,
     /// lru_lock hold per folio put back on its list (move_folios_to_lru, MGLRU's putback in
     /// evict_folios): folio_set_lru, lruvec_add_folio's list_add and update_lru_size (per-CPU
     /// lruvec/memcg stat updates): the mirror of `isolate_folio`'s list_del, so the same
@@ -170,6 +176,7 @@ impl CostTable {
             dsb_ish_per_cpu: 0,
             walk_pte: 2,
             file_write_page: 10_000,
+            file_write_request: 0,
             lru_lock_putback_per_folio: 50,
             lru_lock_add_per_folio: 50,
             alloc_anon_folio: 300,

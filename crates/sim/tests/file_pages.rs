@@ -299,6 +299,29 @@ fn writeback_stops_at_the_device_queue_depth_and_merges_contiguous_pages() {
 }
 
 #[test]
+fn each_request_costs_the_device_its_fixed_time_so_scattered_pages_write_slower() {
+    // 16 contiguous pages merge into one request; 16 scattered ones are 16 requests.
+    let done = |pages: &[u32]| {
+        let cfg = SimConfig {
+            writeback_queue_depth: 128,
+            writeback_request_pages: 1024,
+            ..common::cfg(0)
+        };
+        let mut k = kernel(cfg, 1 << 20);
+        k.cost.file_write_page = 1_000;
+        k.cost.file_write_request = 10_000;
+        dirty_file_pages(&mut k, pages);
+        k.wb_start_all(0);
+        assert_eq!(k.wb.nr_written, 16);
+        k.wb.busy_until - k.cpus[0].clock
+    };
+    let contiguous: Vec<u32> = (0..16).collect();
+    let scattered: Vec<u32> = (0..32).step_by(2).collect();
+    assert_eq!(done(&contiguous), 10_000 + 16 * 1_000);
+    assert_eq!(done(&scattered), 16 * (10_000 + 1_000));
+}
+
+#[test]
 fn the_flusher_sleeps_for_a_free_request_and_goes_on_writing() {
     let sweep = |depth: &str| {
         common::sim_with(

@@ -33,8 +33,10 @@
 //!
 //! Not modelled: the pos_ratio rate control between freerun and the limit (writers are not
 //! slowed there, only stopped at the limit), the flusher's CPU time per page (only its TLB
-//! flushes cost), request merging on the device (every page costs `file_write_page`,
-//! sequential or not), per-inode dirtied_when beyond one timestamp per file.
+//! flushes cost), the device's parallelism (requests are served one after another: with
+//! `sim.writeback_queue_depth` > 0 each costs `file_write_request` plus `file_write_page` per
+//! page, so measure both with the queue full), per-inode dirtied_when beyond one timestamp per
+//! file.
 
 use crate::kernel::{CpuId, Kernel};
 use crate::mm::folio::{pg, Pfn};
@@ -252,14 +254,24 @@ impl Kernel {
         self.folios.get_mut(pfn).set(pg::WRITEBACK);
         let n = f.nr_pages();
         self.wb.nr_writeback += n;
+        let (file, idx) = (f.owner as usize, f.index as u64);
+        // A folio that cannot join the open request starts one: the device's cost per
+        // request on top of its pages (`file_write_request`).
+        let requests = self.cfg.writeback_queue_depth > 0;
+        let new_request = requests && !self.bio_merges(file, idx, n);
         let start = self.wb.busy_until.max(self.cpus[cpu].clock);
-        let done = start + n * self.cost.file_write_page;
+        let done = start
+            + if new_request {
+                self.cost.file_write_request
+            } else {
+                0
+            }
+            + n * self.cost.file_write_page;
         self.wb.busy_until = done;
         self.wb.inflight.push_back((done, pfn));
         self.wb.nr_written += n;
-        if self.cfg.writeback_queue_depth > 0 {
-            let (file, idx) = (f.owner as usize, f.index as u64);
-            if self.bio_merges(file, idx, n) {
+        if requests {
+            if !new_request {
                 if let Some(last) = self.wb.requests.back_mut() {
                     *last = done;
                 }
