@@ -146,11 +146,11 @@ pub fn result_keys(d: &ResultDoc, all: bool) -> Vec<&str> {
     keys
 }
 
-/// A result as a Markdown table (median, and min and max with several runs).
-pub fn result_markdown(d: &ResultDoc, all: bool) -> String {
-    let multi = d.runs.len() > 1;
-    let mut s = format!(
-        "{} on {} ({}), {} CPUs, {} run(s)\n\n",
+/// "SCENARIO on BACKEND (POLICY), N CPUs, R runs": the line above a result's table.
+fn result_heading(d: &ResultDoc) -> String {
+    let runs = d.runs.len();
+    format!(
+        "{} on {} ({}), {} CPUs, {} run{}",
         d.scenario,
         d.backend,
         if d.policy.is_empty() {
@@ -159,8 +159,15 @@ pub fn result_markdown(d: &ResultDoc, all: bool) -> String {
             &d.policy
         },
         d.machine.cpus,
-        d.runs.len()
-    );
+        runs,
+        if runs == 1 { "" } else { "s" }
+    )
+}
+
+/// A result as a Markdown table (median, and min and max with several runs).
+pub fn result_markdown(d: &ResultDoc, all: bool) -> String {
+    let multi = d.runs.len() > 1;
+    let mut s = format!("{}\n\n", result_heading(d));
     s.push_str(if multi {
         "| metric | median | min | max |\n| --- | ---: | ---: | ---: |\n"
     } else {
@@ -212,22 +219,9 @@ pub fn result_table(d: &ResultDoc, all: bool) -> String {
             t.add_row(cells(vec![label, med]));
         }
     }
-    let runs = d.runs.len();
     let invalid = d.runs.iter().filter(|r| !r.valid).count();
     let oom: u64 = d.runs.iter().map(|r| r.oom_kills).sum();
-    let mut head = format!(
-        "{} on {} ({}), {} CPUs, {} run{}",
-        d.scenario,
-        d.backend,
-        if d.policy.is_empty() {
-            &d.kernel
-        } else {
-            &d.policy
-        },
-        d.machine.cpus,
-        runs,
-        if runs == 1 { "" } else { "s" }
-    );
+    let mut head = result_heading(d);
     if oom > 0 || invalid > 0 {
         head.push_str(&format!(", OOM kills {oom}, invalid runs {invalid}"));
     }

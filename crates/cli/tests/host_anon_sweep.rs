@@ -52,41 +52,13 @@ fn anon_sweep_bench_reclaims_without_oom_and_leaves_nothing() {
     let per = run["extra"]["pages_touched_per_thread"].as_array().unwrap();
     assert_eq!(per.len(), 2);
     assert!(per.iter().all(|n| n.as_u64().unwrap() >= 8192), "{per:?}");
+    assert_pinned_processes_ran_only_on_their_cpus(&j);
     assert_clean(&before, &cg_root, &[]);
 }
 
 /// The scheduler trace on a pinned run: each worker process (its main thread and its sweeping
 /// thread) ran only on its one CPU, the parent having forked it already pinned there.
-#[test]
-fn pinned_processes_ran_only_on_their_cpus() {
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(cg_root) = host_or_skip("pinned_processes_ran_only_on_their_cpus", false) else {
-        return;
-    };
-    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
-        eprintln!("skipping pinned_processes_ran_only_on_their_cpus: needs 2 CPUs");
-        return;
-    }
-    let before = MachineState::capture(&cg_root);
-    let mut args = vec![
-        "bench",
-        "anon-sweep",
-        "--set",
-        "workload.processes=2",
-        "--set",
-        "workload.threads=1",
-        "--set",
-        "workload.bytes=32M",
-        "--set",
-        "workload.cpus=[0,1]",
-        "--set",
-        "memcg.limit=32M",
-        "--set",
-        "run.duration=3s",
-        "--json",
-    ];
-    args.extend(swap_args());
-    let j = bench_json(&args);
+fn assert_pinned_processes_ran_only_on_their_cpus(j: &serde_json::Value) {
     let p = &j["runs"][0]["extra"]["placement"];
     assert!(p["sched_trace"]["events"].as_u64() > Some(0), "{p}");
     let procs = p["processes"].as_array().unwrap();
@@ -107,7 +79,6 @@ fn pinned_processes_ran_only_on_their_cpus() {
     // Worker p is pinned to CPU p; pids are sorted, so compare as sets.
     cpus.sort();
     assert_eq!(cpus, vec![0, 1], "{p}");
-    assert_clean(&before, &cg_root, &[]);
 }
 
 #[test]

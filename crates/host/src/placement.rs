@@ -238,28 +238,13 @@ pub fn processes(seen: &BTreeMap<i32, TaskSched>, trace: &BTreeMap<i32, TaskCpus
                         .map(|t| t.first_seen.keys().copied().collect())
                         .unwrap_or_default();
                     union.extend(ran.iter().copied());
-                    let switch_ins: serde_json::Map<String, Value> = t
-                        .map(|t| {
-                            t.switch_ins
-                                .iter()
-                                .map(|(c, n)| (c.to_string(), (*n).into()))
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    let first_seen: serde_json::Map<String, Value> = t
-                        .map(|t| {
-                            t.first_seen
-                                .iter()
-                                .map(|(c, ts)| (c.to_string(), (*ts).into()))
-                                .collect()
-                        })
-                        .unwrap_or_default();
+                    // Per-CPU maps serialize as {"CPU": value}; an untraced thread gets {}.
                     json!({
                         "tid": tid,
                         "first_cpu": t.map(|t| t.first_cpu),
                         "cpus_ran": ran,
-                        "switch_ins": switch_ins,
-                        "first_seen": first_seen,
+                        "switch_ins": t.map_or_else(|| json!({}), |t| json!(t.switch_ins)),
+                        "first_seen": t.map_or_else(|| json!({}), |t| json!(t.first_seen)),
                     })
                 })
                 .collect();

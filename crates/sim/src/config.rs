@@ -81,54 +81,7 @@ pub struct SimConfig {
     pub start_placement: Option<Vec<StartCpus>>,
 }
 
-/// One process's start-up placement: the CPUs its main thread ran on (in order; each leaves
-/// its bit in the mm's cpumask) and the CPU each sweeping thread was cloned onto.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StartCpus {
-    pub main: Vec<usize>,
-    pub sweepers: Vec<usize>,
-}
-
-impl StartCpus {
-    /// Parse `MAIN:SWEEPERS;...`, e.g. `0,1:0;1:1` (process 0's main thread ran on CPUs 0
-    /// then 1 and cloned its sweeper onto 0; process 1 stayed on CPU 1).
-    pub fn parse_list(text: &str) -> Result<Vec<StartCpus>, String> {
-        let cpus = |t: &str| -> Result<Vec<usize>, String> {
-            t.split(',')
-                .map(|c| {
-                    c.trim()
-                        .parse::<usize>()
-                        .map_err(|_| format!("{c:?} is not a CPU number"))
-                })
-                .collect()
-        };
-        text.split(';')
-            .map(|p| {
-                let (m, s) = p.split_once(':').ok_or_else(|| {
-                    format!("{p:?}: each process is MAIN_CPUS:SWEEPER_CPUS, e.g. 0,1:0")
-                })?;
-                Ok(StartCpus {
-                    main: cpus(m)?,
-                    sweepers: cpus(s)?,
-                })
-            })
-            .collect()
-    }
-
-    /// The inverse of `parse_list`.
-    pub fn format_list(list: &[StartCpus]) -> String {
-        let j = |v: &[usize]| {
-            v.iter()
-                .map(|c| c.to_string())
-                .collect::<Vec<_>>()
-                .join(",")
-        };
-        list.iter()
-            .map(|p| format!("{}:{}", j(&p.main), j(&p.sweepers)))
-            .collect::<Vec<_>>()
-            .join(";")
-    }
-}
+pub use reclaimlab_core::start_placement::StartCpus;
 
 /// Kernel behaviour at the decision points the seed series change (Linux 6.18 on x86 here).
 #[derive(Clone, Debug)]

@@ -82,6 +82,11 @@ fn balance_dirty_pages_pauses_a_writer_over_the_memcg_limit_on_v2_only() {
 }
 
 fn write_sweep(cgroup: &str) -> ResultDoc {
+    writers(&["sim.readahead_pages=256", &format!("sim.cgroup={cgroup}")])
+}
+
+/// Two threads on CPUs 0 and 1 writing a shared 64M mapping in a 16M memcg for 1 s.
+fn writers(sets: &[&str]) -> ResultDoc {
     common::sim_with(
         "file-mmap-rw",
         &[
@@ -92,9 +97,8 @@ fn write_sweep(cgroup: &str) -> ResultDoc {
             "workload.cpus=[0,1]",
             "workload.write=true",
             "run.duration=1s",
-            "sim.readahead_pages=256",
         ],
-        &[&format!("sim.cgroup={cgroup}")],
+        sets,
     )
 }
 
@@ -324,21 +328,11 @@ fn each_request_costs_the_device_its_fixed_time_so_scattered_pages_write_slower(
 #[test]
 fn the_flusher_sleeps_for_a_free_request_and_goes_on_writing() {
     let sweep = |depth: &str| {
-        common::sim_with(
-            "file-mmap-rw",
-            &[
-                "machine.cpus=2",
-                "memcg.limit=16M",
-                "workload.file_bytes=64M",
-                "workload.threads=2",
-                "workload.cpus=[0,1]",
-                "workload.write=true",
-                "workload.pattern=random",
-                "run.duration=1s",
-                "sim.cgroup=v1",
-            ],
-            &[&format!("sim.writeback_queue_depth={depth}")],
-        )
+        writers(&[
+            "workload.pattern=random",
+            "sim.cgroup=v1",
+            &format!("sim.writeback_queue_depth={depth}"),
+        ])
     };
     let bounded = sweep("8");
     let waits = bounded.runs[0].extra["flusher_request_waits"]
