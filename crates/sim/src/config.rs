@@ -79,6 +79,11 @@ pub struct SimConfig {
     /// instead of the start-up the model derives (workload/anon_sweep.rs). Validate sets it
     /// from a host run's scheduler trace (`--placement-from-host`).
     pub start_placement: Option<Vec<StartCpus>>,
+    /// `sim.stress_ng_start` (stress-vm): `fork` (default) starts the workers as stress-ng
+    /// does, grandchildren of a parent on CPU `sim.stress_ng_launch_cpu` placed by fork
+    /// balancing (workload/stress_ng.rs); `spread` puts worker i on CPU i mod CPUs at once.
+    pub stress_ng_fork: bool,
+    pub stress_ng_launch_cpu: usize,
 }
 
 pub use reclaimlab_core::start_placement::StartCpus;
@@ -217,6 +222,8 @@ impl Default for SimConfig {
             interleave: Interleave::Folio,
             page_data: None,
             start_placement: None,
+            stress_ng_fork: true,
+            stress_ng_launch_cpu: 0,
         }
     }
 }
@@ -314,7 +321,32 @@ impl SimConfig {
                 "" => None,
                 t => Some(StartCpus::parse_list(t).map_err(|e| s.err("sim.start_placement", e))?),
             },
+            stress_ng_fork: match s.str_or("sim.stress_ng_start", "fork")?.as_str() {
+                "fork" => true,
+                "spread" => false,
+                o => {
+                    return Err(s
+                        .err(
+                            "sim.stress_ng_start",
+                            format!("{}: use fork or spread", reclaimlab_core::units::clip(o)),
+                        )
+                        .into())
+                }
+            },
+            stress_ng_launch_cpu: s.u64_or("sim.stress_ng_launch_cpu", 0)? as usize,
         };
+        if cfg.stress_ng_launch_cpu >= scn.machine.cpus {
+            return Err(s
+                .err(
+                    "sim.stress_ng_launch_cpu",
+                    format!(
+                        "{}: the machine has CPUs 0-{}",
+                        cfg.stress_ng_launch_cpu,
+                        scn.machine.cpus - 1
+                    ),
+                )
+                .into());
+        }
         // Ranges by meaning (reclaimlab_core::Source::check_range names key, bound and reason).
         let count = |v: u64| v.to_string();
         s.check_range(

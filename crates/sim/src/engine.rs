@@ -56,7 +56,8 @@ impl<'a> Engine<'a> {
     pub fn place_tasks(&mut self) {
         let n = self.k.nr_cpus();
         for t in 0..self.k.tasks.len() {
-            if self.k.tasks[t].done {
+            if self.k.tasks[t].done || self.k.sched.se[t].sleeping {
+                // Finished, or not forked yet (a starter forks it: sched/fork.rs).
                 continue;
             }
             let task = &self.k.tasks[t];
@@ -113,6 +114,8 @@ impl<'a> Engine<'a> {
             let t = self.k.cpus[cpu].curr.expect("busy CPU");
             if self.k.sched.se[t].class == crate::sched::Class::Background {
                 self.k.with_rqs(|k, rqs| k.background_step(rqs, cpu, t));
+            } else if self.k.sched.se[t].class == crate::sched::Class::Starter {
+                self.k.with_rqs(|k, rqs| k.starter_step(rqs, cpu, t));
             } else if self.k.wb.flusher == Some(t) {
                 self.k.with_rqs(|k, rqs| k.flusher_step(rqs, cpu));
             } else if self.k.tasks[t].kthread {
@@ -199,10 +202,14 @@ impl Kernel {
             let t = self.cpus[c].curr.expect("busy CPU");
             if self.cpus[c].clock >= self.cpus[c].next_tick
                 || self.tasks[t].kthread
-                || self.sched.se[t].class == crate::sched::Class::Background
+                || matches!(
+                    self.sched.se[t].class,
+                    crate::sched::Class::Background | crate::sched::Class::Starter
+                )
             {
                 // Ticks wait for the window to close; kswapd is reclaim itself (no nesting);
-                // a background task's step may block (that needs the run queues).
+                // a background or starter task's step may block or fork (that needs the run
+                // queues).
                 parked.push(c);
                 continue;
             }

@@ -98,6 +98,14 @@ pub struct Task {
     pub retry_vp: Option<u64>,
 }
 
+impl Task {
+    /// A workload thread that does the work measured (not a kernel thread, not a helper that
+    /// set the workload up and waits).
+    pub fn is_worker(&self) -> bool {
+        !self.kthread && !self.helper
+    }
+}
+
 /// A file's page cache: per page either empty, a folio, or a workingset shadow.
 pub struct File {
     /// 0 = empty; else like a non-present swap PTE: PTE_SWPCACHE|pfn for a cached folio,

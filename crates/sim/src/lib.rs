@@ -205,9 +205,14 @@ fn simulate_with(
             let model = workload::stress_vm::access_model(&cfg, &k.cost, &w.method)?;
             let mut e = Engine::new(k, model);
             e.progress = opts.progress;
-            for i in 0..w.workers {
-                let mm = e.k.mm_alloc(pages, Backing::Anon, true);
-                e.k.task_new(mm, pinned(&w.cpus, i), 0, pages);
+            let workers: Vec<_> = (0..w.workers)
+                .map(|i| {
+                    let mm = e.k.mm_alloc(pages, Backing::Anon, true);
+                    e.k.task_new(mm, pinned(&w.cpus, i), 0, pages)
+                })
+                .collect();
+            if cfg.stress_ng_fork {
+                workload::stress_ng::fork_tree(&mut e.k, &workers, cfg.stress_ng_launch_cpu);
             }
             e.place_tasks();
             e.run_until(duration, duration);
@@ -218,6 +223,7 @@ fn simulate_with(
             let at: Vec<String> =
                 e.k.tasks
                     .iter()
+                    .filter(|t| t.is_worker())
                     .map(|t| format!("{}+{}", t.passes, names[t.phase]))
                     .collect();
             notes.push(format!(

@@ -4,27 +4,10 @@
 mod common;
 
 use reclaimlab_core::{Scenario, Target};
-use reclaimlab_sim::config::Policy;
-use reclaimlab_sim::kernel::{Backing, Kernel};
+use reclaimlab_sim::kernel::Kernel;
 use reclaimlab_sim::sched::RunQueues;
 
-/// A machine of `cpus` CPUs and `n` unpinned tasks (each its own mm), none placed yet.
-fn machine(cpus: usize, n: usize) -> (Kernel, RunQueues) {
-    let mut k = Kernel::new(
-        common::cfg(0),
-        Policy::linux_6_18(),
-        cpus,
-        1024,
-        1 << 20,
-        60,
-        1,
-    );
-    for _ in 0..n {
-        let mm = k.mm_alloc(1, Backing::Anon, true);
-        k.task_new(mm, None, 0, 1);
-    }
-    (k, RunQueues::new(cpus))
-}
+use common::machine;
 
 fn where_is(k: &Kernel, rqs: &RunQueues, t: usize) -> Option<usize> {
     k.tasks[t]

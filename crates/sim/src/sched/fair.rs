@@ -68,14 +68,17 @@ impl Kernel {
             }
         }
         let target = self.select_idle_sibling(rqs, t, prev, target);
-        if self.cpu_allowed(t, target) {
-            target
-        } else {
-            // select_fallback_rq: the first allowed CPU.
-            (0..self.nr_cpus())
-                .find(|&c| self.cpu_allowed(t, c))
-                .unwrap_or(prev)
+        self.select_fallback_rq(t, target)
+    }
+
+    /// `cpu` if the task may run there, else (select_fallback_rq) the first CPU it may.
+    pub fn select_fallback_rq(&self, t: TaskId, cpu: CpuId) -> CpuId {
+        if self.cpu_allowed(t, cpu) {
+            return cpu;
         }
+        (0..self.nr_cpus())
+            .find(|&c| self.cpu_allowed(t, c))
+            .unwrap_or(cpu)
     }
 
     /// wake_affine: wake_affine_idle, then wake_affine_weight (a non-sync wake-up).

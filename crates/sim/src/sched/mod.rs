@@ -8,6 +8,8 @@
 //! - [`fair_group`]: group scheduling's loads: calc_group_shares, cpu_load, task_h_load.
 //! - [`fair_pick`]: vruntime, place_entity and the hierarchical pick_next_task_fair.
 //! - [`topology`]: `machine.topology` and the sched domains built from it.
+//! - [`fork`]: where a forked task starts (wake_up_new_task, sched_balance_find_dst_cpu),
+//!   and the scripts of tasks that start others.
 //! - [`fair`]: kernel/sched/fair.c's placement decisions: select_task_rq_fair on wake-up,
 //!   periodic, nohz-idle and new-idle load balancing with the imbalance rules and the
 //!   cache-hot rule.
@@ -23,6 +25,7 @@ pub mod background;
 pub mod fair;
 pub mod fair_group;
 pub mod fair_pick;
+pub mod fork;
 pub mod pelt;
 pub mod stats;
 pub mod topology;
@@ -56,6 +59,9 @@ pub enum Class {
     Kthread,
     /// A foreign task of `machine.background_load`.
     Background,
+    /// A process that starts the workload's processes and then waits for them (stress-ng's
+    /// parent and its per-stressor instances, workload/stress_ng_tree.rs).
+    Starter,
 }
 
 /// The scheduler's per-task state (struct sched_entity and the task's CPU fields).
@@ -174,6 +180,8 @@ pub struct Sched {
     pub balance_migrations: u64,
     pub newidle_migrations: u64,
     pub active_migrations: u64,
+    /// The scripts of Class::Starter tasks still running them (fork.rs).
+    pub starters: std::collections::BTreeMap<TaskId, VecDeque<fork::StartOp>>,
 }
 
 /// sysctl_sched_migration_cost: a task that ran within this long is cache-hot (0.5 ms).
@@ -375,6 +383,11 @@ impl Kernel {
         if self.sched.se[t].last_cpu.is_some_and(|c| c != cpu) {
             self.sched.wake_migrations += 1;
         }
+        self.activate_task(rqs, t, cpu, now);
+    }
+
+    /// activate_task + wakeup_preempt for a woken or new task placed on `cpu`.
+    pub fn activate_task(&mut self, rqs: &mut RunQueues, t: TaskId, cpu: CpuId, now: u64) {
         match self.cpus[cpu].curr {
             None => self.enqueue(rqs, cpu, t, now),
             Some(curr) => {

@@ -19,6 +19,7 @@ pub fn report(k: &Kernel, secs: f64) -> Value {
                 Class::Worker => "worker",
                 Class::Kthread => "kthread",
                 Class::Background => "background",
+                Class::Starter => "helper",
             };
             let cpu_s = se.sum_exec_runtime as f64 / 1e9;
             json!({

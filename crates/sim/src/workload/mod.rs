@@ -3,6 +3,7 @@
 pub mod anon_sweep;
 pub mod file_mmap;
 pub mod kswapd_mmap_read;
+pub mod stress_ng;
 pub mod stress_vm;
 pub mod ycsb;
 

@@ -625,11 +625,11 @@ pub fn report_rates(
     secs: f64,
     extra: &mut std::collections::BTreeMap<String, serde_json::Value>,
 ) {
-    let workers = k.tasks.iter().filter(|t| !t.kthread).count().max(1) as f64;
+    let workers = k.tasks.iter().filter(|t| t.is_worker()).count().max(1) as f64;
     let end_ns = (secs * 1e9) as u64;
     let names_ns = names_by_phase(method);
     let mut ns_by: std::collections::BTreeMap<&str, u64> = Default::default();
-    for t in k.tasks.iter().filter(|t| !t.kthread) {
+    for t in k.tasks.iter().filter(|t| t.is_worker()) {
         for (phase, ns) in t.ns_by_phase.iter().enumerate() {
             if *ns > 0 {
                 *ns_by.entry(names_ns[phase]).or_insert(0) += ns;
@@ -686,7 +686,7 @@ pub fn report_rates(
     let ends: Vec<&str> = k
         .tasks
         .iter()
-        .filter(|t| !t.kthread)
+        .filter(|t| t.is_worker())
         .map(|t| names[t.phase])
         .collect();
     extra.insert(

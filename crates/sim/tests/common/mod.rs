@@ -26,6 +26,8 @@ pub fn cfg(file_folio_order: u8) -> SimConfig {
         interleave: reclaimlab_sim::config::Interleave::Step,
         page_data: None,
         start_placement: None,
+        stress_ng_fork: true,
+        stress_ng_launch_cpu: 0,
     }
 }
 
@@ -36,4 +38,39 @@ pub fn sim_with(name: &str, base: &[&str], sets: &[&str]) -> ResultDoc {
     let doc = reclaimlab_sim::run(&scn, &Default::default()).expect("simulation");
     scn.finish().expect("every sim key read");
     doc
+}
+
+/// Like `sim_with`, returning the error's text instead of panicking on bad input.
+#[allow(dead_code)]
+pub fn try_sim_with(name: &str, base: &[&str], sets: &[&str]) -> Result<ResultDoc, String> {
+    let all: Vec<String> = base.iter().chain(sets).map(|s| s.to_string()).collect();
+    let scn = Scenario::load(name, &all, Target::Sim).map_err(|e| format!("{e:#}"))?;
+    reclaimlab_sim::run(&scn, &Default::default()).map_err(|e| format!("{e:#}"))
+}
+
+/// A machine of `cpus` CPUs (1024-page memcg, 4 GiB swap) with `n` unpinned tasks, each its own
+/// one-page mm, none placed yet.
+#[allow(dead_code)]
+pub fn machine(
+    cpus: usize,
+    n: usize,
+) -> (
+    reclaimlab_sim::kernel::Kernel,
+    reclaimlab_sim::sched::RunQueues,
+) {
+    use reclaimlab_sim::kernel::{Backing, Kernel};
+    let mut k = Kernel::new(
+        cfg(0),
+        reclaimlab_sim::config::Policy::linux_6_18(),
+        cpus,
+        1024,
+        1 << 20,
+        60,
+        1,
+    );
+    for _ in 0..n {
+        let mm = k.mm_alloc(1, Backing::Anon, true);
+        k.task_new(mm, None, 0, 1);
+    }
+    (k, reclaimlab_sim::sched::RunQueues::new(cpus))
 }
