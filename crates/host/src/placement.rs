@@ -245,6 +245,11 @@ pub fn processes(seen: &BTreeMap<i32, TaskSched>, trace: &BTreeMap<i32, TaskCpus
                         "cpus_ran": ran,
                         "switch_ins": t.map_or_else(|| json!({}), |t| json!(t.switch_ins)),
                         "first_seen": t.map_or_else(|| json!({}), |t| json!(t.first_seen)),
+                        "switch_outs": t.map_or_else(|| json!({}), |t| {
+                            let o = &t.switch_outs;
+                            json!({"preempted": o.preempted, "blocked": o.blocked,
+                                   "preempted_by": o.preempted_by})
+                        }),
                     })
                 })
                 .collect();
@@ -257,6 +262,7 @@ pub fn processes(seen: &BTreeMap<i32, TaskSched>, trace: &BTreeMap<i32, TaskCpus
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sched_trace::SwitchOuts;
     #[test]
     fn parses_proc_sched_and_stat() {
         let t = "stress-ng-vm (4242, #threads: 1)\n-------------------\nse.exec_start                                :        123.456\nse.sum_exec_runtime                          :       6512.125000\nse.nr_migrations                             :                    3\nnr_switches                                  :                  100\n";
@@ -315,6 +321,11 @@ mod tests {
             first_cpu: first,
             switch_ins: s.iter().copied().collect(),
             first_seen: s.iter().map(|&(c, _)| (c, 1.0 + c as f64)).collect(),
+            switch_outs: SwitchOuts {
+                preempted: 1,
+                blocked: 2,
+                preempted_by: BTreeMap::from([("kworker".into(), 1)]),
+            },
         };
         let trace = BTreeMap::from([
             (20, cpus(1, &[(0, 2), (1, 5)])),
@@ -329,15 +340,15 @@ mod tests {
             json!([
                 {"pid": 10, "cpus_ran": [0], "threads": [
                     {"tid": 10, "first_cpu": 0, "cpus_ran": [0], "switch_ins": {"0": 3},
-                     "first_seen": {"0": 1.0}},
+                     "first_seen": {"0": 1.0}, "switch_outs": {"preempted": 1, "blocked": 2, "preempted_by": {"kworker": 1}}},
                     {"tid": 12, "first_cpu": null, "cpus_ran": [], "switch_ins": {},
-                     "first_seen": {}},
+                     "first_seen": {}, "switch_outs": {}},
                 ]},
                 {"pid": 20, "cpus_ran": [0, 1], "threads": [
                     {"tid": 20, "first_cpu": 1, "cpus_ran": [0, 1], "switch_ins": {"0": 2, "1": 5},
-                     "first_seen": {"0": 1.0, "1": 2.0}},
+                     "first_seen": {"0": 1.0, "1": 2.0}, "switch_outs": {"preempted": 1, "blocked": 2, "preempted_by": {"kworker": 1}}},
                     {"tid": 21, "first_cpu": 1, "cpus_ran": [1], "switch_ins": {"1": 7},
-                     "first_seen": {"1": 2.0}},
+                     "first_seen": {"1": 2.0}, "switch_outs": {"preempted": 1, "blocked": 2, "preempted_by": {"kworker": 1}}},
                 ]},
             ])
         );

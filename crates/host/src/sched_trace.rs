@@ -24,16 +24,31 @@ pub struct TaskCpus {
     pub switch_ins: BTreeMap<usize, u64>,
     /// Per CPU it ran on, the trace timestamp (s) it was first seen there.
     pub first_seen: BTreeMap<usize, f64>,
+    /// Why it left a CPU.
+    pub switch_outs: SwitchOuts,
+}
+
+/// A task's switch-outs by `prev_state`: still runnable (`R`, `R+`: another task took the CPU)
+/// or asleep (`S`, `D`, ...: it blocked), and for the first kind who took the CPU, by comm
+/// with the per-CPU suffix of kernel threads dropped (`kworker/1:2` → `kworker`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SwitchOuts {
+    pub preempted: u64,
+    pub blocked: u64,
+    pub preempted_by: BTreeMap<String, u64>,
 }
 
 /// One `sched_switch` line.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Switch {
     pub cpu: usize,
     /// The trace clock, seconds.
     pub ts: f64,
     pub prev: i32,
     pub next: i32,
+    /// prev_state began with `R`: the previous task was still runnable (preempted).
+    pub prev_runnable: bool,
+    pub next_comm: String,
 }
 
 /// What one run's trace gathered.
@@ -79,6 +94,10 @@ pub fn parse_switch(line: &str) -> Option<Switch> {
         .next()?
         .parse()
         .ok()?;
+    // prev_state (a fixed field) precedes the arrow; next_comm runs from it to next_pid.
+    let st = body[m..k].rfind(" prev_state=")?;
+    let prev_runnable = body[m + st + " prev_state=".len()..k].starts_with('R');
+    let next_comm = body[k + " ==> next_comm=".len()..j].to_string();
     // The header ends with the timestamp.
     let ts = head.split_whitespace().last()?.parse().ok()?;
     Some(Switch {
@@ -86,7 +105,14 @@ pub fn parse_switch(line: &str) -> Option<Switch> {
         ts,
         prev,
         next,
+        prev_runnable,
+        next_comm,
     })
+}
+
+/// A comm without a kernel thread's per-CPU suffix: `kworker/u8:2` → `kworker`.
+fn comm_class(comm: &str) -> &str {
+    comm.split('/').next().unwrap_or(comm)
 }
 
 impl LineSink for Record {
@@ -110,6 +136,17 @@ impl LineSink for Record {
             t.first_seen.entry(sw.cpu).or_insert(sw.ts);
             if switched_in {
                 *t.switch_ins.entry(sw.cpu).or_default() += 1;
+            } else if sw.prev_runnable {
+                t.switch_outs.preempted += 1;
+                let by = comm_class(&sw.next_comm);
+                // The idle task never preempts; keep the map small for long runs.
+                if let Some(n) = t.switch_outs.preempted_by.get_mut(by) {
+                    *n += 1;
+                } else {
+                    t.switch_outs.preempted_by.insert(by.to_string(), 1);
+                }
+            } else {
+                t.switch_outs.blocked += 1;
             }
         }
     }
@@ -171,7 +208,9 @@ mod tests {
                 cpu: 1,
                 ts: 9241.800748,
                 prev: 10901,
-                next: 10902
+                next: 10902,
+                prev_runnable: false,
+                next_comm: "reclaimlab".into(),
             })
         );
         // Idle task, a kworker, and the record-tgid column.
@@ -202,10 +241,10 @@ mod tests {
             Some((1, 3311, 4242))
         );
         let l = "  Isolated Web Co-200   [000] d..2.   1.0: sched_switch: prev_comm=Isolated Web Co prev_pid=200 prev_prio=120 prev_state=R+ ==> next_comm=Isolated Web Co next_pid=201 next_prio=120";
-        assert_eq!(
-            parse_switch(l).map(|s| (s.cpu, s.prev, s.next)),
-            Some((0, 200, 201))
-        );
+        let s = parse_switch(l).unwrap();
+        assert_eq!((s.cpu, s.prev, s.next), (0, 200, 201));
+        assert!(s.prev_runnable, "R+ is runnable");
+        assert_eq!(s.next_comm, "Isolated Web Co");
     }
 
     #[test]
@@ -256,5 +295,32 @@ mod tests {
         let t = &r.tasks[&10903];
         assert_eq!((t.first_cpu, t.switch_ins.len()), (0, 0));
         assert_eq!(t.first_seen, BTreeMap::from([(0, 12.5)]));
+    }
+
+    #[test]
+    fn counts_why_a_task_left_its_cpu() {
+        let mut r = Record::default();
+        let sw = |state: &str, next_comm: &str, next: i32| {
+            format!(
+                "      reclaimlab-7   [001] d..2.  1.000000: sched_switch: prev_comm=reclaimlab prev_pid=7 prev_prio=120 prev_state={state} ==> next_comm={next_comm} next_pid={next} next_prio=120"
+            )
+        };
+        for l in [
+            sw("R", "kworker/1:2", 40),
+            sw("R+", "kworker/u8:0", 41),
+            sw("R", "ksoftirqd/1", 12),
+            sw("D", "swapper/1", 0),
+            sw("S", "reclaimlab", 8),
+        ] {
+            r.add_line(&l);
+        }
+        let o = &r.tasks[&7].switch_outs;
+        assert_eq!((o.preempted, o.blocked), (3, 2));
+        assert_eq!(
+            o.preempted_by,
+            BTreeMap::from([("kworker".into(), 2), ("ksoftirqd".into(), 1)])
+        );
+        // A task switched in has no switch-out counted for it.
+        assert_eq!(r.tasks[&40].switch_outs, SwitchOuts::default());
     }
 }
