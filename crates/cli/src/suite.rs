@@ -331,9 +331,16 @@ fn stored_configs(v: &serde_json::Value) -> Kept {
 }
 
 /// The sets that reach the host: `sim.*` keys describe the machine to the simulator only (the
-/// host ignores them), so a suite may add or change them after its host run was stored.
-fn host_sets(sets: &[String]) -> Vec<&String> {
-    sets.iter().filter(|s| !s.starts_with("sim.")).collect()
+/// host ignores them), so a suite may add or change them after its host run was stored. A
+/// key renamed since is read under its new name (`host.hold` is now `workload.hold`).
+fn host_sets(sets: &[String]) -> Vec<String> {
+    sets.iter()
+        .filter(|s| !s.starts_with("sim."))
+        .map(|s| match s.strip_prefix("host.hold=") {
+            Some(v) => format!("workload.hold={v}"),
+            None => s.clone(),
+        })
+        .collect()
 }
 
 /// `--host-result SUITE.json` with `--suite`: each configuration's stored host document, by

@@ -184,6 +184,19 @@ pub struct FileReclaim {
     pub cpus: CpuSet,
     /// Directory for the data file (host); it is removed afterwards.
     pub dir: String,
+    /// What the threads do while memory.reclaim runs (`workload.hold`).
+    pub hold: Hold,
+}
+
+/// file-reclaim's threads after populating, while the file is reclaimed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Hold {
+    /// Busy-wait on their CPUs: the mm stays loaded there, so unmapping its pages sends
+    /// shootdown IPIs (the default).
+    Spin,
+    /// Sleep: their CPUs go idle in lazy-TLB mode, which x86's flushes skip.
+    Sleep,
 }
 
 /// Threads read (and optionally write) a shared file mapping larger than the memcg limit.
@@ -526,6 +539,7 @@ impl Scenario {
                     threads: positive(&src, "workload.threads", cpus_avail as u64)?,
                     cpus: cpuset_or_pinned(&src, "workload.cpus", cpus_avail)?,
                     dir: src.str_or("workload.dir", "/var/tmp")?,
+                    hold: hold(&src)?,
                 };
                 file_per_thread(&src, w.file_bytes, w.threads)?;
                 if w.reclaim_bytes > w.file_bytes {
@@ -733,6 +747,22 @@ fn pattern(src: &Source, key: &str) -> Result<Pattern, ScenarioError> {
         "sequential" => Ok(Pattern::Sequential),
         "random" => Ok(Pattern::Random),
         o => Err(src.err(key, format!("{}: use sequential or random", clip(o)))),
+    }
+}
+
+/// `workload.hold`: spin (default) or sleep. Its earlier name, host-only, is refused with
+/// the new one.
+fn hold(src: &Source) -> Result<Hold, ScenarioError> {
+    if src.has("host.hold") {
+        return Err(src.err(
+            "host.hold",
+            "is now workload.hold (the simulator honours it too)",
+        ));
+    }
+    match src.str_or("workload.hold", "spin")?.as_str() {
+        "spin" => Ok(Hold::Spin),
+        "sleep" => Ok(Hold::Sleep),
+        o => Err(src.err("workload.hold", format!("{}: use spin or sleep", clip(o)))),
     }
 }
 

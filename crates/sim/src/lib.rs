@@ -324,6 +324,16 @@ fn simulate_with(
             e.run_until(u64::MAX, duration);
             // memory.reclaim, written by a shell on CPU 0 once the population is done.
             let start = e.k.cpus.iter().map(|c| c.clock).max().unwrap_or(0);
+            if w.hold == reclaimlab_core::scenario::Hold::Spin {
+                // The holders busy-wait on their CPUs without touching the mapping: the mm is
+                // loaded there and not lazy, so reclaim's flushes reach them (should_flush_tlb).
+                // Their loop is not stepped: it takes only the IPIs' time.
+                let cpus: Vec<_> = e.k.tasks.iter().filter_map(|t| t.pinned).collect();
+                for c in cpus.into_iter().filter(|&c| c != 0) {
+                    e.k.cpus[c].clock = start;
+                    e.k.switch_mm(c, Some(mm));
+                }
+            }
             let writer = e.k.mm_alloc(1, Backing::Anon, true);
             let wt = e.k.task_new(writer, Some(0), 0, 1);
             e.k.tasks[wt].done = true;

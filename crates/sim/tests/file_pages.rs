@@ -380,3 +380,36 @@ fn a_readahead_window_that_meets_a_cached_page_goes_on_in_order_0_folios() {
     // The next window ramps on from ra->order (2 + 2).
     assert_eq!(order_at(&k, 128), 4);
 }
+
+/// file-reclaim with its holder busy on CPU 1 (`workload.hold = spin`): the mm stays loaded
+/// there, so the flushes of unmapping its folios reach CPU 1 and the reclaimer waits for
+/// them; a sleeping holder's CPU is lazy and skipped.
+#[test]
+fn a_busy_holder_receives_the_unmap_flushes_and_slows_reclaim() {
+    let run = |hold: &str| {
+        common::sim_with(
+            "file-reclaim",
+            &[],
+            &[
+                "machine.cpus=2",
+                "workload.threads=1",
+                "workload.cpus=[1]",
+                "workload.file_bytes=64M",
+                "workload.reclaim_bytes=48M",
+                "memcg.limit=128M",
+                &format!("workload.hold={hold}"),
+            ],
+        )
+    };
+    let (spin, sleep) = (run("spin"), run("sleep"));
+    let tlb = |d: &ResultDoc| d.runs[0].counters["tlb_shootdowns"];
+    assert_eq!(tlb(&sleep), 0);
+    assert!(tlb(&spin) > 0);
+    let cpu1 = |d: &ResultDoc| d.runs[0].extra["placement"]["cpus"][1]["tlb_shootdowns"].clone();
+    assert_eq!(cpu1(&spin).as_u64(), Some(tlb(&spin)));
+    let secs = |d: &ResultDoc| d.runs[0].throughput.value;
+    assert!(secs(&spin) > secs(&sleep), "{} vs {}", secs(&spin), secs(&sleep));
+    // The old host-only name is refused with the new one.
+    let err = common::try_sim_with("file-reclaim", &[], &["host.hold=spin"]).unwrap_err();
+    assert!(err.contains("workload.hold"), "{err}");
+}

@@ -7,21 +7,12 @@ use crate::proc::fork_in_memcg;
 use crate::workload::{Env, HostWorkload, Meter, Outcome};
 use anyhow::{bail, Context, Result};
 use reclaimlab_core::scenario::FileReclaim as Spec;
+use reclaimlab_core::scenario::Hold;
 use reclaimlab_core::Throughput;
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
-
-/// What the threads do while bench reclaims (`host.hold`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Hold {
-    /// Busy-wait on their CPUs, so the mm stays live there and unmapping its pages needs
-    /// shootdown IPIs (the default).
-    Spin,
-    /// Sleep: their CPUs go idle, in lazy-TLB mode, which x86 skips when flushing.
-    Sleep,
-}
 
 pub struct FileReclaim {
     spec: Spec,
@@ -30,12 +21,9 @@ pub struct FileReclaim {
 
 impl FileReclaim {
     pub fn new(spec: &Spec, scn: &reclaimlab_core::Scenario) -> Result<FileReclaim> {
-        let hold = match scn.source.str_or("host.hold", "spin")?.as_str() {
-            "spin" => Hold::Spin,
-            "sleep" => Hold::Sleep,
-            o => bail!(scn
-                .source
-                .err("host.hold", format!("{o:?}: use spin or sleep"))),
+        let hold = match &scn.workload {
+            reclaimlab_core::Workload::FileReclaim(w) => w.hold,
+            _ => bail!("file-reclaim's worker for another workload"),
         };
         Ok(FileReclaim {
             spec: spec.clone(),
