@@ -121,6 +121,9 @@ fn file_reclaim_times_the_reclaim_with_a_trace() {
         "workload.file_bytes=256M",
         "--set",
         "workload.reclaim_bytes=128M",
+        // A busy holder, so the reclaim's flushes reach its CPU as shootdowns.
+        "--set",
+        "workload.hold=spin",
         "--set",
         "memcg.limit=512M",
         "--repeat",

@@ -408,7 +408,12 @@ fn a_busy_holder_receives_the_unmap_flushes_and_slows_reclaim() {
     let cpu1 = |d: &ResultDoc| d.runs[0].extra["placement"]["cpus"][1]["tlb_shootdowns"].clone();
     assert_eq!(cpu1(&spin).as_u64(), Some(tlb(&spin)));
     let secs = |d: &ResultDoc| d.runs[0].throughput.value;
-    assert!(secs(&spin) > secs(&sleep), "{} vs {}", secs(&spin), secs(&sleep));
+    assert!(
+        secs(&spin) > secs(&sleep),
+        "{} vs {}",
+        secs(&spin),
+        secs(&sleep)
+    );
     // The old host-only name is refused with the new one.
     let err = common::try_sim_with("file-reclaim", &[], &["host.hold=spin"]).unwrap_err();
     assert!(err.contains("workload.hold"), "{err}");
