@@ -358,6 +358,10 @@ enum Cmd {
         /// Also race user mprotect(PROT_READ) calls against reclaim (flush_tlb_batched_pending).
         #[arg(long)]
         mprotect: bool,
+        /// x86 with AMD INVLPGB, as a kernel with the series (6.15+) uses it: reclaim's batched
+        /// flush is one broadcast invalidation plus TLBSYNC, no IPIs.
+        #[arg(long)]
+        invlpgb: bool,
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
@@ -823,6 +827,7 @@ fn run(mut cli: Cli) -> Result<ExitCode> {
             depth,
             passes,
             mprotect,
+            invlpgb,
             json,
         } => {
             use reclaimlab_check::{check, Arch, CheckConfig};
@@ -842,6 +847,7 @@ fn run(mut cli: Cli) -> Result<ExitCode> {
             }
             cfg.depth = depth;
             cfg.mprotect = mprotect;
+            cfg.invlpgb = invlpgb;
             let report = check(&cfg).map_err(anyhow::Error::msg)?;
             if json {
                 outln!("{}", serde_json::to_string_pretty(&report)?);

@@ -192,7 +192,7 @@ impl Kernel {
             let deferred = self.should_defer_flush(cpu, mm, flags);
             if self.oracle.watch.is_some() {
                 for p in vp..vp + nr {
-                    self.oracle_unmapped(cpu, mm, p, deferred);
+                    self.oracle_unmapped(cpu, mm, p, deferred, luf);
                 }
             }
             if deferred && luf {
