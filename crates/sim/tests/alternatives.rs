@@ -113,24 +113,18 @@ fn an_mm_on_more_than_three_cpus_moves_to_broadcast_and_one_on_three_does_not() 
     assert!(!k.invlpgb.as_ref().unwrap().global(small));
 }
 
+/// Three single-threaded writers in a tight memcg with reclaim preemption points (the
+/// oracle tests' race), for 300 ms.
+const ANON_RACE: &str = "machine.cpus=4 workload.processes=3 workload.threads=1 \
+    workload.bytes=4M memcg.limit=8M workload.pattern=random workload.write_ratio=1 \
+    sim.page_data=pattern run.duration=300ms";
+
 fn anon_race(sets: &[&str]) -> anyhow::Result<reclaimlab_core::ResultDoc> {
-    // Three single-threaded writers in a tight memcg with reclaim preemption points (the
-    // oracle tests' race).
-    let mut all: Vec<String> = [
-        "machine.cpus=4",
-        "workload.processes=3",
-        "workload.threads=1",
-        "workload.bytes=4M",
-        "memcg.limit=8M",
-        "workload.pattern=random",
-        "workload.write_ratio=1",
-        "sim.page_data=pattern",
-        "run.duration=300ms",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    all.extend(sets.iter().map(|s| s.to_string()));
+    let all: Vec<String> = ANON_RACE
+        .split_whitespace()
+        .chain(sets.iter().copied())
+        .map(str::to_string)
+        .collect();
     let scn = Scenario::load("anon-sweep", &all, Target::Sim)?;
     reclaimlab_sim::run(&scn, &Default::default())
 }
