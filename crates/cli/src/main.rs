@@ -194,10 +194,11 @@ enum Cmd {
         /// Override a scenario key for the "before" simulation only (repeatable; after --set),
         /// so that two machines, not only two kernels, can be compared, e.g.
         /// `--after-set machine.invlpgb=true`. The keys set this way may differ between the
-        /// sides; they are named under the table.
+        /// sides; they are named under the table (default: none).
         #[arg(long = "before-set", value_name = "KEY=VALUE", requires = "before")]
         before_sets: Vec<String>,
-        /// Override a scenario key for the "after" simulation only (as --before-set).
+        /// Override a scenario key for the "after" simulation only (as --before-set; default:
+        /// none).
         #[arg(long = "after-set", value_name = "KEY=VALUE", requires = "after")]
         after_sets: Vec<String>,
         /// Machine profile for the simulator's costs: a shipped NAME (see `reclaimlab profiles`)
@@ -359,7 +360,7 @@ enum Cmd {
         #[arg(long)]
         mprotect: bool,
         /// x86 with AMD INVLPGB, as a kernel with the series (6.15+) uses it: reclaim's batched
-        /// flush is one broadcast invalidation plus TLBSYNC, no IPIs.
+        /// flush is one broadcast invalidation plus TLBSYNC, no IPIs (default: off).
         #[arg(long)]
         invlpgb: bool,
         /// Print the report as JSON.
