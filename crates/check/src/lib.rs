@@ -61,6 +61,9 @@ pub struct CheckConfig {
     /// Add user `mprotect(PROT_READ)` calls and their oracle (no store lands after one
     /// returns): the race `flush_tlb_batched_pending` closes. Off by default.
     pub mprotect: bool,
+    /// x86 with INVLPGB and a kernel that uses it (6.15+; `--invlpgb`): reclaim's batched
+    /// flush is a broadcast plus TLBSYNC. Off by default.
+    pub invlpgb: bool,
     /// `free_folios` batch size (the kernel's 31).
     pub free_batch: u8,
     /// Seed 000's dirty batch size (31).
@@ -104,6 +107,8 @@ fn modelled(p: Patch) -> bool {
             | Patch::BatchDirtyFlush
             | Patch::FileLargeFolioUnmap
             | Patch::UnsafeDeferDirtyFlush
+            | Patch::Luf
+            | Patch::LufWritable
     )
 }
 
@@ -124,6 +129,7 @@ impl CheckConfig {
             passes: 1,
             file_pageout: true,
             mprotect: false,
+            invlpgb: false,
             free_batch: 31,
             dirty_batch: 31,
             mutation: None,
@@ -138,11 +144,19 @@ impl CheckConfig {
             batch_dirty_flush: self.policy.has(Patch::BatchDirtyFlush),
             file_batch_unmap: self.policy.has(Patch::FileLargeFolioUnmap),
             unsafe_defer_dirty_flush: self.policy.has(Patch::UnsafeDeferDirtyFlush),
+            luf: self.policy.has_luf(),
+            luf_writable: self.policy.has(Patch::LufWritable),
         }
     }
 
     /// Validate the scope and build the model.
     pub fn model(&self) -> Result<Model, String> {
+        if self.invlpgb && self.arch != Arch::X86 {
+            return Err(
+                "--invlpgb: INVLPGB is an x86 (AMD) instruction; arm64 broadcasts its TLBIs anyway"
+                    .into(),
+            );
+        }
         if !(2..=model::MAX_CPUS as u8).contains(&self.cpus) {
             return Err(format!(
                 "--cpus {}: must be 2..={} (CPU 0 runs reclaim)",
@@ -213,6 +227,8 @@ impl CheckConfig {
             passes: self.passes,
             file_pageout: self.file_pageout,
             mprotect: self.mprotect,
+            // 4.2 predates the series: it ignores the CPU's INVLPGB.
+            invlpgb: self.invlpgb && self.policy.uses_invlpgb(),
         })
     }
 
@@ -225,6 +241,18 @@ impl CheckConfig {
                     p.name()
                 ));
             }
+        }
+        if self.invlpgb && !self.policy.uses_invlpgb() {
+            n.push(format!(
+                "--invlpgb has no effect: preset {} predates the INVLPGB series (6.15)",
+                self.policy.preset
+            ));
+        }
+        if self.invlpgb && self.policy.uses_invlpgb() {
+            n.push("no mm gets a global ASID in this scope (it needs more than 3 CPUs running it at once), so only reclaim's batched flush is a broadcast".into());
+        }
+        if self.mutation == Some(Mutation::InvlpgbNoTlbsync) && !self.invlpgb {
+            n.push("mutation invlpgb-no-tlbsync has no effect without --invlpgb".into());
         }
         if let Some(m) = self.mutation {
             n.push(format!("MUTATION {} planted (deliberate bug)", m.name()));
@@ -256,6 +284,8 @@ pub struct Scope {
     pub passes: u8,
     pub file_pageout: bool,
     pub mprotect: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub invlpgb: bool,
     pub free_batch: u8,
     pub dirty_batch: u8,
 }
@@ -356,6 +386,7 @@ pub fn check(cfg: &CheckConfig) -> Result<CheckReport, String> {
             passes: model.passes,
             file_pageout: model.file_pageout,
             mprotect: model.mprotect,
+            invlpgb: model.invlpgb,
             free_batch: model.free_batch,
             dirty_batch: model.dirty_batch,
         },

@@ -57,15 +57,19 @@ pub enum Mutation {
     IgnoreRemap,
     /// `change_pte_range` skips `flush_tlb_batched_pending` (needs the mprotect actor).
     NoFlushBatchedPending,
+    /// x86 INVLPGB (`--invlpgb`): `arch_tlbbatch_flush` issues the broadcast but skips
+    /// TLBSYNC, so the invalidations may complete after the folio is freed.
+    InvlpgbNoTlbsync,
 }
 
 impl Mutation {
-    pub const ALL: [Mutation; 5] = [
+    pub const ALL: [Mutation; 6] = [
         Mutation::IgnoreWritable,
         Mutation::SwitchIgnoresTlbGen,
         Mutation::BatchDirtyFirstPteOnly,
         Mutation::IgnoreRemap,
         Mutation::NoFlushBatchedPending,
+        Mutation::InvlpgbNoTlbsync,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -74,6 +78,7 @@ impl Mutation {
             Mutation::BatchDirtyFirstPteOnly => "batch-dirty-first-pte-only",
             Mutation::IgnoreRemap => "ignore-remap",
             Mutation::NoFlushBatchedPending => "no-flush-batched-pending",
+            Mutation::InvlpgbNoTlbsync => "invlpgb-no-tlbsync",
         }
     }
     pub fn parse(s: &str) -> Result<Mutation, String> {
@@ -99,6 +104,11 @@ pub struct Behaviour {
     pub file_batch_unmap: bool,
     /// The 2015 RFC's first form: `try_to_unmap_flush_dirty` does nothing before pageout.
     pub unsafe_defer_dirty_flush: bool,
+    /// LUF: the flush of a folio whose every mapping is read-only is left to the frame's
+    /// reallocation (which this scope never reaches: freed frames stay free).
+    pub luf: bool,
+    /// `luf-writable`: LUF for writable mappings too (unsafe).
+    pub luf_writable: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -148,6 +158,9 @@ pub struct Model {
     /// User threads may call `mprotect(PROT_READ)` on a page (checks that no store lands
     /// after it returns: the race `flush_tlb_batched_pending` closes).
     pub mprotect: bool,
+    /// x86 with INVLPGB (6.15+): `arch_tlbbatch_flush` is a broadcast of every non-global
+    /// translation on every CPU plus TLBSYNC, no IPIs.
+    pub invlpgb: bool,
 }
 
 /// Where reclaim is in `shrink_folio_list`.
@@ -416,7 +429,9 @@ impl Model {
                         out.push(Choice::TrimCpumask { cpu: c, mm: m });
                     }
                 }
-            } else {
+            }
+            // Broadcast invalidations in flight (arm64 TLBIs; x86 INVLPGBs not yet TLBSYNCed).
+            {
                 for m in 0..self.mms {
                     for p in bits(s.doomed[cu][m as usize]) {
                         out.push(Choice::TlbiComplete {
@@ -495,11 +510,15 @@ impl Model {
                 let (c, m) = (cpu as usize, mm as usize);
                 s.tlb[c][m] &= !(1 << page);
                 s.doomed[c][m] &= !(1 << page);
+                let (function, waiter) = match self.arch {
+                    Arch::Arm64 => ("tlbi_vale1is (completes)", "the DSB"),
+                    Arch::X86 => ("invlpgb (completes)", "a TLBSYNC"),
+                };
                 (
                     Event {
-                        function: "tlbi_vale1is (completes)",
+                        function,
                         detail: format!(
-                            "the broadcast TLBI for mm{mm} page {page} takes effect on cpu{cpu} before the DSB"
+                            "the broadcast invalidation for mm{mm} page {page} takes effect on cpu{cpu} before {waiter}"
                         ),
                     },
                     None,
@@ -713,9 +732,71 @@ impl Model {
         }
     }
 
+    /// LUF's unmap decision: every mapping of folio `f` is read-only (write-protected by a
+    /// completed mprotect in each mm that maps it), or the unsafe variant, which defers all.
+    fn luf_may_defer(&self, s: &State, f: u8) -> bool {
+        if !self.behaviour.luf {
+            return false;
+        }
+        let pages = self.folios[f as usize].mask();
+        self.behaviour.luf_writable
+            || (0..self.mms as usize)
+                .all(|m| self.mapped[m] & pages == 0 || s.wp[m] & pages == pages)
+    }
+
+    /// LUF: the deferred flush goes to the pending batch flushed at the frame's reallocation
+    /// instead of `current->tlb_ubc` (so neither `try_to_unmap_flush_dirty` nor the free
+    /// batch's `try_to_unmap_flush` waits for it). The generation bump (x86) or the TLBIs
+    /// (arm64) of `arch_tlbbatch_add_pending` still happen.
+    fn luf_defer(&self, s: &mut State, m: usize, pages: u8) -> String {
+        let d = match self.arch {
+            Arch::X86 => {
+                for c in 0..self.cpus as usize {
+                    s.stale[c] |= 1 << m;
+                }
+                format!("LUF: inc_mm_tlb_gen(mm{m}), flush deferred to the frame's reallocation")
+            }
+            Arch::Arm64 => {
+                for c in 1..self.cpus as usize {
+                    let x = s.tlb[c][m] & pages;
+                    s.doomed[c][m] |= x;
+                }
+                "LUF: broadcast TLBI issued, its DSB deferred to the frame's reallocation".into()
+            }
+        };
+        s.batched_pending |= 1 << m;
+        if self.behaviour.luf_writable {
+            d + " (UNSAFE: writable mappings too)"
+        } else {
+            d + " (every mapping read-only)"
+        }
+    }
+
+    /// x86 INVLPGB's `arch_tlbbatch_flush`: invlpgb_flush_all_nonglobals then TLBSYNC; every
+    /// CPU's entries of every mm are gone, no IPI (the mutation skips the TLBSYNC).
+    fn invlpgb_flush_all(&self, s: &mut State) -> String {
+        for c in 1..self.cpus as usize {
+            for m in 0..self.mms as usize {
+                if self.mutation == Some(Mutation::InvlpgbNoTlbsync) {
+                    s.doomed[c][m] |= s.tlb[c][m];
+                } else {
+                    s.tlb[c][m] = 0;
+                    s.doomed[c][m] = 0;
+                }
+            }
+        }
+        s.ubc_cpus = 0;
+        if self.mutation == Some(Mutation::InvlpgbNoTlbsync) {
+            "arch_tlbbatch_flush: INVLPGB of every non-global translation, MUTATION: no TLBSYNC (invalidations still in flight)".into()
+        } else {
+            "arch_tlbbatch_flush: INVLPGB of every non-global translation + TLBSYNC, no IPIs".into()
+        }
+    }
+
     /// `arch_tlbbatch_flush`.
     fn arch_tlbbatch_flush(&self, s: &mut State) -> String {
         match self.arch {
+            Arch::X86 if self.invlpgb => self.invlpgb_flush_all(s),
             Arch::X86 => {
                 let mut done = Vec::new();
                 for c in bits(s.ubc_cpus) {
@@ -954,7 +1035,9 @@ impl Model {
                     "folio {f}: get_and_clear_ptes mm{m} {} (dirty={dirty}); ",
                     list(run, "p")
                 );
-                if self.should_defer_flush(s, m) {
+                if self.should_defer_flush(s, m) && self.luf_may_defer(s, f) {
+                    d += &self.luf_defer(s, m, run);
+                } else if self.should_defer_flush(s, m) {
                     d += &self.set_tlb_ubc_flush_pending(s, m, run, dirty);
                 } else {
                     d += &self.flush_tlb_range(s, m, run);
@@ -1256,6 +1339,9 @@ pub enum KernelStep {
         pte_dirty: bool,
         /// `set_tlb_ubc_flush_pending` (true) or `flush_tlb_range` at once (false).
         deferred: bool,
+        /// LUF took the deferred flush (to the frame's reallocation), not `tlb_ubc`.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        luf: bool,
     },
     TryToUnmapFlushDirty {
         flushed: bool,
@@ -1327,6 +1413,7 @@ impl Model {
                         pages: bits(cleared).collect(),
                         pte_dirty: before.pte_dirty[m] & cleared != 0,
                         deferred: self.should_defer_flush(before, m),
+                        luf: self.should_defer_flush(before, m) && self.luf_may_defer(before, f),
                     }
                 }
                 Phase::FlushDirty | Phase::BatchFlushDirty => KernelStep::TryToUnmapFlushDirty {

@@ -172,7 +172,7 @@ enum Cmd {
     /// --plot also draws the deltas (SVG or PNG).
     #[command(
         override_usage = "reclaimlab compare BEFORE.json AFTER.json [OPTIONS]\n       \
-                                reclaimlab compare SCENARIO --before PRESET[+PATCH...] --after PRESET[+PATCH...] [--set KEY=VALUE]... [OPTIONS]",
+                                reclaimlab compare SCENARIO --before PRESET[+PATCH...] --after PRESET[+PATCH...] [--set KEY=VALUE]... [--before-set KEY=VALUE]... [--after-set KEY=VALUE]... [OPTIONS]",
         after_help = KEYS_HELP
     )]
     Compare {
@@ -191,6 +191,16 @@ enum Cmd {
         /// values, which `reclaimlab scenarios NAME` prints).
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
+        /// Override a scenario key for the "before" simulation only (repeatable; after --set),
+        /// so that two machines, not only two kernels, can be compared, e.g.
+        /// `--after-set machine.invlpgb=true`. The keys set this way may differ between the
+        /// sides; they are named under the table (default: none).
+        #[arg(long = "before-set", value_name = "KEY=VALUE", requires = "before")]
+        before_sets: Vec<String>,
+        /// Override a scenario key for the "after" simulation only (as --before-set; default:
+        /// none).
+        #[arg(long = "after-set", value_name = "KEY=VALUE", requires = "after")]
+        after_sets: Vec<String>,
         /// Machine profile for the simulator's costs: a shipped NAME (see `reclaimlab profiles`)
         /// or a FILE.toml; sets machine.profile (and wins over the scenario's; default: the
         /// scenario's machine.profile, else the built-in costs).
@@ -349,6 +359,10 @@ enum Cmd {
         /// Also race user mprotect(PROT_READ) calls against reclaim (flush_tlb_batched_pending).
         #[arg(long)]
         mprotect: bool,
+        /// x86 with AMD INVLPGB, as a kernel with the series (6.15+) uses it: reclaim's batched
+        /// flush is one broadcast invalidation plus TLBSYNC, no IPIs (default: off).
+        #[arg(long)]
+        invlpgb: bool,
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
@@ -572,6 +586,8 @@ fn run(mut cli: Cli) -> Result<ExitCode> {
             before,
             after,
             mut sets,
+            before_sets,
+            after_sets,
             profile,
             format,
             all,
@@ -605,14 +621,18 @@ fn run(mut cli: Cli) -> Result<ExitCode> {
                             b.set_length(2);
                             b.enable_steady_tick(std::time::Duration::from_millis(200));
                         }
-                        let side = |spec: &str| {
+                        let side = |spec: &str, own: &[String]| {
+                            let sets = [sets.as_slice(), own].concat();
                             let r = simulate_policy(scn, &sets, spec);
                             if let Some(b) = &bar {
                                 b.inc(1);
                             }
                             r
                         };
-                        let (b, a) = rayon::join(|| side(&before), || side(&after));
+                        let (b, a) = rayon::join(
+                            || side(&before, &before_sets),
+                            || side(&after, &after_sets),
+                        );
                         if let Some(b) = bar {
                             b.finish_and_clear();
                         }
@@ -629,7 +649,9 @@ fn run(mut cli: Cli) -> Result<ExitCode> {
             if !bad.is_empty() {
                 bail!("cannot compare these results:\n  {}", bad.join("\n  "));
             }
-            let differences = config_differences(&b, &a);
+            // Keys set per side differ by request: named under the table, not refused.
+            let (by_side, differences) =
+                split_side_differences(config_differences(&b, &a), &before_sets, &after_sets);
             if !differences.is_empty() && !allow_mismatch {
                 bail!(
                     "the two results differ in more than the kernel, so their deltas would not \
@@ -640,6 +662,11 @@ fn run(mut cli: Cli) -> Result<ExitCode> {
             }
             let mut c = compare(&b, &a, all);
             c.differences = differences;
+            for d in by_side {
+                c.notes.push(format!(
+                    "the sides differ by --before-set/--after-set in {d}"
+                ));
+            }
             if let Some(p) = &plot {
                 let title = format!("{}: {} vs {}", b.scenario, doc_policy(&b), doc_policy(&a));
                 plot::compare_plot(&c, &title, p)?;
@@ -801,6 +828,7 @@ fn run(mut cli: Cli) -> Result<ExitCode> {
             depth,
             passes,
             mprotect,
+            invlpgb,
             json,
         } => {
             use reclaimlab_check::{check, Arch, CheckConfig};
@@ -820,6 +848,7 @@ fn run(mut cli: Cli) -> Result<ExitCode> {
             }
             cfg.depth = depth;
             cfg.mprotect = mprotect;
+            cfg.invlpgb = invlpgb;
             let report = check(&cfg).map_err(anyhow::Error::msg)?;
             if json {
                 outln!("{}", serde_json::to_string_pretty(&report)?);
@@ -889,6 +918,23 @@ fn doc_policy(d: &ResultDoc) -> String {
 }
 
 /// Simulate `scenario` under the kernel policy `spec` (PRESET[+PATCH...]).
+/// Split `config_differences` into those on keys given by --before-set/--after-set (the
+/// requested difference between two machines) and the rest.
+fn split_side_differences(
+    differences: Vec<String>,
+    before_sets: &[String],
+    after_sets: &[String],
+) -> (Vec<String>, Vec<String>) {
+    let keys: Vec<&str> = before_sets
+        .iter()
+        .chain(after_sets)
+        .filter_map(|s| s.split_once('=').map(|(k, _)| k.trim()))
+        .collect();
+    differences
+        .into_iter()
+        .partition(|d| keys.iter().any(|k| d.starts_with(&format!("{k}: "))))
+}
+
 fn simulate_policy(scenario: &str, sets: &[String], spec: &str) -> Result<ResultDoc> {
     let k = reclaimlab_core::policy::KernelPolicy::parse(spec).map_err(anyhow::Error::msg)?;
     let mut sets = sets.to_vec();

@@ -25,10 +25,16 @@ pub enum Patch {
     MglruDirtyReactivate,
     /// Deliberately unsafe: defer the flush of writable PTEs past pageout (the 2015 RFC's first form).
     UnsafeDeferDirtyFlush,
+    /// LUF, lazy unmap flush (Byungchul Park, SK hynix, RFC 2024-2025, not merged): the flush
+    /// of a folio whose every mapping was read-only is deferred until the folio is allocated
+    /// again.
+    Luf,
+    /// Deliberately unsafe: LUF that also defers writable mappings (for `check`).
+    LufWritable,
 }
 
 impl Patch {
-    pub const ALL: [Patch; 7] = [
+    pub const ALL: [Patch; 9] = [
         Patch::TlbBatch,
         Patch::BatchDirtyFlush,
         Patch::FileLargeFolioUnmap,
@@ -36,6 +42,8 @@ impl Patch {
         Patch::Mglru,
         Patch::MglruDirtyReactivate,
         Patch::UnsafeDeferDirtyFlush,
+        Patch::Luf,
+        Patch::LufWritable,
     ];
 
     pub fn name(self) -> &'static str {
@@ -47,6 +55,8 @@ impl Patch {
             Patch::Mglru => "mglru",
             Patch::MglruDirtyReactivate => "mglru-dirty-reactivate",
             Patch::UnsafeDeferDirtyFlush => "unsafe-defer-dirty-flush",
+            Patch::Luf => "luf",
+            Patch::LufWritable => "luf-writable",
         }
     }
 
@@ -72,6 +82,10 @@ impl Patch {
             Patch::UnsafeDeferDirtyFlush => {
                 "UNSAFE, for `check`: defer writable-PTE flushes past pageout"
             }
+            Patch::Luf => {
+                "LUF (Byungchul Park, RFC 2024-2025, not merged): read-only unmaps flushed at reallocation"
+            }
+            Patch::LufWritable => "UNSAFE, for `check`: LUF that also defers writable mappings",
         }
     }
 
@@ -161,6 +175,18 @@ impl KernelPolicy {
     pub fn has(&self, p: Patch) -> bool {
         self.patches.contains(&p)
     }
+
+    /// Whether the preset's kernel uses INVLPGB when the CPU has it (`machine.invlpgb`):
+    /// Rik van Riel's broadcast TLB invalidation series was merged in 6.15 (tip x86/core,
+    /// March 2025), so 6.18 and 7.0 carry it and 4.2 does not.
+    pub fn uses_invlpgb(&self) -> bool {
+        self.preset != "4.2"
+    }
+
+    /// Either form of LUF.
+    pub fn has_luf(&self) -> bool {
+        self.has(Patch::Luf) || self.has(Patch::LufWritable)
+    }
 }
 
 impl fmt::Display for KernelPolicy {
@@ -192,6 +218,10 @@ mod tests {
             e.contains("unknown patch \"nope\"") && e.contains("batch-dirty-flush"),
             "{e}"
         );
+        let l = KernelPolicy::parse("6.18+luf").unwrap();
+        assert!(l.has_luf() && !l.has(Patch::LufWritable) && l.uses_invlpgb());
+        assert!(KernelPolicy::parse("6.18+luf-writable").unwrap().has_luf());
+        assert!(!KernelPolicy::parse("4.2").unwrap().uses_invlpgb());
         assert!(KernelPolicy::parse("5.0")
             .unwrap_err()
             .contains("unknown kernel preset"));

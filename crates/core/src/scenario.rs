@@ -122,6 +122,10 @@ pub struct Machine {
     pub arch: Arch,
     /// Simulated RAM (the host backend uses the live machine's).
     pub memory_bytes: u64,
+    /// `machine.invlpgb` (x86 only): the CPU has AMD's INVLPGB/TLBSYNC broadcast invalidation
+    /// (Zen 3 and later). A kernel that carries the series uses it whenever the CPU has it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub invlpgb: bool,
     /// `machine.profile` (or `--profile`): the machine profile whose costs the simulator uses,
     /// as given (a shipped name or a path).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -392,8 +396,16 @@ impl Scenario {
                 }
             },
             memory_bytes: src.size_or("machine.memory", 32 << 30)?,
+            invlpgb: src.bool_or("machine.invlpgb", false)?,
             profile: src.str_opt("machine.profile")?,
         };
+        if machine.invlpgb && machine.arch == Arch::Arm64 {
+            return Err(src.err(
+                "machine.invlpgb",
+                "INVLPGB is an x86 (AMD) instruction; arm64 broadcasts its TLBIs anyway: \
+                 set machine.arch = \"x86\" or drop machine.invlpgb",
+            ));
+        }
         if let Some(p) = &profile {
             let want = p.profile.machine.arch.as_str();
             let have = match machine.arch {

@@ -121,6 +121,14 @@ pub struct Policy {
     /// folios to min_seq + 1; shrink_folio_list reactivates them and evict_folios wakes the
     /// flusher after a batch that was all unqueued dirty.
     pub mglru_dirty_reactivate: bool,
+    /// The kernel carries the INVLPGB series (6.15+): it uses broadcast invalidation when the
+    /// machine has it (`machine.invlpgb`; arch/x86/invlpgb.rs).
+    pub uses_invlpgb: bool,
+    /// LUF (`luf`): try_to_unmap defers the flush of a folio whose every mapping was
+    /// read-only past its free, to the folio's next allocation (mm/luf.rs).
+    pub luf: bool,
+    /// `luf-writable`: LUF that defers writable mappings too (deliberately unsafe).
+    pub luf_writable: bool,
     /// vm.watermark_scale_factor (10 since 4.6); 0 = the older rule low = min + min/4,
     /// high = min + min/2 (mm/page_alloc.rs).
     pub watermark_scale_factor: u64,
@@ -140,6 +148,9 @@ impl Policy {
             clear_flush_young_ptes: false,
             mglru: false,
             mglru_dirty_reactivate: false,
+            uses_invlpgb: true,
+            luf: false,
+            luf_writable: false,
             watermark_scale_factor: 10,
         }
     }
@@ -168,6 +179,8 @@ impl Policy {
             Patch::ClearFlushYoungPtes,
             Patch::Mglru,
             Patch::MglruDirtyReactivate,
+            Patch::Luf,
+            Patch::LufWritable,
         ];
         if let Some(p) = kp.patches.iter().find(|p| !modelled.contains(p)) {
             anyhow::bail!(
@@ -192,6 +205,10 @@ impl Policy {
             // The series changes MGLRU's code: it implies MGLRU.
             mglru: kp.has(Patch::Mglru) || kp.has(Patch::MglruDirtyReactivate),
             mglru_dirty_reactivate: kp.has(Patch::MglruDirtyReactivate),
+            uses_invlpgb: kp.uses_invlpgb(),
+            // luf-writable is LUF with a wider condition: it implies LUF.
+            luf: kp.has_luf(),
+            luf_writable: kp.has(Patch::LufWritable),
             // watermark_scale_factor arrived in 4.6.
             watermark_scale_factor: if kp.preset == "4.2" { 0 } else { 10 },
             ..Policy::linux_6_18()

@@ -138,6 +138,15 @@ pub struct CostTable {
     /// flush_tlb_info set-up, inc_mm_tlb_gen, the checks in flush_tlb_func and
     /// preempt/irq toggling: ~100 ns. Estimate.
     pub flush_tlb_range_fixed: u64,
+    /// x86 with `machine.invlpgb`: issue one INVLPGB (a broadcast invalidation the CPU posts
+    /// and does not wait for, as arm64's TLBI): ~30 ns. Estimate, the `tlbi_op` reasoning (no
+    /// latency figure for INVLPGB was found published; 0 on arm64).
+    pub invlpgb: u64,
+    /// TLBSYNC waiting for this CPU's INVLPGBs to complete on every CPU: a fixed part and a
+    /// part per CPU (each core acknowledges). Estimates, the `dsb_ish` reasoning: 200 ns +
+    /// 20 ns per CPU (no latency figure was found published; 0 on arm64).
+    pub tlbsync: u64,
+    pub tlbsync_per_cpu: u64,
 }
 
 impl CostTable {
@@ -183,6 +192,9 @@ impl CostTable {
             do_swap_page: 1000,
             swap_writeout: 1000,
             flush_tlb_range_fixed: 100,
+            invlpgb: 30,
+            tlbsync: 200,
+            tlbsync_per_cpu: 20,
         }
     }
 
@@ -268,6 +280,9 @@ impl CostTable {
             tlbi_op: 30,
             dsb_ish: 200,
             dsb_ish_per_cpu: 20,
+            invlpgb: 0,
+            tlbsync: 0,
+            tlbsync_per_cpu: 0,
             ..CostTable::x86()
         }
     }

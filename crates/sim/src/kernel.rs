@@ -156,6 +156,10 @@ pub struct Kernel {
     pub arch: crate::arch::Arch,
     /// arm64 FEAT_TLBIRANGE (range TLBIs; ARMv8.4+, e.g. Neoverse N2/V1).
     pub arm64_tlbi_range: bool,
+    /// x86 INVLPGB in use (`machine.invlpgb` and a kernel with the series): arch/x86/invlpgb.rs.
+    pub invlpgb: Option<crate::arch::x86::invlpgb::Invlpgb>,
+    /// LUF's pending batch and the frames owed its flush (mm/luf.rs).
+    pub luf: crate::mm::luf::Luf,
     /// arm64: TLBI instructions issued, DSB ISH waits, contpte blocks unfolded, and the
     /// (mm, first page) of blocks unfolded since they were last complete.
     pub tlbi_ops: u64,
@@ -239,6 +243,8 @@ impl Kernel {
             stalled: None,
             arch: crate::arch::Arch::X86,
             arm64_tlbi_range: true,
+            invlpgb: None,
+            luf: Default::default(),
             tlbi_ops: 0,
             dsb_ish: 0,
             contpte_unfolds: 0,

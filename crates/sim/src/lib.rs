@@ -138,6 +138,9 @@ fn simulate_with(
         .unwrap_or_else(|| drivers::zram::PageData::of(&scn.workload));
     k.wb.global_dirtyable = scn.machine.memory_bytes / PAGE;
     k.arm64_tlbi_range = arch::arm64_tlbi_range(scn)?;
+    if scn.machine.invlpgb && k.policy.uses_invlpgb {
+        k.invlpgb = Some(arch::x86::invlpgb::Invlpgb::new(scn.machine.cpus));
+    }
     setup(&mut k);
     let duration = scn.run.duration_ns;
     let secs = duration as f64 / 1e9;

@@ -317,7 +317,7 @@ impl Kernel {
     }
 
     /// Trace hook for try_to_unmap: a PTE of the watched page was cleared.
-    pub fn oracle_unmapped(&mut self, cpu: CpuId, mm: MmId, vp: u64, deferred: bool) {
+    pub fn oracle_unmapped(&mut self, cpu: CpuId, mm: MmId, vp: u64, deferred: bool, luf: bool) {
         let owner = self.oracle_owner_of_mm(mm);
         if !self.oracle.watching(owner, vp) {
             return;
@@ -333,7 +333,9 @@ impl Kernel {
             .map(|c| format!("cpu{c}"))
             .collect();
         self.oracle.watch_live = true;
-        let how = if deferred {
+        let how = if deferred && luf {
+            "LUF: flush deferred to the frame's reallocation"
+        } else if deferred {
             "set_tlb_ubc_flush_pending (flush deferred)"
         } else {
             "flushed at once"

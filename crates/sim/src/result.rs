@@ -91,6 +91,16 @@ pub fn build(
         extra.insert("referenced_steps".into(), j(k.referenced_steps));
         extra.insert("young_tests".into(), j(k.young_tests));
     }
+    if let Some(s) = &k.invlpgb {
+        // machine.invlpgb runs only, so that other documents stay as they were.
+        extra.insert("invlpgb_ops".into(), j(s.invlpgb_ops));
+        extra.insert("tlbsync".into(), j(s.tlbsyncs));
+        extra.insert("global_asids".into(), j(s.global_asids));
+    }
+    if k.policy.luf {
+        extra.insert("luf_deferred_pages".into(), j(k.luf.deferred_pages));
+        extra.insert("luf_flushes".into(), j(k.luf.flushes));
+    }
     if k.policy.mglru {
         let g = &k.lruvec.lrugen;
         extra.insert("mglru_max_seq".into(), j(g.max_seq));

@@ -73,7 +73,7 @@ impl Kernel {
         }
         if self.oracle.watch.is_some() {
             for p in start..start + HPAGE_PMD_NR {
-                self.oracle_unmapped(cpu, mm, p, false);
+                self.oracle_unmapped(cpu, mm, p, false, false);
             }
         }
         self.flush_tlb_mm_range(cpu, mm, start, start + HPAGE_PMD_NR, false);

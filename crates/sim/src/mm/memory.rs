@@ -46,7 +46,9 @@ impl Kernel {
                     // A store (or load) through a stale translation: the race the dirty flush
                     // rule exists for. Counted; a store into a freed frame is a bug.
                     self.stale_tlb_writes += write as u64;
-                    if !self.folios.get(pfn).test(pg::ALLOCATED) {
+                    // LUF leaves read-only entries of freed frames until their reallocation.
+                    let luf = !write && self.luf.owed(pfn);
+                    if !self.folios.get(pfn).test(pg::ALLOCATED) && !luf {
                         self.invariant_fail(format!(
                             "CPU {cpu} accessed freed pfn {pfn} through a stale TLB entry (mm {mm} page {vp})"
                         ));
@@ -173,7 +175,9 @@ impl Kernel {
                         self.memcg.uncharge(nr);
                         return None;
                     }
-                    return Some(self.folios.alloc_order(flags, owner, index, order));
+                    let pfn = self.folios.alloc_order(flags, owner, index, order);
+                    self.luf_flush_on_alloc(cpu, pfn);
+                    return Some(pfn);
                 }
                 Charge::Throttled => return None,
                 Charge::Oom => {

@@ -5,6 +5,7 @@ pub mod huge_memory;
 pub mod kswapd;
 pub mod lru;
 pub mod lru_gen;
+pub mod luf;
 pub mod memcontrol;
 pub mod memory;
 pub mod oom_kill;

@@ -369,6 +369,7 @@ impl Kernel {
                 return false;
             }
             let pfn = self.folios.alloc_order(0, file as u32, first as u32, order);
+            self.luf_flush_on_alloc(cpu, pfn);
             if major || resume {
                 self.file_fill(cpu, file, first, nr);
             } else {

@@ -156,6 +156,7 @@ impl Kernel {
         let mut dirty = false;
         let mut vp = first;
         let end = first + nr_pages;
+        let luf = self.luf_may_defer(mm, pfn, first, end);
         while vp < end {
             let pte = self.mms[mm].ptes[vp as usize];
             if !(pte_present(pte) && pte_pfn(pte) == pfn) {
@@ -191,10 +192,12 @@ impl Kernel {
             let deferred = self.should_defer_flush(cpu, mm, flags);
             if self.oracle.watch.is_some() {
                 for p in vp..vp + nr {
-                    self.oracle_unmapped(cpu, mm, p, deferred);
+                    self.oracle_unmapped(cpu, mm, p, deferred, luf);
                 }
             }
-            if deferred {
+            if deferred && luf {
+                self.luf_defer(cpu, mm, pfn, vp, vp + nr);
+            } else if deferred {
                 self.set_tlb_ubc_flush_pending(cpu, ubc, mm, pteval, vp, vp + nr);
             } else {
                 // flush_tlb_range (tlb-batch off: flush_tlb_page, as before 4.3).

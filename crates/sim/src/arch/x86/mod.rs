@@ -1,2 +1,3 @@
+pub mod invlpgb;
 pub mod pgtable;
 pub mod tlb;

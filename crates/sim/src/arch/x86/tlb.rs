@@ -190,7 +190,10 @@ impl Kernel {
             freed_tables: false,
             trim_cpumask: false,
         };
-        if batch.cpumask.any_but(cpu) {
+        if self.invlpgb_enabled() && batch.unmapped_pages {
+            // 6.15+ with INVLPGB: one broadcast of every non-global translation, no IPIs.
+            self.invlpgb_flush_all_nonglobals(cpu);
+        } else if batch.cpumask.any_but(cpu) {
             let mask = batch.cpumask.clone();
             self.flush_tlb_multi(cpu, &mask, &info);
         } else if batch.cpumask.test(cpu) {
@@ -230,7 +233,9 @@ impl Kernel {
             freed_tables,
             trim_cpumask: false,
         };
-        if self.mms[mm].cpumask.any_but(cpu) {
+        if self.invlpgb.as_ref().is_some_and(|s| s.global(mm)) {
+            self.broadcast_tlb_flush(cpu, mm, start, end);
+        } else if self.mms[mm].cpumask.any_but(cpu) {
             // should_trim_cpumask: at most once a second (HZ) per mm.
             let now = self.cpus[cpu].clock;
             if now >= self.mms[mm].next_trim {
@@ -239,6 +244,7 @@ impl Kernel {
             }
             let mask = self.mms[mm].cpumask.clone();
             self.flush_tlb_multi(cpu, &mask, &info);
+            self.consider_global_asid(cpu, mm);
         } else if self.cpus[cpu].loaded_mm == Some(mm) {
             // Run locally with interrupts off (local_irq_disable around flush_tlb_func).
             let ns = self.flush_tlb_func(cpu, cpu, &info);
@@ -308,6 +314,10 @@ impl Kernel {
                 self.mms[m].cpumask.clear(cpu);
                 return 0;
             }
+        }
+        // Reload the ASID if the mm moved to a global one: INVLPGB keeps that one current.
+        if self.invlpgb_load_asid(cpu, Some(loaded)) {
+            return 0;
         }
         if self.cpus[cpu].is_lazy {
             // Only reached through the unconditional path: leave the borrowed mm.
@@ -385,6 +395,10 @@ impl Kernel {
         // Set the cpumask bit before reading tlb_gen, as the kernel orders them.
         self.mms[next].cpumask.set(cpu);
         self.cpus[cpu].loaded_mm = Some(next);
+        if self.invlpgb_load_asid(cpu, Some(next)) {
+            // choose_new_asid: a global ASID is always up to date (need_flush = 0).
+            return;
+        }
         let gen = self.mms[next].tlb_gen;
         let c = &mut self.cpus[cpu];
         if c.tlb.local_gen[next] < gen {
@@ -406,7 +420,7 @@ impl Kernel {
     pub fn check_tlb_coherent(&mut self, when: &str) {
         let mut errs = Vec::new();
         for cpu in 0..self.nr_cpus() {
-            for (mm, vp, pfn, _) in self.cpus[cpu].tlb.valid_entries() {
+            for (mm, vp, pfn, flags) in self.cpus[cpu].tlb.valid_entries() {
                 let pte = self.mms[mm].ptes[vp as usize];
                 let ok =
                     crate::mm::pgtable::pte_present(pte) && crate::mm::pgtable::pte_pfn(pte) == pfn;
@@ -414,6 +428,8 @@ impl Kernel {
                 // flushed by the kernel's ptep_clear_flush in wp_page_copy; we model that flush
                 // as free and exact (see user_access), so stale zero-page entries are harmless.
                 let ok = ok || pfn == crate::mm::pgtable::ZERO_PFN;
+                // LUF owes read-only entries a flush at the frame's reallocation.
+                let ok = ok || (flags & TLB_WRITABLE == 0 && self.luf.owed(pfn));
                 if !ok && self.tlb_entry_usable(cpu, mm) {
                     errs.push(format!(
                         "{when}: CPU {cpu} holds a usable TLB entry for mm {mm} page {vp} (pfn {pfn}) whose PTE is {pte:#x}"
@@ -429,8 +445,9 @@ impl Kernel {
     /// Invariant: nothing may map a folio being freed (called at free time when paranoid).
     pub fn check_no_tlb_maps(&mut self, mm: MmId, vp: u64, pfn: Pfn) {
         for cpu in 0..self.nr_cpus() {
-            if let Some((p, _)) = self.cpus[cpu].tlb.lookup(mm, vp) {
-                if p == pfn && self.tlb_entry_usable(cpu, mm) {
+            if let Some((p, flags)) = self.cpus[cpu].tlb.lookup(mm, vp) {
+                let luf = flags & TLB_WRITABLE == 0 && self.luf.owed(pfn);
+                if p == pfn && self.tlb_entry_usable(cpu, mm) && !luf {
                     self.invariant_fail(format!(
                         "CPU {cpu} holds a usable TLB entry for freed pfn {pfn} (mm {mm} page {vp})"
                     ));
