@@ -130,9 +130,24 @@ fn a_pinned_thread_first_seen_elsewhere_leaves_that_cpu_in_the_mask() {
             &[s.as_str()],
         )
     };
-    let (clean, _, _) = shootdowns(&run("0:0;1:1"));
-    let (stale, c0, c1) = shootdowns(&run("0:1;1:1"));
+    let (clean_doc, stale_doc) = (run("0:0;1:1"), run("0:1;1:1"));
+    let (clean, _, _) = shootdowns(&clean_doc);
+    let (stale, c0, c1) = shootdowns(&stale_doc);
     // CPU 1 stays in process 0's mask: CPU 0's reclaimer IPIs it for its own pages too.
     assert!(stale > clean * 1.2, "{clean} {stale}");
     assert!(c1 as f64 > 1.3 * c0 as f64, "CPU 0 {c0}, CPU 1 {c1}");
+    // Its move to its pin is a migration, as the host's trace counts it (set_task_cpu).
+    let migrations = |d: &reclaimlab_core::ResultDoc| -> Vec<u64> {
+        let tasks = d.runs[0].extra["placement"]["tasks"]
+            .as_array()
+            .unwrap()
+            .clone();
+        tasks
+            .iter()
+            .filter(|t| t["kind"] == "worker")
+            .map(|t| t["migrations"].as_u64().unwrap())
+            .collect()
+    };
+    assert_eq!(migrations(&clean_doc), vec![0, 0]);
+    assert_eq!(migrations(&stale_doc), vec![1, 0]);
 }

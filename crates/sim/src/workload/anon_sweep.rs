@@ -135,7 +135,9 @@ pub fn start_mm_cpus(w: &AnonSweep, p: usize, s: &StartCpus) -> Vec<CpuId> {
     cpus
 }
 
-/// The sweeping threads of process `p`, each starting on the CPU `sweepers` gives.
+/// The sweeping threads of process `p`, each starting on the CPU `sweepers` gives. A pinned
+/// one first seen elsewhere ran there before its sched_setaffinity moved it to its pin: its
+/// task_cpu was that CPU, so placing it on the pin counts the migration (set_task_cpu).
 pub fn clone_threads_onto(
     k: &mut Kernel,
     w: &AnonSweep,
@@ -150,5 +152,8 @@ pub fn clone_threads_onto(
         let pinned = w.cpu_of(p, t);
         let task = k.task_new(mm, pinned, s, end);
         k.tasks[task].initial_cpu = pinned.is_none().then_some(cpu);
+        if pinned.is_some_and(|pin| pin != cpu) {
+            k.sched.se[task].last_cpu = Some(cpu);
+        }
     }
 }
