@@ -2,6 +2,7 @@
 //! the kernel may differ — that is what a Before/After table is for), each with valid runs and
 //! sane figures. `compare` refuses otherwise, listing what differs.
 
+use crate::compare::{compare, Comparison};
 use crate::result::ResultDoc;
 use crate::units::{clip, clip_raw};
 use serde_json::Value;
@@ -32,6 +33,36 @@ fn flatten(prefix: &str, v: &Value, out: &mut BTreeMap<String, String>) {
             out.insert(prefix.to_string(), other.to_string());
         }
     }
+}
+
+/// The Before/After table of two results, refused (with the reasons) when either result is
+/// unusable or, unless `allow_mismatch`, when they differ in more than the kernel; allowed
+/// differences head the table.
+pub fn checked_compare(
+    before: &ResultDoc,
+    after: &ResultDoc,
+    all: bool,
+    allow_mismatch: bool,
+) -> Result<Comparison, String> {
+    let bad: Vec<String> = [unusable("before", before), unusable("after", after)].concat();
+    if !bad.is_empty() {
+        return Err(format!(
+            "cannot compare these results:\n  {}",
+            bad.join("\n  ")
+        ));
+    }
+    let differences = config_differences(before, after);
+    if !differences.is_empty() && !allow_mismatch {
+        return Err(format!(
+            "the two results differ in more than the kernel, so their deltas would not \
+             measure the kernel:\n  {}\n(--allow-mismatch compares them anyway, with these \
+             differences in the table's header)",
+            differences.join("\n  ")
+        ));
+    }
+    let mut c = compare(before, after, all);
+    c.differences = differences;
+    Ok(c)
 }
 
 /// Configuration differences between two results, one line per key (kernel keys excluded).
