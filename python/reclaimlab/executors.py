@@ -11,17 +11,22 @@ from typing import Any, Callable, Iterable, Iterator
 
 class LocalExecutor:
     """Processes on this machine (``concurrent.futures``), ``max_workers`` at once (default:
-    one per CPU)."""
+    one per CPU). ``start_method`` is multiprocessing's: ``fork`` by default where there is
+    one, since it does not re-run the caller's script (``spawn`` would, in a script without an
+    ``if __name__ == "__main__"`` guard); the workers only call into the simulator."""
 
-    def __init__(self, max_workers: int | None = None):
+    def __init__(self, max_workers: int | None = None, start_method: str | None = None):
+        import multiprocessing
+
         self.max_workers = max_workers or os.cpu_count() or 1
+        methods = multiprocessing.get_all_start_methods()
+        self.start_method = start_method or ("fork" if "fork" in methods else "spawn")
 
     def run(self, fn: Callable, jobs: Iterable[tuple[Any, tuple]]) -> Iterator[tuple[Any, Any]]:
         import multiprocessing
         from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
-        # spawn: a fresh interpreter per worker, safe whatever threads the caller runs.
-        ctx = multiprocessing.get_context("spawn")
+        ctx = multiprocessing.get_context(self.start_method)
         pool = ProcessPoolExecutor(max_workers=self.max_workers, mp_context=ctx)
         try:
             futures = {pool.submit(fn, *args): key for key, args in jobs}
