@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -58,3 +59,4 @@ def ray_cluster():
         yield ray.get_runtime_context().gcs_address
     finally:
         ray.shutdown()
+        shutil.rmtree(tmp, ignore_errors=True)
