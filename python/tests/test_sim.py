@@ -8,6 +8,8 @@ import pytest
 
 import reclaimlab
 
+from conftest import ROOT
+
 SMALL = {"machine.cpus": 64, "run.duration": "1s"}
 
 
@@ -51,6 +53,26 @@ def test_load_and_save_round_trip(before_after, tmp_path):
     assert reclaimlab.load(tmp_path / "copy.json").to_dict() == r.to_dict()
 
 
+def test_a_host_result_loads_and_compares_as_the_cli_does(tmp_path, cli):
+    # A stored validation suite keeps each configuration's host and sim results.
+    suite = json.loads((ROOT / "validation/results/2026-11-25-quiet-default.json").read_text())
+    cfg = next(c for c in suite["configs"] if c.get("host") and c.get("sim"))
+    files = {}
+    for side in ("host", "sim"):
+        files[side] = tmp_path / f"{side}.json"
+        files[side].write_text(json.dumps(cfg[side]))
+    host = reclaimlab.load(files["host"])
+    assert host.backend == "host" and host.to_dict() == cfg["host"]
+    df = host.to_pandas()
+    assert len(df) == len(cfg["host"]["runs"]) > 1
+    assert list(df.tlb_shootdowns) == [r["counters"]["tlb_shootdowns"] for r in host.runs]
+    want = json.loads(cli("compare", str(files["host"]), str(files["sim"]), "--json",
+                          "--allow-mismatch"))
+    got = reclaimlab.compare(host, files["sim"], allow_mismatch=True)
+    assert got.drop(columns="name").reset_index().to_dict("records") == want["rows"]
+    assert got.attrs["differences"] == want.get("differences", [])
+
+
 def test_compare_is_the_cli_table(before_after, cli):
     want = json.loads(cli("compare", str(before_after["before"]), str(before_after["after"]),
                           "--json"))
@@ -60,6 +82,17 @@ def test_compare_is_the_cli_table(before_after, cli):
     assert df.attrs["before"] == want["before"] and df.attrs["after"] == want["after"]
     assert df.loc["tlb_shootdowns", "name"] == "TLB shootdowns"
     assert df.loc["tlb_shootdowns", "delta"] < 0
+
+
+def test_compare_of_two_simulations_is_the_cli_compare_of_a_scenario(cli):
+    # The CLI compares the two results in memory; Python passes them through JSON and back.
+    want = json.loads(cli("compare", "stress-vm", "--before", "6.18", "--after",
+                          "6.18+batch-dirty-flush", "--set", "machine.cpus=8",
+                          "--set", "run.duration=1s", "--json"))
+    sims = [reclaimlab.sim("stress-vm", {"machine.cpus": 8, "run.duration": "1s"}, policy=p)
+            for p in ("6.18", "6.18+batch-dirty-flush")]
+    got = reclaimlab.compare(*sims)
+    assert got.drop(columns="name").reset_index().to_dict("records") == want["rows"]
 
 
 def test_compare_refuses_what_the_cli_refuses(before_after):
