@@ -51,8 +51,9 @@ def ray_cluster():
     """A local Ray cluster with 2 worker CPUs, started by this process; yields its address,
     which other drivers (subprocesses) connect to."""
     ray = pytest.importorskip("ray")
-    # A short temporary directory: Ray's socket paths must fit in 107 characters.
-    tmp = tempfile.mkdtemp(prefix="rl-ray-", dir="/tmp")
+    # A directory of its own (removed after), with a short name: Ray's socket paths must fit in
+    # 107 characters.
+    tmp = tempfile.mkdtemp(prefix="rl-ray-")
     ray.init(num_cpus=2, include_dashboard=False, _temp_dir=tmp, log_to_driver=False,
              configure_logging=False)
     try:
