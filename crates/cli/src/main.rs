@@ -28,7 +28,6 @@ mod sweep;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
-use reclaimlab_core::compare::compare;
 use reclaimlab_core::{ResultDoc, Scenario, Target};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -644,29 +643,10 @@ fn run(mut cli: Cli) -> Result<ExitCode> {
                      (--set only with a scenario)"
                 ),
             };
-            use reclaimlab_core::mismatch::{config_differences, unusable};
-            let bad: Vec<String> = [unusable("before", &b), unusable("after", &a)].concat();
-            if !bad.is_empty() {
-                bail!("cannot compare these results:\n  {}", bad.join("\n  "));
-            }
-            // Keys set per side differ by request: named under the table, not refused.
-            let (by_side, differences) =
-                split_side_differences(config_differences(&b, &a), &before_sets, &after_sets);
-            if !differences.is_empty() && !allow_mismatch {
-                bail!(
-                    "the two results differ in more than the kernel, so their deltas would not \
-                     measure the kernel:\n  {}\n(--allow-mismatch compares them anyway, with these \
-                     differences in the table's header)",
-                    differences.join("\n  ")
-                );
-            }
-            let mut c = compare(&b, &a, all);
-            c.differences = differences;
-            for d in by_side {
-                c.notes.push(format!(
-                    "the sides differ by --before-set/--after-set in {d}"
-                ));
-            }
+            let side_sets: Vec<String> = before_sets.iter().chain(&after_sets).cloned().collect();
+            let c =
+                reclaimlab_core::mismatch::checked_compare(&b, &a, all, allow_mismatch, &side_sets)
+                    .map_err(anyhow::Error::msg)?;
             if let Some(p) = &plot {
                 let title = format!("{}: {} vs {}", b.scenario, doc_policy(&b), doc_policy(&a));
                 plot::compare_plot(&c, &title, p)?;
@@ -918,29 +898,10 @@ fn doc_policy(d: &ResultDoc) -> String {
 }
 
 /// Simulate `scenario` under the kernel policy `spec` (PRESET[+PATCH...]).
-/// Split `config_differences` into those on keys given by --before-set/--after-set (the
-/// requested difference between two machines) and the rest.
-fn split_side_differences(
-    differences: Vec<String>,
-    before_sets: &[String],
-    after_sets: &[String],
-) -> (Vec<String>, Vec<String>) {
-    let keys: Vec<&str> = before_sets
-        .iter()
-        .chain(after_sets)
-        .filter_map(|s| s.split_once('=').map(|(k, _)| k.trim()))
-        .collect();
-    differences
-        .into_iter()
-        .partition(|d| keys.iter().any(|k| d.starts_with(&format!("{k}: "))))
-}
-
 fn simulate_policy(scenario: &str, sets: &[String], spec: &str) -> Result<ResultDoc> {
     let k = reclaimlab_core::policy::KernelPolicy::parse(spec).map_err(anyhow::Error::msg)?;
     let mut sets = sets.to_vec();
-    sets.push(format!("kernel.preset={:?}", k.preset));
-    let names: Vec<String> = k.added.iter().map(|p| format!("{:?}", p.name())).collect();
-    sets.push(format!("kernel.patches=[{}]", names.join(",")));
+    sets.extend(k.scenario_sets());
     let s = Scenario::load(scenario, &sets, Target::Sim)?;
     reclaimlab_host::workload::HostConfig::check_section(&s)?;
     finish_scenario(&s, reclaimlab_sim::run(&s, &Default::default()))

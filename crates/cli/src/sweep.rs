@@ -4,65 +4,10 @@
 
 use anyhow::{bail, Result};
 use rayon::prelude::*;
-use reclaimlab_core::compare::{compare, Comparison};
+use reclaimlab_core::sweep::{grid, point_sets};
+pub use reclaimlab_core::sweep::{Axis, Point};
 use reclaimlab_core::ResultDoc;
-use serde::Serialize;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-
-/// One `--vary KEY=V1,V2,...`.
-#[derive(Clone, Debug)]
-pub struct Axis {
-    pub key: String,
-    pub values: Vec<String>,
-}
-
-impl std::str::FromStr for Axis {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Axis, String> {
-        let (k, v) = s.split_once('=').ok_or_else(|| {
-            format!("bad --vary {s:?}: use KEY=V1,V2,... e.g. machine.cpus=2,4,8")
-        })?;
-        let values: Vec<String> = v
-            .split(',')
-            .map(|x| x.trim().to_string())
-            .filter(|x| !x.is_empty())
-            .collect();
-        if k.trim().is_empty() || values.is_empty() {
-            return Err(format!(
-                "bad --vary {s:?}: needs a key and at least one value"
-            ));
-        }
-        Ok(Axis {
-            key: k.trim().to_string(),
-            values,
-        })
-    }
-}
-
-#[derive(Debug, Serialize)]
-pub struct Point {
-    /// (key, value) for every axis, in --vary order.
-    pub at: Vec<(String, String)>,
-    pub comparison: Comparison,
-}
-
-/// Cartesian product of the axes, first axis varying slowest.
-pub fn grid(axes: &[Axis]) -> Vec<Vec<(String, String)>> {
-    let mut pts: Vec<Vec<(String, String)>> = vec![vec![]];
-    for a in axes {
-        pts = pts
-            .into_iter()
-            .flat_map(|p| {
-                a.values.iter().map(move |v| {
-                    let mut q = p.clone();
-                    q.push((a.key.clone(), v.clone()));
-                    q
-                })
-            })
-            .collect();
-    }
-    pts
-}
 
 /// Run every (point, policy) simulation on all cores (`sim` maps extra sets and a policy to a
 /// result), recording each finished simulation in `journal` (keyed "point/policy") and
@@ -115,8 +60,7 @@ where
             if let Some(d) = done.get(&key(j)) {
                 return Ok(d.clone());
             }
-            let sets: Vec<String> = pts[*i].iter().map(|(k, v)| format!("{k}={v}")).collect();
-            let d = sim(&sets, pol)?;
+            let d = sim(&point_sets(&pts[*i]), pol)?;
             if let Some(jn) = journal {
                 jn.record(&key(j), &d)?;
             }
@@ -131,10 +75,7 @@ where
     for at in pts {
         let b = docs.next().expect("one per job")?;
         let a = docs.next().expect("one per job")?;
-        out.push(Point {
-            at,
-            comparison: compare(&b, &a, false),
-        });
+        out.push(Point::new(at, &b, &a));
     }
     Ok(out)
 }
@@ -142,26 +83,6 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn grid_order() {
-        let axes: Vec<Axis> = ["a=1,2", "b=x,y,z"]
-            .iter()
-            .map(|s| s.parse().unwrap())
-            .collect();
-        let g = grid(&axes);
-        assert_eq!(g.len(), 6);
-        assert_eq!(
-            g[0],
-            vec![("a".into(), "1".into()), ("b".into(), "x".into())]
-        );
-        assert_eq!(
-            g[5],
-            vec![("a".into(), "2".into()), ("b".into(), "z".into())]
-        );
-        assert!("a".parse::<Axis>().is_err());
-        assert!("a=".parse::<Axis>().is_err());
-    }
 
     #[test]
     fn progress_counts_points_not_simulations() {

@@ -11,6 +11,7 @@ pub mod source;
 pub mod start_placement;
 pub mod stats;
 pub mod suite;
+pub mod sweep;
 pub mod units;
 pub mod validate;
 

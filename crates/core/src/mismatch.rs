@@ -2,6 +2,7 @@
 //! the kernel may differ — that is what a Before/After table is for), each with valid runs and
 //! sane figures. `compare` refuses otherwise, listing what differs.
 
+use crate::compare::{compare, Comparison};
 use crate::result::ResultDoc;
 use crate::units::{clip, clip_raw};
 use serde_json::Value;
@@ -32,6 +33,59 @@ fn flatten(prefix: &str, v: &Value, out: &mut BTreeMap<String, String>) {
             out.insert(prefix.to_string(), other.to_string());
         }
     }
+}
+
+/// The Before/After table of two results, refused (with the reasons) when either result is
+/// unusable or, unless `allow_mismatch`, when they differ in more than the kernel; allowed
+/// differences head the table.
+pub fn checked_compare(
+    before: &ResultDoc,
+    after: &ResultDoc,
+    all: bool,
+    allow_mismatch: bool,
+    side_sets: &[String],
+) -> Result<Comparison, String> {
+    let bad: Vec<String> = [unusable("before", before), unusable("after", after)].concat();
+    if !bad.is_empty() {
+        return Err(format!(
+            "cannot compare these results:\n  {}",
+            bad.join("\n  ")
+        ));
+    }
+    // Keys set per side (compare's --before-set/--after-set) differ by request: named under
+    // the table, not refused.
+    let (by_side, differences) =
+        split_side_differences(config_differences(before, after), side_sets);
+    if !differences.is_empty() && !allow_mismatch {
+        return Err(format!(
+            "the two results differ in more than the kernel, so their deltas would not \
+             measure the kernel:\n  {}\n(--allow-mismatch compares them anyway, with these \
+             differences in the table's header)",
+            differences.join("\n  ")
+        ));
+    }
+    let mut c = compare(before, after, all);
+    c.differences = differences;
+    for d in by_side {
+        c.notes.push(format!(
+            "the sides differ by --before-set/--after-set in {d}"
+        ));
+    }
+    Ok(c)
+}
+
+/// Split configuration differences into those of keys in `side_sets` (KEY=VALUE) and the rest.
+fn split_side_differences(
+    differences: Vec<String>,
+    side_sets: &[String],
+) -> (Vec<String>, Vec<String>) {
+    let keys: Vec<&str> = side_sets
+        .iter()
+        .filter_map(|s| s.split_once('=').map(|(k, _)| k.trim()))
+        .collect();
+    differences
+        .into_iter()
+        .partition(|d| keys.iter().any(|k| d.starts_with(&format!("{k}: "))))
 }
 
 /// Configuration differences between two results, one line per key (kernel keys excluded).

@@ -187,6 +187,20 @@ impl KernelPolicy {
     pub fn has_luf(&self) -> bool {
         self.has(Patch::Luf) || self.has(Patch::LufWritable)
     }
+
+    /// The `--set`s that make a scenario model this policy; given after the others, they win
+    /// over the scenario's own kernel keys (what `compare` and `sweep` simulate).
+    pub fn scenario_sets(&self) -> [String; 2] {
+        let names: Vec<String> = self
+            .added
+            .iter()
+            .map(|p| format!("{:?}", p.name()))
+            .collect();
+        [
+            format!("kernel.preset={:?}", self.preset),
+            format!("kernel.patches=[{}]", names.join(",")),
+        ]
+    }
 }
 
 impl fmt::Display for KernelPolicy {
@@ -209,6 +223,13 @@ mod tests {
         assert!(k.has(Patch::TlbBatch) && k.has(Patch::BatchDirtyFlush));
         assert!(!k.has(Patch::FileLargeFolioUnmap));
         assert_eq!(k.to_string(), "6.18+batch-dirty-flush");
+        assert_eq!(
+            k.scenario_sets(),
+            [
+                "kernel.preset=\"6.18\"",
+                "kernel.patches=[\"batch-dirty-flush\"]"
+            ]
+        );
         assert!(!KernelPolicy::parse("4.2").unwrap().has(Patch::TlbBatch));
         assert!(KernelPolicy::parse("7.0")
             .unwrap()
