@@ -19,7 +19,7 @@
 //! timing when the sender runs, with what the target has recorded so far.
 
 use crate::kernel::{CpuId, Kernel};
-use crate::timeline::Timeline;
+use crate::timeline::{partition_point_back, Timeline};
 use std::collections::VecDeque;
 
 /// Interrupts-off periods remembered per CPU (older ones are forgotten: an IPI at a time
@@ -92,11 +92,7 @@ impl Smp {
     fn remember(&mut self, cpu: CpuId, queued: u64, irq: CallIrq) {
         self.latest_entry[cpu] = self.latest_entry[cpu].max(irq.entry);
         let v = &mut self.irqs[cpu];
-        let at = if v.back().is_none_or(|&(q, _)| q < queued) {
-            v.len()
-        } else {
-            v.partition_point(|&(q, _)| q < queued)
-        };
+        let at = partition_point_back(v, |&(q, _)| q < queued);
         v.insert(at, (queued, irq));
         if v.len() > CSD_HISTORY {
             v.pop_front();
@@ -118,7 +114,7 @@ impl Smp {
             return None;
         }
         let v = &self.irqs[cpu];
-        let i = v.partition_point(|&(q, _)| q <= queued);
+        let i = partition_point_back(v, |&(q, _)| q <= queued);
         if i > 0 && queued < v[i - 1].1.entry {
             return Some(i - 1);
         }

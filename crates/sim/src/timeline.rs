@@ -28,10 +28,7 @@ impl Timeline {
 
     /// Index of the first interval starting after `t`.
     fn after(&self, t: u64) -> usize {
-        if self.iv.back().is_none_or(|&(s, _)| s <= t) {
-            return self.iv.len();
-        }
-        self.iv.partition_point(|&(s, _)| s <= t)
+        partition_point_back(&self.iv, |&(s, _)| s <= t)
     }
 
     /// The end of the interval holding `t`, if one does.
@@ -79,8 +76,15 @@ impl Timeline {
                 e = e.max(self.iv[j].1);
                 j += 1;
             }
-            self.iv.drain(i..j);
-            self.iv.insert(i, (s, e));
+            if j > i {
+                // Merged into the intervals [i, j): the first holds the union, the rest go.
+                self.iv[i] = (s, e);
+                if j > i + 1 {
+                    self.iv.drain(i + 1..j);
+                }
+            } else {
+                self.iv.insert(i, (s, e));
+            }
         }
         if self.iv.len() > self.cap {
             self.iv.pop_front();
@@ -88,9 +92,52 @@ impl Timeline {
     }
 }
 
+/// `v.partition_point(pred)` (`pred` true on a prefix of `v`, false after), searched from the
+/// back: galloping towards the front, then a binary search in the last stride. Events arrive
+/// nearly in time order, so the answer is usually near the end: O(log distance from the end).
+pub fn partition_point_back<T>(v: &VecDeque<T>, mut pred: impl FnMut(&T) -> bool) -> usize {
+    // Invariant: every element at or after `hi` fails `pred`.
+    let mut hi = v.len();
+    let mut stride = 1;
+    while hi > 0 {
+        let probe = hi.saturating_sub(stride);
+        if pred(&v[probe]) {
+            // The boundary is in (probe, hi].
+            let (mut lo, mut h) = (probe + 1, hi);
+            while lo < h {
+                let mid = lo + (h - lo) / 2;
+                if pred(&v[mid]) {
+                    lo = mid + 1;
+                } else {
+                    h = mid;
+                }
+            }
+            return lo;
+        }
+        hi = probe;
+        stride *= 2;
+    }
+    0
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Timeline;
+    use super::{partition_point_back, Timeline};
+    use std::collections::VecDeque;
+
+    #[test]
+    fn partition_point_back_matches_partition_point() {
+        for n in 0..40u64 {
+            let v: VecDeque<u64> = (0..n).map(|x| x * 2).collect();
+            for t in 0..(2 * n + 2) {
+                assert_eq!(
+                    partition_point_back(&v, |&x| x <= t),
+                    v.partition_point(|&x| x <= t),
+                    "n {n} t {t}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn intervals_merge_and_gaps_are_found() {
