@@ -213,6 +213,7 @@ impl CheckConfig {
             passes: self.passes,
             file_pageout: self.file_pageout,
             mprotect: self.mprotect,
+            describe: true,
         })
     }
 
@@ -319,7 +320,9 @@ impl CheckReport {
 
 /// Run the exhaustive search.
 pub fn check(cfg: &CheckConfig) -> Result<CheckReport, String> {
-    let model = cfg.model()?;
+    let mut model = cfg.model()?;
+    // The search needs verdicts only; a counterexample's steps are described when replayed.
+    model.describe = false;
     let t0 = Instant::now();
     let out = search::bfs(&model, cfg.depth, cfg.max_states, cfg.check_model);
     let seconds = t0.elapsed().as_secs_f64();
