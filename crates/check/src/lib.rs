@@ -229,6 +229,7 @@ impl CheckConfig {
             mprotect: self.mprotect,
             // 4.2 predates the series: it ignores the CPU's INVLPGB.
             invlpgb: self.invlpgb && self.policy.uses_invlpgb(),
+            describe: true,
         })
     }
 
@@ -349,7 +350,9 @@ impl CheckReport {
 
 /// Run the exhaustive search.
 pub fn check(cfg: &CheckConfig) -> Result<CheckReport, String> {
-    let model = cfg.model()?;
+    let mut model = cfg.model()?;
+    // The search needs verdicts only; a counterexample's steps are described when replayed.
+    model.describe = false;
     let t0 = Instant::now();
     let out = search::bfs(&model, cfg.depth, cfg.max_states, cfg.check_model);
     let seconds = t0.elapsed().as_secs_f64();

@@ -161,6 +161,96 @@ pub struct Model {
     /// x86 with INVLPGB (6.15+): `arch_tlbbatch_flush` is a broadcast of every non-global
     /// translation on every CPU plus TLBSYNC, no IPIs.
     pub invlpgb: bool,
+    /// Build each step's [`Event::detail`] text. The search turns it off (it only needs the
+    /// verdict; a counterexample is replayed with it on), which saves formatting a sentence
+    /// for each of millions of transitions.
+    pub describe: bool,
+}
+
+/// A step's detail text while it is built: nothing at all when the model does not describe
+/// ([`Model::describe`] off), so the search formats and allocates nothing.
+#[derive(Default)]
+enum Detail {
+    #[default]
+    Off,
+    Static(&'static str),
+    Text(String),
+}
+
+impl Detail {
+    fn into_string(self) -> String {
+        match self {
+            Detail::Off => String::new(),
+            Detail::Static(s) => s.to_string(),
+            Detail::Text(s) => s,
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        match self {
+            Detail::Off => "",
+            Detail::Static(s) => s,
+            Detail::Text(s) => s,
+        }
+    }
+}
+
+impl From<&'static str> for Detail {
+    fn from(s: &'static str) -> Detail {
+        Detail::Static(s)
+    }
+}
+
+impl std::ops::AddAssign<&str> for Detail {
+    fn add_assign(&mut self, rhs: &str) {
+        match self {
+            Detail::Off => {}
+            Detail::Static(s) => *self = Detail::Text(format!("{s}{rhs}")),
+            Detail::Text(s) => s.push_str(rhs),
+        }
+    }
+}
+
+impl std::ops::AddAssign<&Detail> for Detail {
+    fn add_assign(&mut self, rhs: &Detail) {
+        *self += rhs.as_str();
+    }
+}
+
+impl std::ops::Add<&str> for Detail {
+    type Output = Detail;
+    fn add(mut self, rhs: &str) -> Detail {
+        self += rhs;
+        self
+    }
+}
+
+impl std::fmt::Display for Detail {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `format!` for a step's detail: formatted only when the model describes its steps.
+macro_rules! det {
+    ($model:expr, $($arg:tt)*) => {
+        if $model.describe {
+            Detail::Text(format!($($arg)*))
+        } else {
+            Detail::Off
+        }
+    };
+}
+
+/// [`det!`] as a `String` (empty when the model does not describe its steps).
+macro_rules! dets {
+    ($model:expr, $($arg:tt)*) => {
+        if $model.describe {
+            format!($($arg)*)
+        } else {
+            String::new()
+        }
+    };
 }
 
 /// Where reclaim is in `shrink_folio_list`.
@@ -206,7 +296,7 @@ pub struct Pc {
 }
 
 /// The whole mutable state. Bitmasks: pages in `u8`, CPUs in `u8`, mms in `u8`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct State {
     /// The mm loaded on each CPU (`cpu_tlbstate.loaded_mm`).
     pub cpu_mm: [u8; MAX_CPUS],
@@ -245,6 +335,65 @@ pub struct State {
     /// `flush_tlb_batched_pending` has run since.
     pub batched_pending: u8,
     pub pc: Pc,
+}
+
+/// Bytes in [`State::pack`].
+const PACKED: usize = 56;
+
+impl State {
+    /// Every field in a fixed byte layout (equal states, equal bytes), for hashing.
+    fn pack(&self) -> [u8; PACKED] {
+        let mut b = [0u8; PACKED];
+        let mut n = 0;
+        let mut put = |x: &[u8]| {
+            b[n..n + x.len()].copy_from_slice(x);
+            n += x.len();
+        };
+        put(&self.cpu_mm);
+        put(&self.stale);
+        for c in 0..MAX_CPUS {
+            put(&self.tlb[c]);
+            put(&self.doomed[c]);
+        }
+        put(&self.cpumask);
+        put(&self.pte_present);
+        put(&self.pte_dirty);
+        put(&self.wp);
+        put(&[
+            self.lazy,
+            self.unsaved,
+            self.freed,
+            self.f_locked,
+            self.f_dirty,
+            self.f_swapcache,
+            self.f_removed,
+            self.free_batch,
+            self.dirty_batch,
+            self.ubc_cpus,
+            self.ubc_flush_required as u8,
+            self.ubc_writable as u8,
+            self.batched_pending,
+        ]);
+        let pc = &self.pc;
+        put(&[
+            pc.phase as u8,
+            pc.folio,
+            pc.mm,
+            pc.page,
+            pc.pass,
+            pc.batch as u8,
+            pc.resume,
+        ]);
+        b
+    }
+}
+
+/// The visited set hashes a state as its packed bytes: a few word-sized rounds instead of one
+/// per field.
+impl std::hash::Hash for State {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        h.write(&self.pack());
+    }
 }
 
 /// One transition chosen by the explorer.
@@ -485,7 +634,8 @@ impl Model {
                 (
                     Event {
                         function: "enter_lazy_tlb",
-                        detail: format!(
+                        detail: dets!(
+                            self,
                             "cpu{cpu} switches to a kernel thread; mm{m} stays loaded (lazy TLB)"
                         ),
                     },
@@ -498,7 +648,7 @@ impl Model {
                 (
                     Event {
                         function: "flush_tlb_func",
-                        detail: format!(
+                        detail: dets!(self,
                             "cpu{cpu} runs another mm: leaves mm_cpumask(mm{mm}) (cpumask trim); its mm{mm} entries stay, guarded by tlb_gen"
                         ),
                     },
@@ -517,7 +667,7 @@ impl Model {
                 (
                     Event {
                         function,
-                        detail: format!(
+                        detail: dets!(self,
                             "the broadcast invalidation for mm{mm} page {page} takes effect on cpu{cpu} before {waiter}"
                         ),
                     },
@@ -541,7 +691,7 @@ impl Model {
             };
             let ev = Event {
                 function: "store (TLB hit)",
-                detail: format!(
+                detail: dets!(self,
                     "cpu{cpu} stores to mm{m} page {p} through its cached writable+dirty TLB entry, no page walk ({pte})"
                 ),
             };
@@ -569,7 +719,7 @@ impl Model {
             return (
                 Event {
                     function: "store (page walk, TLB fill)",
-                    detail: format!(
+                    detail: dets!(self,
                         "cpu{cpu} stores to mm{m} page {p}: walk {} PTE dirty, fills a writable+dirty TLB entry",
                         if was { "finds" } else { "sets" }
                     ),
@@ -590,7 +740,7 @@ impl Model {
         (
             Event {
                 function: func,
-                detail: format!(
+                detail: dets!(self,
                     "cpu{cpu} faults on mm{m}'s cleared PTE for page {p}; folio {f} found in the {} cache, mapped again writable+dirty, store retried",
                     if func == "do_swap_page" { "swap" } else { "page" }
                 ),
@@ -612,9 +762,9 @@ impl Model {
         s.lazy &= !(1 << cpu);
         s.cpu_mm[c] = mm;
         let mut detail = if prev == mm {
-            format!("cpu{cpu} leaves lazy mode back to mm{mm}")
+            det!(self, "cpu{cpu} leaves lazy mode back to mm{mm}")
         } else {
-            format!("cpu{cpu} switches mm{prev} -> mm{mm}")
+            det!(self, "cpu{cpu} switches mm{prev} -> mm{mm}")
         };
         if self.arch == Arch::X86 {
             if prev != mm {
@@ -624,7 +774,7 @@ impl Model {
             if stale && self.mutation != Some(Mutation::SwitchIgnoresTlbGen) {
                 let had = s.tlb[c][m];
                 self.flush_local(s, c, m);
-                detail += &format!(
+                detail += &det!(self,
                     "; local tlb_gen behind mm{mm}'s: full flush (TLB_FLUSH_ON_TASK_SWITCH), drops entries {}",
                     list(had, "p")
                 );
@@ -639,7 +789,7 @@ impl Model {
         (
             Event {
                 function: "switch_mm_irqs_off",
-                detail,
+                detail: detail.into_string(),
             },
             None,
         )
@@ -658,7 +808,7 @@ impl Model {
     }
 
     /// `set_tlb_ubc_flush_pending` → `arch_tlbbatch_add_pending`.
-    fn set_tlb_ubc_flush_pending(&self, s: &mut State, m: usize, pages: u8, dirty: bool) -> String {
+    fn set_tlb_ubc_flush_pending(&self, s: &mut State, m: usize, pages: u8, dirty: bool) -> Detail {
         let d = match self.arch {
             Arch::X86 => {
                 // inc_mm_tlb_gen: every CPU's view of this mm is now behind.
@@ -666,7 +816,8 @@ impl Model {
                     s.stale[c] |= 1 << m;
                 }
                 s.ubc_cpus |= s.cpumask[m];
-                format!(
+                det!(
+                    self,
                     "set_tlb_ubc_flush_pending: inc_mm_tlb_gen(mm{m}), batch cpumask |= {}",
                     list(s.cpumask[m], "cpu")
                 )
@@ -676,14 +827,14 @@ impl Model {
                 for c in 1..self.cpus as usize {
                     let x = s.tlb[c][m] & pages;
                     s.doomed[c][m] |= x;
-                    if x != 0 {
+                    if x != 0 && self.describe {
                         hit.push(format!("cpu{c}{}", list(x, "p")));
                     }
                 }
-                format!(
+                det!(self,
                     "set_tlb_ubc_flush_pending: broadcast TLBI issued without DSB (in flight for {})",
                     if hit.is_empty() {
-                        "no cached entry".to_string()
+                        "no cached entry".into()
                     } else {
                         hit.join(" ")
                     }
@@ -703,7 +854,7 @@ impl Model {
     }
 
     /// `flush_tlb_range` right away (no batching).
-    fn flush_tlb_range(&self, s: &mut State, m: usize, pages: u8) -> String {
+    fn flush_tlb_range(&self, s: &mut State, m: usize, pages: u8) -> Detail {
         match self.arch {
             Arch::X86 => {
                 for c in 0..self.cpus as usize {
@@ -717,7 +868,8 @@ impl Model {
                         done |= 1 << c;
                     }
                 }
-                format!(
+                det!(
+                    self,
                     "flush_tlb_range now: inc_mm_tlb_gen(mm{m}), IPI flush on {}",
                     list(done, "cpu")
                 )
@@ -727,7 +879,7 @@ impl Model {
                     s.tlb[c][m] &= !pages;
                     s.doomed[c][m] &= !pages;
                 }
-                "flush_tlb_range now: TLBI + DSB".to_string()
+                "flush_tlb_range now: TLBI + DSB".into()
             }
         }
     }
@@ -748,13 +900,16 @@ impl Model {
     /// instead of `current->tlb_ubc` (so neither `try_to_unmap_flush_dirty` nor the free
     /// batch's `try_to_unmap_flush` waits for it). The generation bump (x86) or the TLBIs
     /// (arm64) of `arch_tlbbatch_add_pending` still happen.
-    fn luf_defer(&self, s: &mut State, m: usize, pages: u8) -> String {
-        let d = match self.arch {
+    fn luf_defer(&self, s: &mut State, m: usize, pages: u8) -> Detail {
+        let d: Detail = match self.arch {
             Arch::X86 => {
                 for c in 0..self.cpus as usize {
                     s.stale[c] |= 1 << m;
                 }
-                format!("LUF: inc_mm_tlb_gen(mm{m}), flush deferred to the frame's reallocation")
+                det!(
+                    self,
+                    "LUF: inc_mm_tlb_gen(mm{m}), flush deferred to the frame's reallocation"
+                )
             }
             Arch::Arm64 => {
                 for c in 1..self.cpus as usize {
@@ -774,7 +929,7 @@ impl Model {
 
     /// x86 INVLPGB's `arch_tlbbatch_flush`: invlpgb_flush_all_nonglobals then TLBSYNC; every
     /// CPU's entries of every mm are gone, no IPI (the mutation skips the TLBSYNC).
-    fn invlpgb_flush_all(&self, s: &mut State) -> String {
+    fn invlpgb_flush_all(&self, s: &mut State) -> Detail {
         for c in 1..self.cpus as usize {
             for m in 0..self.mms as usize {
                 if self.mutation == Some(Mutation::InvlpgbNoTlbsync) {
@@ -794,7 +949,7 @@ impl Model {
     }
 
     /// `arch_tlbbatch_flush`.
-    fn arch_tlbbatch_flush(&self, s: &mut State) -> String {
+    fn arch_tlbbatch_flush(&self, s: &mut State) -> Detail {
         match self.arch {
             Arch::X86 if self.invlpgb => self.invlpgb_flush_all(s),
             Arch::X86 => {
@@ -805,19 +960,25 @@ impl Model {
                         continue;
                     }
                     if s.lazy & (1 << c) != 0 {
-                        done.push(format!("cpu{c}:lazy-skipped"));
+                        if self.describe {
+                            done.push(format!("cpu{c}:lazy-skipped"));
+                        }
                         continue;
                     }
                     let lm = s.cpu_mm[cu] as usize;
                     if s.stale[cu] & (1 << lm) != 0 {
                         self.flush_local(s, cu, lm);
-                        done.push(format!("cpu{c}:flushed mm{lm}"));
+                        if self.describe {
+                            done.push(format!("cpu{c}:flushed mm{lm}"));
+                        }
                     } else {
-                        done.push(format!("cpu{c}:mm{lm} current"));
+                        if self.describe {
+                            done.push(format!("cpu{c}:mm{lm} current"));
+                        }
                     }
                 }
                 s.ubc_cpus = 0;
-                format!("arch_tlbbatch_flush: IPIs [{}]", done.join(", "))
+                det!(self, "arch_tlbbatch_flush: IPIs [{}]", done.join(", "))
             }
             Arch::Arm64 => {
                 for c in 0..self.cpus as usize {
@@ -826,25 +987,26 @@ impl Model {
                         s.doomed[c][m] = 0;
                     }
                 }
-                "arch_tlbbatch_flush: DSB ISH completes every TLBI in flight".to_string()
+                "arch_tlbbatch_flush: DSB ISH completes every TLBI in flight".into()
             }
         }
     }
 
-    fn try_to_unmap_flush(&self, s: &mut State) -> String {
+    fn try_to_unmap_flush(&self, s: &mut State) -> Detail {
         if s.ubc_flush_required {
             let d = self.arch_tlbbatch_flush(s);
             s.ubc_flush_required = false;
             s.ubc_writable = false;
             d
         } else {
-            "nothing pending".to_string()
+            "nothing pending".into()
         }
     }
 
-    fn try_to_unmap_flush_dirty(&self, s: &mut State) -> String {
+    fn try_to_unmap_flush_dirty(&self, s: &mut State) -> Detail {
         if self.behaviour.unsafe_defer_dirty_flush {
-            return format!(
+            return det!(
+                self,
                 "UNSAFE policy: skipped (writable={}, flush stays pending)",
                 s.ubc_writable
             );
@@ -852,15 +1014,15 @@ impl Model {
         if s.ubc_writable {
             self.try_to_unmap_flush(s)
         } else if s.ubc_flush_required {
-            "writable not set: only clean PTEs pending, no flush".to_string()
+            "writable not set: only clean PTEs pending, no flush".into()
         } else {
-            "nothing pending".to_string()
+            "nothing pending".into()
         }
     }
 
     /// `flush_tlb_mm`: the whole mm, now (x86: bump tlb_gen, IPI the CPUs running it;
     /// arm64: TLBI by ASID + DSB).
-    fn flush_tlb_mm(&self, s: &mut State, m: usize) -> String {
+    fn flush_tlb_mm(&self, s: &mut State, m: usize) -> Detail {
         self.flush_tlb_range(s, m, self.mapped[m])
     }
 
@@ -871,30 +1033,26 @@ impl Model {
     fn mprotect(&self, s: &mut State, cpu: u8, p: u8) -> Event {
         let m = s.cpu_mm[cpu as usize] as usize;
         let bit = 1u8 << p;
-        let mut d = format!("cpu{cpu}: mprotect(PROT_READ) mm{m} page {p}: ");
+        let mut d = det!(self, "cpu{cpu}: mprotect(PROT_READ) mm{m} page {p}: ");
         if s.batched_pending & (1 << m) != 0 {
             if self.mutation == Some(Mutation::NoFlushBatchedPending) {
                 d += "MUTATION: flush_tlb_batched_pending skipped; ";
             } else {
                 s.batched_pending &= !(1 << m);
-                d += &format!(
-                    "flush_tlb_batched_pending → flush_tlb_mm ({}); ",
-                    self.flush_tlb_mm(s, m)
-                );
+                let flush = self.flush_tlb_mm(s, m);
+                d += &det!(self, "flush_tlb_batched_pending → flush_tlb_mm ({flush}); ");
             }
         }
         s.wp[m] |= bit;
         if s.pte_present[m] & bit != 0 {
-            d += &format!(
-                "PTE write-protected, {}; returns",
-                self.flush_tlb_range(s, m, bit)
-            );
+            let flush = self.flush_tlb_range(s, m, bit);
+            d += &det!(self, "PTE write-protected, {flush}; returns");
         } else {
             d += "PTE already cleared: nothing to write-protect or flush; returns";
         }
         Event {
             function: "change_pte_range",
-            detail: d,
+            detail: d.into_string(),
         }
     }
 
@@ -950,7 +1108,7 @@ impl Model {
     }
 
     /// After the last `try_to_unmap_one`: the dirty/clean decision of shrink_folio_list.
-    fn after_unmap(&self, s: &mut State, f: u8) -> String {
+    fn after_unmap(&self, s: &mut State, f: u8) -> Detail {
         let fo = self.folios[f as usize];
         let fb = 1u8 << f;
         if s.f_dirty & fb != 0 {
@@ -987,11 +1145,11 @@ impl Model {
         let pc = s.pc;
         let f = pc.folio;
         let fb = 1u8 << f;
-        let (function, detail, viol): (&'static str, String, Option<Violation>) = match pc.phase {
+        let (function, detail, viol): (&'static str, Detail, Option<Violation>) = match pc.phase {
             Phase::Lock => {
                 let fo = self.folios[f as usize];
                 s.f_locked |= fb;
-                let mut d = format!("folio {f} ({:?}, {} page(s)) locked", fo.kind, fo.nr);
+                let mut d = det!(self, "folio {f} ({:?}, {} page(s)) locked", fo.kind, fo.nr);
                 if fo.kind == FolioKind::Anon && s.f_swapcache & fb == 0 {
                     s.f_swapcache |= fb;
                     s.f_dirty |= fb;
@@ -1031,7 +1189,8 @@ impl Model {
                 };
                 s.pte_present[m] &= !run;
                 s.pte_dirty[m] &= !run;
-                let mut d = format!(
+                let mut d = det!(
+                    self,
                     "folio {f}: get_and_clear_ptes mm{m} {} (dirty={dirty}); ",
                     list(run, "p")
                 );
@@ -1064,12 +1223,12 @@ impl Model {
                 self.goto(s, Phase::Pageout, f);
                 (
                     "try_to_unmap_flush_dirty",
-                    format!("before folio {f}'s pageout: {d}"),
+                    det!(self, "before folio {f}'s pageout: {d}"),
                     None,
                 )
             }
             Phase::Pageout | Phase::BatchPageout => {
-                let mut d = String::new();
+                let mut d = det!(self, "");
                 if pc.phase == Phase::BatchPageout {
                     s.dirty_batch &= !fb;
                     s.f_locked |= fb;
@@ -1078,14 +1237,17 @@ impl Model {
                 if self.refs_mapped(s, f) {
                     // is_page_cache_freeable: the mapping's references make pageout keep it.
                     s.f_locked &= !fb;
-                    d += &format!("folio {f} was mapped again by a fault: PAGE_KEEP, folio_unlock");
+                    d += &det!(
+                        self,
+                        "folio {f} was mapped again by a fault: PAGE_KEEP, folio_unlock"
+                    );
                     self.next_folio(s, Some(f));
                 } else {
                     let fo = self.folios[f as usize];
                     s.f_dirty &= !fb;
                     s.unsaved &= !fo.mask();
                     s.f_locked &= !fb;
-                    d += &format!(
+                    d += &det!(self,
                         "folio {f}: folio_clear_dirty_for_io; {} copies {} to {} (snapshot), folio_unlock; synchronous write done",
                         match fo.kind {
                             FolioKind::Anon => "swap_writeout",
@@ -1106,7 +1268,7 @@ impl Model {
                 let d = if self.refs_mapped(s, f) || s.f_dirty & fb != 0 {
                     s.f_locked &= !fb;
                     self.next_folio(s, Some(f));
-                    format!(
+                    det!(self,
                         "folio {f}: refcount freeze fails (mapped) or folio dirty again: keep, folio_unlock"
                     )
                 } else {
@@ -1117,7 +1279,7 @@ impl Model {
                     } else {
                         self.next_folio(s, Some(f));
                     }
-                    format!(
+                    det!(self,
                         "folio {f}: refcount frozen, deleted from the {} cache; added to free_folios",
                         match self.folios[f as usize].kind {
                             FolioKind::Anon => "swap",
@@ -1148,7 +1310,7 @@ impl Model {
                     }
                     s.freed |= mask;
                 }
-                let d = format!("frees folios {}", list(s.free_batch, "f"));
+                let d = det!(self, "frees folios {}", list(s.free_batch, "f"));
                 s.free_batch = 0;
                 if pc.phase == Phase::FreeBatchFree {
                     self.next_folio(s, Some(f));
@@ -1167,13 +1329,23 @@ impl Model {
                 self.goto(s, Phase::BatchPageout, g);
                 (
                     "try_to_unmap_flush_dirty",
-                    format!("once for the dirty batch {}: {d}", list(s.dirty_batch, "f")),
+                    det!(
+                        self,
+                        "once for the dirty batch {}: {d}",
+                        list(s.dirty_batch, "f")
+                    ),
                     None,
                 )
             }
             Phase::Done => unreachable!("reclaim is done"),
         };
-        (Event { function, detail }, viol)
+        (
+            Event {
+                function,
+                detail: detail.into_string(),
+            },
+            viol,
+        )
     }
 
     /// Consistency of the model itself (not the property): checked on every state by the

@@ -230,6 +230,10 @@ enum Cmd {
         /// valid run or with impossible figures are refused regardless.
         #[arg(long)]
         allow_mismatch: bool,
+        /// Simulations run at once (default: one per core; 1 runs them one after another).
+        /// The results do not depend on it: each simulation is deterministic on its own.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+        jobs: Option<u16>,
     },
     /// Run a scenario on the host and in the simulator (as this machine) and print the
     /// per-stolen-page ratios side by side with the sim's relative error (host part needs root).
@@ -291,7 +295,7 @@ enum Cmd {
         #[arg(long, requires = "suite")]
         resume: bool,
     },
-    /// Simulate a grid of scenario variations under two policies (in parallel on all cores) and
+    /// Simulate a grid of scenario variations under two policies (in parallel: --jobs) and
     /// print each metric's Before/After delta per grid point; --plot draws them (SVG or PNG).
     #[command(after_help = KEYS_HELP)]
     Sweep {
@@ -329,6 +333,10 @@ enum Cmd {
         /// Continue the interrupted sweep whose journal is FILE.partial (same arguments).
         #[arg(long, requires = "out")]
         resume: bool,
+        /// Simulations run at once (default: one per core; 1 runs them one after another).
+        /// The results do not depend on it: each simulation is deterministic on its own.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+        jobs: Option<u16>,
     },
     /// Search every interleaving of user stores, context switches and reclaim's steps on a tiny
     /// machine for a store through a stale TLB entry (lost write or use-after-free write).
@@ -593,6 +601,7 @@ fn run(mut cli: Cli) -> Result<ExitCode> {
             raw_names,
             plot,
             allow_mismatch,
+            jobs,
             ..
         } => {
             if profile.is_some() && before.is_none() {
@@ -628,10 +637,12 @@ fn run(mut cli: Cli) -> Result<ExitCode> {
                             }
                             r
                         };
-                        let (b, a) = rayon::join(
-                            || side(&before, &before_sets),
-                            || side(&after, &after_sets),
-                        );
+                        let (b, a) = with_jobs(jobs, || {
+                            rayon::join(
+                                || side(&before, &before_sets),
+                                || side(&after, &after_sets),
+                            )
+                        })?;
                         if let Some(b) = bar {
                             b.finish_and_clear();
                         }
@@ -732,6 +743,7 @@ fn run(mut cli: Cli) -> Result<ExitCode> {
             json,
             out,
             resume,
+            jobs,
         } => {
             push_profile(&mut sets, profile);
             if let Some(p) = &plot {
@@ -766,19 +778,21 @@ fn run(mut cli: Cli) -> Result<ExitCode> {
                     b.set_position(done as u64);
                 }
             };
-            let points = match sweep::run_kept(
-                &vary,
-                &before,
-                &after,
-                |extra, pol| {
-                    let mut all = sets.clone();
-                    all.extend_from_slice(extra);
-                    simulate_policy(&scenario, &all, pol)
-                },
-                jn.as_ref(),
-                done,
-                &show,
-            ) {
+            let points = match with_jobs(jobs, || {
+                sweep::run_kept(
+                    &vary,
+                    &before,
+                    &after,
+                    |extra, pol| {
+                        let mut all = sets.clone();
+                        all.extend_from_slice(extra);
+                        simulate_policy(&scenario, &all, pol)
+                    },
+                    jn.as_ref(),
+                    done,
+                    &show,
+                )
+            })? {
                 Err(e) if jn.is_some() => return jn.expect("journal").fail(Err(e)),
                 r => r?,
             };
@@ -997,6 +1011,19 @@ fn repetition_text(i: usize, n: usize, frac: f64) -> String {
 
 /// A bar over whole things (`{pos}/{len} UNIT`), on stderr when it is a terminal and not
 /// with --json.
+/// Run `f` on a pool of `jobs` threads (`--jobs`; None: rayon's global pool, one per core).
+fn with_jobs<R: Send>(jobs: Option<u16>, f: impl FnOnce() -> R + Send) -> Result<R> {
+    match jobs {
+        None => Ok(f()),
+        Some(n) => {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(n.into())
+                .build()?;
+            Ok(pool.install(f))
+        }
+    }
+}
+
 fn progress_bar(json: bool, unit: &str) -> Option<ProgressBar> {
     if json || !std::io::stderr().is_terminal() {
         return None;

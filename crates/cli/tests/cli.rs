@@ -315,3 +315,64 @@ fn help_says_where_the_keys_are_and_every_default() {
         "{out}"
     );
 }
+
+/// `--jobs` changes how many simulations run at once, never their results.
+#[test]
+fn jobs_do_not_change_sweep_or_compare_results() {
+    let small = [
+        "--set",
+        "machine.cpus=2",
+        "--set",
+        "workload.bytes=16M",
+        "--set",
+        "memcg.limit=4M",
+        "--set",
+        "run.duration=100ms",
+    ];
+    let sweep = |jobs: &str| {
+        let mut a = vec![
+            "sweep",
+            "stress-vm",
+            "--vary",
+            "workload.workers=1,2",
+            "--after",
+            "6.18+batch-dirty-flush",
+            "--json",
+            "--jobs",
+            jobs,
+        ];
+        a.extend_from_slice(&small);
+        let (code, out, err) = run(&a);
+        assert_eq!(code, 0, "{err}");
+        out
+    };
+    assert_eq!(sweep("1"), sweep("2"));
+    assert_eq!(sweep("1"), sweep("3"));
+    let compare = |jobs: &str| {
+        let mut a = vec![
+            "compare",
+            "stress-vm",
+            "--before",
+            "6.18",
+            "--after",
+            "6.18+batch-dirty-flush",
+            "--json",
+            "--jobs",
+            jobs,
+        ];
+        a.extend_from_slice(&small);
+        let (code, out, err) = run(&a);
+        assert_eq!(code, 0, "{err}");
+        out
+    };
+    assert_eq!(compare("1"), compare("2"));
+    let (code, _, err) = run(&[
+        "sweep",
+        "stress-vm",
+        "--vary",
+        "machine.cpus=2",
+        "--jobs",
+        "0",
+    ]);
+    assert_eq!(code, 2, "{err}");
+}

@@ -21,6 +21,8 @@ use crate::mm::memory::Access;
 use crate::sched::RunQueues;
 use crate::workload::{AccessModel, Sweep};
 use rand::Rng;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::rc::Rc;
 
 /// What the engine needs while the kernel runs: run queues and the workload's access model.
@@ -32,6 +34,8 @@ pub struct Runner {
     /// The run queues are lent out (a scheduler or kswapd call is in progress): no reclaim
     /// preemption window may open then, since its steps may need to schedule.
     pub rqs_out: bool,
+    /// The reclaim preemption window's heap (kept to reuse its allocation).
+    pub window: BinaryHeap<Reverse<(u64, CpuId)>>,
 }
 
 pub struct Engine<'a> {
@@ -46,6 +50,7 @@ impl<'a> Engine<'a> {
             rqs: RunQueues::new(n),
             model: Rc::new(model),
             rqs_out: false,
+            window: BinaryHeap::new(),
         };
         Engine { k, progress: None }
     }
@@ -71,8 +76,9 @@ impl<'a> Engine<'a> {
     pub fn run_until(&mut self, until: u64, total: u64) {
         let mut next_progress = 0;
         let mut watchdog = crate::watchdog::Watchdog::default();
+        let mut order = CpuOrder::default();
         loop {
-            let cpu = self.k.next_cpu(None);
+            let cpu = order.next(&self.k);
             // A sleeping task's timer fires once every busy CPU has reached it.
             if let Some(at) = self.k.next_timer() {
                 if at < until && cpu.is_none_or(|c| at <= self.k.cpus[c].clock) {
@@ -143,6 +149,46 @@ impl<'a> Engine<'a> {
     }
 }
 
+/// The busy CPUs by (clock, id), for the engine's "step the busy CPU with the smallest clock":
+/// a lazy heap, as in the reclaim preemption window. Clocks only move forward, so an entry
+/// whose CPU's clock has moved on is a lower bound and is pushed again with the clock; a CPU
+/// only becomes busy in a context switch, after which the heap is built again. The same CPU
+/// as a scan of every CPU, in O(log n) per step instead of O(n).
+#[derive(Default)]
+struct CpuOrder {
+    heap: BinaryHeap<Reverse<(u64, CpuId)>>,
+    built_at: Option<u64>,
+}
+
+impl CpuOrder {
+    /// The busy CPU with the smallest clock (ties by CPU id).
+    fn next(&mut self, k: &Kernel) -> Option<CpuId> {
+        if self.built_at != Some(k.context_switches) {
+            self.built_at = Some(k.context_switches);
+            self.heap.clear();
+            for (i, c) in k.cpus.iter().enumerate() {
+                if c.curr.is_some() {
+                    self.heap.push(Reverse((c.clock, i)));
+                }
+            }
+        }
+        while let Some(&Reverse((clock, i))) = self.heap.peek() {
+            let c = &k.cpus[i];
+            debug_assert!(c.clock >= clock, "CPU {i}'s clock went back");
+            if c.curr.is_none() {
+                self.heap.pop();
+            } else if c.clock != clock {
+                let now = c.clock;
+                // The top moves down: replace it in place.
+                *self.heap.peek_mut().expect("top") = Reverse((now, i));
+            } else {
+                return Some(i);
+            }
+        }
+        None
+    }
+}
+
 impl Kernel {
     /// Run `f` with the run queues (taken out of the kernel for the call).
     pub fn with_rqs<R>(&mut self, f: impl FnOnce(&mut Kernel, &mut RunQueues) -> R) -> R {
@@ -152,20 +198,6 @@ impl Kernel {
         self.runner.rqs_out = outer;
         self.runner.rqs = rqs;
         r
-    }
-
-    /// The busy CPU with the smallest clock (ties by CPU id), other than `except`.
-    fn next_cpu(&self, except: Option<CpuId>) -> Option<CpuId> {
-        let mut best: Option<CpuId> = None;
-        for (i, c) in self.cpus.iter().enumerate() {
-            if c.curr.is_some()
-                && Some(i) != except
-                && best.is_none_or(|b| c.clock < self.cpus[b].clock)
-            {
-                best = Some(i);
-            }
-        }
-        best
     }
 
     /// A preemption point inside reclaim on `cpu` (`sim.interleave = "folio"`): every other
@@ -188,19 +220,41 @@ impl Kernel {
         }
         self.in_reclaim_preempt = true;
         let until = self.cpus[cpu].clock;
+        // The CPUs to run, by (clock, id), smallest first: a lazy heap. Clocks only move
+        // forward, so an entry whose CPU's clock has moved on since it was pushed is a lower
+        // bound and is pushed again with the CPU's clock; an entry that matches is the
+        // smallest of every CPU that may run. A CPU only becomes busy in a context switch,
+        // which invalidates the heap (`context_switches`): it is built again from all CPUs.
+        // Same choice, step for step, as scanning every CPU each time.
+        let mut heap = std::mem::take(&mut self.runner.window);
         let mut parked: Vec<CpuId> = Vec::new();
+        let mut built_at = None;
         loop {
-            let next = (0..self.nr_cpus())
-                .filter(|&i| {
-                    i != cpu
-                        && self.cpus[i].curr.is_some()
-                        && self.cpus[i].clock < until
-                        && !parked.contains(&i)
-                })
-                .min_by_key(|&i| (self.cpus[i].clock, i));
-            let Some(c) = next else { break };
-            let t = self.cpus[c].curr.expect("busy CPU");
-            if self.cpus[c].clock >= self.cpus[c].next_tick
+            if built_at != Some(self.context_switches) {
+                built_at = Some(self.context_switches);
+                heap.clear();
+                for (i, c) in self.cpus.iter().enumerate() {
+                    if i != cpu && c.curr.is_some() && c.clock < until && !parked.contains(&i) {
+                        heap.push(Reverse((c.clock, i)));
+                    }
+                }
+            }
+            let Some(Reverse((clock, c))) = heap.pop() else {
+                break;
+            };
+            let now = self.cpus[c].clock;
+            debug_assert!(now >= clock, "CPU {c}'s clock went back");
+            let Some(t) = self.cpus[c].curr else {
+                // Idle now; it can only become busy again through a context switch.
+                continue;
+            };
+            if now != clock {
+                if now < until {
+                    heap.push(Reverse((now, c)));
+                }
+                continue;
+            }
+            if now >= self.cpus[c].next_tick
                 || self.tasks[t].kthread
                 || matches!(
                     self.sched.se[t].class,
@@ -215,7 +269,13 @@ impl Kernel {
             }
             self.engine_step(c, t);
             self.preempt_steps += 1;
+            let now = self.cpus[c].clock;
+            if now < until {
+                heap.push(Reverse((now, c)));
+            }
         }
+        heap.clear();
+        self.runner.window = heap;
         self.in_reclaim_preempt = false;
     }
 

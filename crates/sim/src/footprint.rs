@@ -17,11 +17,11 @@ pub const DEFAULT_MAX_MODEL_BYTES: u64 = 4 << 30;
 
 /// Host bytes per element, from the structs' layouts (kernel.rs Mm::ptes and File::cache
 /// hold a u64 per page; mm/folio.rs Folio is 24 bytes plus its LRU links; arch/x86/tlb.rs
-/// Entry is 24 bytes plus a victim byte per set).
+/// holds an 8-byte key and a 12-byte Entry per way plus a victim byte per set).
 const PTE_BYTES: u64 = 8;
 const CACHE_SLOT_BYTES: u64 = 8;
 const FOLIO_BYTES: u64 = 32;
-const TLB_ENTRY_BYTES: u64 = 25;
+const TLB_ENTRY_BYTES: u64 = 21;
 /// Per (CPU, mm): the TLB's epoch and tlb_gen, and the mm's cpumask bit.
 const PER_CPU_MM_BYTES: u64 = 16;
 const TASK_BYTES: u64 = 256;

@@ -150,6 +150,8 @@ pub struct Kernel {
     pub in_reclaim_preempt: bool,
     /// Engine steps other CPUs ran inside reclaim preemption windows.
     pub preempt_steps: u64,
+    /// Context switches so far (any CPU): a CPU's `curr` changes only in one.
+    pub context_switches: u64,
     /// Set by the engine's watchdog when the run stopped making progress (engine.rs).
     pub stalled: Option<String>,
     /// machine.arch (`set_arch`; x86 unless set).
@@ -240,6 +242,7 @@ impl Kernel {
             runner: Default::default(),
             in_reclaim_preempt: false,
             preempt_steps: 0,
+            context_switches: 0,
             stalled: None,
             arch: crate::arch::Arch::X86,
             arm64_tlbi_range: true,

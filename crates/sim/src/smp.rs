@@ -19,8 +19,7 @@
 //! timing when the sender runs, with what the target has recorded so far.
 
 use crate::kernel::{CpuId, Kernel};
-use crate::timeline::Timeline;
-use std::collections::VecDeque;
+use crate::timeline::{partition_point_back, History, Timeline};
 
 /// Interrupts-off periods remembered per CPU (older ones are forgotten: an IPI at a time
 /// before all of them finds interrupts on).
@@ -63,7 +62,7 @@ struct CallIrq {
 pub struct Smp {
     pub irq_off: Vec<IrqOff>,
     /// Per CPU, (first call queued, interrupt), sorted by the first.
-    irqs: Vec<VecDeque<(u64, CallIrq)>>,
+    irqs: Vec<History<(u64, CallIrq)>>,
     /// Per CPU, the latest handler entry remembered: a call queued at or after it finds the
     /// queue empty (a fast path).
     latest_entry: Vec<u64>,
@@ -80,7 +79,7 @@ impl Smp {
     pub fn new(nr_cpus: usize) -> Smp {
         Smp {
             irq_off: vec![IrqOff::default(); nr_cpus],
-            irqs: vec![VecDeque::new(); nr_cpus],
+            irqs: vec![History::new(); nr_cpus],
             latest_entry: vec![0; nr_cpus],
             calls: 0,
             calls_sharing_irq: 0,
@@ -92,11 +91,7 @@ impl Smp {
     fn remember(&mut self, cpu: CpuId, queued: u64, irq: CallIrq) {
         self.latest_entry[cpu] = self.latest_entry[cpu].max(irq.entry);
         let v = &mut self.irqs[cpu];
-        let at = if v.back().is_none_or(|&(q, _)| q < queued) {
-            v.len()
-        } else {
-            v.partition_point(|&(q, _)| q < queued)
-        };
+        let at = partition_point_back(v.as_slice(), |&(q, _)| q < queued);
         v.insert(at, (queued, irq));
         if v.len() > CSD_HISTORY {
             v.pop_front();
@@ -118,7 +113,8 @@ impl Smp {
             return None;
         }
         let v = &self.irqs[cpu];
-        let i = v.partition_point(|&(q, _)| q <= queued);
+        let v = v.as_slice();
+        let i = partition_point_back(v, |&(q, _)| q <= queued);
         if i > 0 && queued < v[i - 1].1.entry {
             return Some(i - 1);
         }

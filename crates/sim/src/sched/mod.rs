@@ -281,6 +281,7 @@ impl Kernel {
             self.sched.busy_ns[cpu] += ran;
         }
         self.cpus[cpu].curr = next;
+        self.context_switches += 1;
         match next {
             Some(t) => {
                 self.tasks[t].cpu = Some(cpu);

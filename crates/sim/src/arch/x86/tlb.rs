@@ -15,18 +15,25 @@ pub const TLB_DIRTY: u8 = 2;
 /// `end` of a full flush (TLB_FLUSH_ALL).
 pub const TLB_FLUSH_ALL: u64 = u64::MAX;
 
+/// An entry's payload; its key is in `CpuTlb::keys` (a set's keys are searched first, in two
+/// cache lines, and the payload is read only on a match).
 #[derive(Clone, Copy)]
 struct Entry {
-    /// mm << 32 | vpage; u64::MAX when never filled.
-    key: u64,
     pfn: Pfn,
     epoch: u32,
     flags: u8,
 }
 
+/// Key of a never-filled or INVLPG'd way.
+const NO_KEY: u64 = u64::MAX;
+
 pub struct CpuTlb {
     sets: usize,
+    /// `sets - 1` when `sets` is a power of two (the set index is then a mask, not a division).
+    set_mask: Option<usize>,
     ways: usize,
+    /// Per way: mm << 32 | vpage; NO_KEY when never filled.
+    keys: Vec<u64>,
     entries: Vec<Entry>,
     victim: Vec<u8>,
     /// Per mm: entries with an older epoch were flushed.
@@ -44,10 +51,11 @@ impl CpuTlb {
         let sets = entries / ways;
         CpuTlb {
             sets,
+            set_mask: sets.is_power_of_two().then(|| sets - 1),
             ways,
+            keys: vec![NO_KEY; sets * ways],
             entries: vec![
                 Entry {
-                    key: u64::MAX,
                     pfn: 0,
                     epoch: 0,
                     flags: 0
@@ -65,60 +73,67 @@ impl CpuTlb {
         self.local_gen.push(0);
     }
 
+    #[inline]
     fn set_of(&self, mm: MmId, vp: u64) -> usize {
-        ((vp as usize).wrapping_add(mm.wrapping_mul(7919))) % self.sets
+        let h = (vp as usize).wrapping_add(mm.wrapping_mul(7919));
+        match self.set_mask {
+            Some(m) => h & m,
+            None => h % self.sets,
+        }
     }
 
-    fn valid(&self, e: &Entry) -> bool {
-        e.key != u64::MAX && e.epoch == self.epoch[(e.key >> 32) as usize]
+    /// Is way `i` (holding key `k`) usable: filled, and not flushed since (its mm's epoch)?
+    #[inline]
+    fn valid(&self, i: usize, k: u64) -> bool {
+        k != NO_KEY && self.entries[i].epoch == self.epoch[(k >> 32) as usize]
     }
 
     /// A usable entry for (mm, vp): (pfn, flags).
+    #[inline]
     pub fn lookup(&self, mm: MmId, vp: u64) -> Option<(Pfn, u8)> {
         let s = self.set_of(mm, vp) * self.ways;
         let k = key(mm, vp);
-        self.entries[s..s + self.ways]
-            .iter()
-            .find(|e| e.key == k && self.valid(e))
-            .map(|e| (e.pfn, e.flags))
+        let keys = &self.keys[s..s + self.ways];
+        for (w, &kk) in keys.iter().enumerate() {
+            if kk == k && self.valid(s + w, k) {
+                let e = &self.entries[s + w];
+                return Some((e.pfn, e.flags));
+            }
+        }
+        None
     }
 
-    /// Fill after a page walk, replacing an invalid way or round-robin.
+    /// Fill after a page walk: the way already holding (mm, vp) if one does (usable or not),
+    /// else the last unusable way, else the set's round-robin victim.
     pub fn fill(&mut self, mm: MmId, vp: u64, pfn: Pfn, flags: u8) {
         let set = self.set_of(mm, vp);
         let s = set * self.ways;
         let k = key(mm, vp);
         let epoch = self.epoch[mm];
-        let mut slot = None;
-        for i in s..s + self.ways {
-            let e = &self.entries[i];
-            if e.key == k || !self.valid(e) {
-                slot = Some(i);
-                if e.key == k {
-                    break;
-                }
-            }
-        }
+        let keys = &self.keys[s..s + self.ways];
+        let slot = match keys.iter().position(|&kk| kk == k) {
+            Some(w) => Some(s + w),
+            None => (0..self.ways)
+                .rev()
+                .map(|w| s + w)
+                .find(|&i| !self.valid(i, self.keys[i])),
+        };
         let i = slot.unwrap_or_else(|| {
             let v = self.victim[set] as usize;
             self.victim[set] = ((v + 1) % self.ways) as u8;
             s + v
         });
-        self.entries[i] = Entry {
-            key: k,
-            pfn,
-            epoch,
-            flags,
-        };
+        self.keys[i] = k;
+        self.entries[i] = Entry { pfn, epoch, flags };
     }
 
     /// INVLPG of one page of `mm`.
     pub fn flush_one(&mut self, mm: MmId, vp: u64) {
         let s = self.set_of(mm, vp) * self.ways;
         let k = key(mm, vp);
-        for e in &mut self.entries[s..s + self.ways] {
-            if e.key == k {
-                e.key = u64::MAX;
+        for kk in &mut self.keys[s..s + self.ways] {
+            if *kk == k {
+                *kk = NO_KEY;
             }
         }
     }
@@ -130,10 +145,14 @@ impl CpuTlb {
 
     /// Every usable entry (mm, vpage, pfn, flags), for invariant checks.
     pub fn valid_entries(&self) -> impl Iterator<Item = (MmId, u64, Pfn, u8)> + '_ {
-        self.entries
+        self.keys
             .iter()
-            .filter(|e| self.valid(e))
-            .map(|e| ((e.key >> 32) as MmId, e.key & 0xffff_ffff, e.pfn, e.flags))
+            .enumerate()
+            .filter(|&(i, &k)| self.valid(i, k))
+            .map(|(i, &k)| {
+                let e = &self.entries[i];
+                ((k >> 32) as MmId, k & 0xffff_ffff, e.pfn, e.flags)
+            })
     }
 }
 
