@@ -335,7 +335,7 @@ pub struct CheckReport {
     pub exhausted: bool,
     pub seconds: f64,
     pub counterexample: Option<Counterexample>,
-    /// The counterexample replayed through the simulator's own reclaim functions (issue 5),
+    /// The counterexample replayed through the simulator's own reclaim functions,
     /// or why it could not be.
     pub sim_replay: Option<sim_replay::SimReplay>,
     pub notes: Vec<String>,

@@ -1,4 +1,4 @@
-//! Replaying a counterexample in the simulator (issue 5): the checker's schedule, stage by
+//! Replaying a counterexample in the simulator: the checker's schedule, stage by
 //! stage, through `reclaimlab_sim::replay`, which runs the simulator's own `try_to_unmap`,
 //! `pageout`, flush and free functions and user stores, with the simulator's lost-write oracle
 //! as the judge. A counterexample the simulator also loses data on is a real lost write in

@@ -1,4 +1,4 @@
-//! Counterexamples replayed in the simulator (issue 5): the checker's schedule run through the
+//! Counterexamples replayed in the simulator: the checker's schedule run through the
 //! simulator's own reclaim functions must lose the same write, and the same interleaving under
 //! a safe policy must not.
 

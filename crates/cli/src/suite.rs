@@ -1,4 +1,4 @@
-//! `reclaimlab validate`: one scenario, or a suite of configurations (`--suite FILE`, issue 6),
+//! `reclaimlab validate`: one scenario, or a suite of configurations (`--suite FILE`),
 //! each run on the host (`bench`) and then in the simulator modelling this machine (its CPU
 //! count and memory), compared per stolen page (`reclaimlab_core::validate`).
 

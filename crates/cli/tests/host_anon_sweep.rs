@@ -1,4 +1,4 @@
-//! Real-kernel tests of anon-sweep (issue 6): a short bench whose anonymous memory is reclaimed
+//! Real-kernel tests of anon-sweep: a short bench whose anonymous memory is reclaimed
 //! with no OOM kill and nothing left behind, and a CI-sized validation suite (two
 //! configurations, short runs) through both backends. Accuracy is reported, not asserted.
 //!

@@ -1,4 +1,4 @@
-//! Real-kernel tests of `reclaimlab bench` (issue 2): short runs whose counters must move, and
+//! Real-kernel tests of `reclaimlab bench`: short runs whose counters must move, and
 //! the "leaves nothing behind" guarantee on every exit path (success, SIGINT, SIGTERM, injected
 //! error, injected panic, workload hang/timeout, workload killed).
 //!

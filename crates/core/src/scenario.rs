@@ -237,7 +237,7 @@ impl KswapdMmapRead {
     }
 }
 
-/// The project's own anonymous-memory load (issue 6): processes × threads sweeping their
+/// The project's own anonymous-memory load: processes × threads sweeping their
 /// process's buffer, every thread placed where the scenario says, no OOM at sane sizes.
 #[derive(Clone, Debug, Serialize)]
 pub struct AnonSweep {

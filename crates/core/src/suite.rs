@@ -1,4 +1,4 @@
-//! Validation suites (issue 6): a TOML file listing configurations, each a scenario with
+//! Validation suites: a TOML file listing configurations, each a scenario with
 //! `--set` overrides, that `reclaimlab validate --suite FILE` runs on the host and in the
 //! simulator. Format (see validation/default.toml):
 //!

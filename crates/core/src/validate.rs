@@ -7,7 +7,7 @@ use crate::result::{ResultDoc, RunResult};
 use crate::stats::summarize;
 use serde::Serialize;
 
-/// Numerators divided by `pgsteal_anon` (issue 3's and issue 6's validation ratios).
+/// Numerators divided by `pgsteal_anon` (the validation ratios).
 pub const RATIOS: &[&str] = &[
     "tlb_shootdowns",
     "function_call_interrupts",

@@ -156,9 +156,7 @@ impl Policy {
     }
 
     /// Resolve `kernel.preset` + `kernel.patches` through the shared registry
-    /// (reclaimlab_core::policy). Patches other than tlb-batch, batch-dirty-flush, file-large-folio-unmap, mglru and
-    /// mglru-dirty-reactivate are not
-    /// modelled yet.
+    /// (reclaimlab_core::policy).
     pub fn from_scenario(scn: &Scenario) -> anyhow::Result<Policy> {
         use reclaimlab_core::policy::KernelPolicy;
         let kp = KernelPolicy::new(&scn.kernel.preset, &scn.kernel.patches)
@@ -171,23 +169,6 @@ impl Policy {
         kp: &reclaimlab_core::policy::KernelPolicy,
     ) -> anyhow::Result<Policy> {
         use reclaimlab_core::policy::Patch;
-        let modelled = [
-            Patch::TlbBatch,
-            Patch::BatchDirtyFlush,
-            Patch::FileLargeFolioUnmap,
-            Patch::UnsafeDeferDirtyFlush,
-            Patch::ClearFlushYoungPtes,
-            Patch::Mglru,
-            Patch::MglruDirtyReactivate,
-            Patch::Luf,
-            Patch::LufWritable,
-        ];
-        if let Some(p) = kp.patches.iter().find(|p| !modelled.contains(p)) {
-            anyhow::bail!(
-                "policy {} is not modelled by the simulator yet (issue 4)",
-                p.name()
-            );
-        }
         let tlb_batch = kp.has(Patch::TlbBatch);
         Ok(Policy {
             name: kp.to_string(),

@@ -1,4 +1,4 @@
-//! End-of-run invariant checks (issue 3): LRU membership, charge, counters, TLB coherence,
+//! End-of-run invariant checks: LRU membership, charge, counters, TLB coherence,
 //! and the accounting that ties PTEs, folios, swap slots and the memcg together.
 
 use crate::kernel::{Backing, Kernel};

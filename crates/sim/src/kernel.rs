@@ -142,7 +142,7 @@ pub struct Kernel {
     pub invariant_errors: Vec<String>,
     /// Dirty file folios reclaim tagged PG_reclaim, for the flusher (wakeup_flusher_threads).
     pub writeback_queue: Vec<crate::mm::folio::Pfn>,
-    /// The lost-write oracle (issue 5).
+    /// The lost-write oracle.
     pub oracle: crate::oracle::Oracle,
     /// Run queues and access model, for the engine and reclaim preemption points.
     pub runner: crate::engine::Runner,

@@ -1,4 +1,4 @@
-//! The lost-write oracle (issue 5), on in every run unless `sim.oracle = false`.
+//! The lost-write oracle, on in every run unless `sim.oracle = false`.
 //!
 //! Each frame (folio) carries a content version, bumped by every store that lands in it, and
 //! the version its backing copy (swap slot or file) was last written from. `pageout`

@@ -1,5 +1,5 @@
-//! Step-by-step replay of a reclaim schedule through the simulator's own kernel functions
-//! (issue 5). The engine runs a whole direct-reclaim call as one step, so no other CPU can
+//! Step-by-step replay of a reclaim schedule through the simulator's own kernel functions.
+//! The engine runs a whole direct-reclaim call as one step, so no other CPU can
 //! store between `pageout` and the flush that follows it; a schedule from `reclaimlab check`
 //! names each `shrink_folio_list` stage and each user store, and this module runs them in that
 //! order on a tiny machine, with the lost-write oracle (crate::oracle) judging the outcome.

@@ -1,4 +1,4 @@
-//! anon-sweep in the model (issue 6): placement decides who gets shootdowns, dirty PTEs decide
+//! anon-sweep in the model: placement decides who gets shootdowns, dirty PTEs decide
 //! how many, and the write ratio's random draws stay deterministic.
 
 mod common;

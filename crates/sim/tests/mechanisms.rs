@@ -1,4 +1,4 @@
-//! Mechanism tests (issue 3): each sets up a tiny machine by hand and checks one kernel
+//! Mechanism tests: each sets up a tiny machine by hand and checks one kernel
 //! behaviour through the model's own counters.
 
 mod common;

@@ -1,4 +1,4 @@
-//! The lost-write oracle in ordinary simulations (issue 5): with reclaim preemption points
+//! The lost-write oracle in ordinary simulations: with reclaim preemption points
 //! (`sim.interleave = "folio"`) other CPUs store while reclaim's flushes are pending, and the
 //! deliberately unsafe policy loses writes while the kernel's policies do not.
 

@@ -1,4 +1,4 @@
-//! `anon-sweep` (issue 6): one forked worker process per `workload.processes`, each joining the
+//! `anon-sweep`: one forked worker process per `workload.processes`, each joining the
 //! memcg, mapping `workload.bytes` of private anonymous memory and running `workload.threads`
 //! threads that share it, each pinned where `AnonSweep::cpu_of` says (unpinned for "all").
 //!

@@ -1,4 +1,4 @@
-//! `anon-sweep` (issue 6): `processes` processes, each its own mm with `bytes` of anonymous
+//! `anon-sweep`: `processes` processes, each its own mm with `bytes` of anonymous
 //! memory, each with `threads` threads sharing that mm (so one mm runs on several CPUs and its
 //! mm_cpumask holds all of them), pinned as `workload.cpus` says or placed by the scheduler.
 //!
