@@ -1,6 +1,7 @@
 //! `cargo bench -p reclaimlab-sim [-- SCENARIO [KEY=VALUE...]]`: simulate the 16-CPU seed-000
-//! stress-vm scenario (60 simulated seconds) and print simulated events per second, wall time,
-//! peak RSS and bytes per simulated 4 KiB page.
+//! stress-vm scenario (60 simulated seconds) and print simulated seconds per wall second and per
+//! CPU second (user + system: what to compare on a shared machine), simulated events per
+//! second, wall time, peak RSS and bytes per simulated 4 KiB page.
 //!
 //! `cargo bench -p reclaimlab-sim -- --oracle-cost [SCENARIO [KEY=VALUE...]]` instead runs the
 //! scenario alternately with the lost-write oracle off and on (5 times each) and prints the
@@ -70,9 +71,11 @@ fn main() {
     let scn = Scenario::load(&name, &sets, Target::Sim).expect("scenario");
     let base_kib = vm_hwm_kib();
     let t = Instant::now();
+    let cpu0 = cpu_seconds();
     let doc = reclaimlab_sim::run(&scn, &Default::default()).expect("simulation");
     scn.finish().expect("scenario keys");
     let wall = t.elapsed().as_secs_f64();
+    let cpu = cpu_seconds() - cpu0;
     let run = &doc.runs[0];
     let c = &run.counters;
     let events = run.extra["sim_steps"].as_u64().unwrap_or(0)
@@ -90,9 +93,11 @@ fn main() {
     };
     let hwm = vm_hwm_kib();
     println!(
-        "scenario {name}: {:.1} simulated s in {wall:.2} s wall ({:.2}x real time)",
+        "scenario {name}: {:.1} simulated s in {wall:.2} s wall ({:.2} simulated s per wall s), \
+         {cpu:.2} s CPU ({:.2} simulated s per CPU s)",
         run.wall_seconds,
-        run.wall_seconds / wall
+        run.wall_seconds / wall,
+        run.wall_seconds / cpu.max(0.01)
     );
     println!(
         "simulated events: {events} ({:.2} M/s; steps + faults + scanned pages + shootdowns)",
