@@ -21,7 +21,7 @@
 //!   spinlock is FIFO among waiters that are spinning at the same time).
 
 use crate::kernel::{CpuId, Kernel};
-use crate::timeline::Timeline;
+use crate::timeline::BlockTimeline;
 
 /// Holds remembered per lock (see the module doc).
 pub const LOCK_HISTORY: usize = 4096;
@@ -32,7 +32,7 @@ pub const FOLIO_BATCH_SIZE: u32 = 31;
 /// One spinlock: its busy periods and its statistics.
 #[derive(Clone, Debug)]
 pub struct SpinLock {
-    holds: Timeline,
+    holds: BlockTimeline,
     /// Acquisitions, those that had to spin, and the total spin time (ns).
     pub acquired: u64,
     pub contended: u64,
@@ -44,7 +44,7 @@ pub struct SpinLock {
 impl Default for SpinLock {
     fn default() -> SpinLock {
         SpinLock {
-            holds: Timeline::new(LOCK_HISTORY),
+            holds: BlockTimeline::new(LOCK_HISTORY),
             acquired: 0,
             contended: 0,
             wait_ns: 0,

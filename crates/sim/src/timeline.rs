@@ -80,6 +80,8 @@ impl<T> std::ops::IndexMut<usize> for History<T> {
     }
 }
 
+/// The intervals in one vector (searched from the back): the cheapest while requests come
+/// near the latest interval, as a CPU's interrupts-off windows do.
 #[derive(Clone, Debug, Default)]
 pub struct Timeline {
     iv: History<(u64, u64)>,
@@ -167,6 +169,191 @@ impl Timeline {
     }
 }
 
+/// Intervals per block at most (a block that grows past it is split in two halves).
+const BLOCK: usize = 128;
+
+/// The intervals in order, in blocks of at most [`BLOCK`], for a lock shared by every CPU: with
+/// many CPUs a lagging one's request lands far behind the latest holds, and inserting it moves at most one block's
+/// tail instead of everything after it. Searches go from the back (blocks by their first start,
+/// then within the block).
+#[derive(Clone, Debug, Default)]
+pub struct BlockTimeline {
+    blocks: Vec<Vec<(u64, u64)>>,
+    len: usize,
+    cap: usize,
+}
+
+/// A place in a [`BlockTimeline`]: (block, index in it); `(blocks.len(), 0)` is the end. Always
+/// normalized: the index is inside its block unless the place is the end.
+type Pos = (usize, usize);
+
+impl BlockTimeline {
+    pub fn new(cap: usize) -> BlockTimeline {
+        BlockTimeline {
+            blocks: Vec::new(),
+            len: 0,
+            cap,
+        }
+    }
+
+    /// The latest end of any interval kept (0 when empty): nothing is busy at or after it.
+    pub fn last_end(&self) -> u64 {
+        self.blocks
+            .last()
+            .and_then(|b| b.last())
+            .map_or(0, |&(_, e)| e)
+    }
+
+    fn end(&self) -> Pos {
+        (self.blocks.len(), 0)
+    }
+
+    fn get(&self, p: Pos) -> (u64, u64) {
+        self.blocks[p.0][p.1]
+    }
+
+    fn next(&self, p: Pos) -> Pos {
+        if p.1 + 1 < self.blocks[p.0].len() {
+            (p.0, p.1 + 1)
+        } else {
+            (p.0 + 1, 0)
+        }
+    }
+
+    fn prev(&self, p: Pos) -> Option<Pos> {
+        if p.1 > 0 {
+            Some((p.0, p.1 - 1))
+        } else if p.0 > 0 {
+            Some((p.0 - 1, self.blocks[p.0 - 1].len() - 1))
+        } else {
+            None
+        }
+    }
+
+    /// The first interval starting after `t`.
+    fn after(&self, t: u64) -> Pos {
+        // Blocks whose first interval starts at or before t.
+        let k = partition_point_back(&self.blocks, |b| b[0].0 <= t);
+        if k == 0 {
+            return (0, 0);
+        }
+        let b = &self.blocks[k - 1];
+        let i = partition_point_back(b, |&(s, _)| s <= t);
+        if i == b.len() {
+            (k, 0)
+        } else {
+            (k - 1, i)
+        }
+    }
+
+    /// The end of the interval holding `t`, if one does.
+    pub fn busy_until(&self, t: u64) -> Option<u64> {
+        if t >= self.last_end() {
+            return None;
+        }
+        let q = self.prev(self.after(t))?;
+        let (_, e) = self.get(q);
+        (e > t).then_some(e)
+    }
+
+    /// The start of the first gap at or after `t` that holds `len` ns.
+    pub fn first_fit(&self, t: u64, len: u64) -> u64 {
+        let mut s = t;
+        if s >= self.last_end() {
+            return s;
+        }
+        let mut p = self.after(s);
+        if let Some(q) = self.prev(p) {
+            let (_, e) = self.get(q);
+            if e > s {
+                s = e;
+            }
+        }
+        let end = self.end();
+        while p != end {
+            let (is, ie) = self.get(p);
+            if is >= s + len.max(1) {
+                break;
+            }
+            s = s.max(ie);
+            p = self.next(p);
+        }
+        s
+    }
+
+    /// Add [start, end), merged with the intervals it overlaps or touches.
+    pub fn add(&mut self, start: u64, end: u64) {
+        if end <= start {
+            return;
+        }
+        if self.len == 0 || self.last_end() < start {
+            match self.blocks.last_mut() {
+                Some(b) if b.len() < BLOCK => b.push((start, end)),
+                _ => self.blocks.push(vec![(start, end)]),
+            }
+            self.len += 1;
+        } else {
+            let (mut s, mut e) = (start, end);
+            let mut i = self.after(s);
+            if let Some(q) = self.prev(i) {
+                let (qs, qe) = self.get(q);
+                if qe >= s {
+                    i = q;
+                    s = s.min(qs);
+                }
+            }
+            let stop = self.end();
+            let mut j = i;
+            let mut merged = 0;
+            while j != stop {
+                let (js, je) = self.get(j);
+                if js > e {
+                    break;
+                }
+                e = e.max(je);
+                merged += 1;
+                j = self.next(j);
+            }
+            if merged > 0 {
+                // Merged into the intervals [i, j): the first holds the union, the rest go.
+                self.blocks[i.0][i.1] = (s, e);
+                if merged > 1 {
+                    let from = self.next(i);
+                    if from.0 == j.0 {
+                        self.blocks[from.0].drain(from.1..j.1);
+                    } else {
+                        self.blocks[from.0].truncate(from.1);
+                        if j.0 < self.blocks.len() {
+                            self.blocks[j.0].drain(..j.1);
+                        }
+                        self.blocks.drain(from.0 + 1..j.0);
+                        self.blocks.retain(|b| !b.is_empty());
+                    }
+                    self.len -= merged - 1;
+                }
+            } else {
+                // Inserted before i (i is not the end: the new interval starts before the
+                // last one, which it does not touch).
+                let b = &mut self.blocks[i.0];
+                b.insert(i.1, (s, e));
+                if b.len() > BLOCK {
+                    let tail = b.split_off(b.len() / 2);
+                    self.blocks.insert(i.0 + 1, tail);
+                }
+                self.len += 1;
+            }
+        }
+        if self.len > self.cap {
+            // Forget the oldest.
+            self.blocks[0].remove(0);
+            if self.blocks[0].is_empty() {
+                self.blocks.remove(0);
+            }
+            self.len -= 1;
+        }
+    }
+}
+
 /// `v.partition_point(pred)` (`pred` true on a prefix of `v`, false after), searched from the
 /// back: galloping towards the front, then a binary search in the last stride. Events arrive
 /// nearly in time order, so the answer is usually near the end: O(log distance from the end).
@@ -188,7 +375,52 @@ pub fn partition_point_back<T>(v: &[T], mut pred: impl FnMut(&T) -> bool) -> usi
 
 #[cfg(test)]
 mod tests {
-    use super::{partition_point_back, History, Timeline};
+    use super::{partition_point_back, BlockTimeline, History, Timeline};
+
+    #[test]
+    fn blocks_match_the_flat_timeline() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        for round in 0..40 {
+            let cap = [3, 50, 300, 1000][round % 4];
+            let mut a = BlockTimeline::new(cap);
+            let mut b = Timeline::new(cap);
+            let mut now = 0u64;
+            for step in 0..4000 {
+                now += rng.gen_range(0..40);
+                // Mostly near the latest, sometimes far behind it.
+                let back = if rng.gen_bool(0.2) {
+                    rng.gen_range(0..20_000)
+                } else {
+                    rng.gen_range(0..200)
+                };
+                let s = now.saturating_sub(back);
+                let len = rng.gen_range(0..60);
+                a.add(s, s + len);
+                b.add(s, s + len);
+                let t = now.saturating_sub(rng.gen_range(0..25_000));
+                let l = rng.gen_range(0..100);
+                assert_eq!(
+                    a.busy_until(t),
+                    b.busy_until(t),
+                    "round {round} step {step}"
+                );
+                assert_eq!(
+                    a.first_fit(t, l),
+                    b.first_fit(t, l),
+                    "round {round} step {step}"
+                );
+                assert_eq!(a.last_end(), b.last_end());
+                assert_eq!(a.len, b.iv.len());
+                assert!(a
+                    .blocks
+                    .iter()
+                    .all(|x| !x.is_empty() && x.len() <= super::BLOCK));
+            }
+            let flat: Vec<(u64, u64)> = a.blocks.concat();
+            assert_eq!(flat, b.iv.as_slice());
+        }
+    }
 
     #[test]
     fn partition_point_back_matches_partition_point() {
