@@ -20,8 +20,11 @@ pub type TaskId = usize;
 
 /// Per-CPU state: clock, what runs, and the x86 cpu_tlbstate.
 pub struct Cpu {
-    /// This CPU's virtual clock (ns).
+    /// This CPU's virtual clock (ns). It only moves forward: the engine's CPU order
+    /// (engine.rs, CpuOrder and the reclaim preemption window) relies on it.
     pub clock: u64,
+    /// The running task. Assigned only in `context_switch` (sched/mod.rs), which counts
+    /// `Kernel::context_switches`: the engine rebuilds its CPU order when that count moves.
     pub curr: Option<TaskId>,
     /// cpu_tlbstate.loaded_mm (None = init_mm).
     pub loaded_mm: Option<MmId>,
