@@ -21,7 +21,7 @@
 //!   spinlock is FIFO among waiters that are spinning at the same time).
 
 use crate::kernel::{CpuId, Kernel};
-use crate::timeline::BlockTimeline;
+use crate::timeline::{BlockTimeline, Timeline};
 
 /// Holds remembered per lock (see the module doc).
 pub const LOCK_HISTORY: usize = 4096;
@@ -29,10 +29,22 @@ pub const LOCK_HISTORY: usize = 4096;
 /// takes lru_lock once per this many folios.
 pub const FOLIO_BATCH_SIZE: u32 = 31;
 
+/// CPUs from which a lock's holds are kept in blocks (below, in one vector): with few CPUs a
+/// new hold lands near the latest, where one vector is cheapest; with many, a lagging CPU's
+/// hold lands far behind it. The two keep the same intervals (only speed differs).
+const BLOCK_HOLDS_FROM_CPUS: usize = 32;
+
+/// A lock's busy periods.
+#[derive(Clone, Debug)]
+enum Holds {
+    Flat(Timeline),
+    Blocks(BlockTimeline),
+}
+
 /// One spinlock: its busy periods and its statistics.
 #[derive(Clone, Debug)]
 pub struct SpinLock {
-    holds: BlockTimeline,
+    holds: Holds,
     /// Acquisitions, those that had to spin, and the total spin time (ns).
     pub acquired: u64,
     pub contended: u64,
@@ -43,28 +55,43 @@ pub struct SpinLock {
 
 impl Default for SpinLock {
     fn default() -> SpinLock {
+        SpinLock::new(1)
+    }
+}
+
+impl SpinLock {
+    /// A lock on a machine of `nr_cpus` CPUs.
+    pub fn new(nr_cpus: usize) -> SpinLock {
         SpinLock {
-            holds: BlockTimeline::new(LOCK_HISTORY),
+            holds: if nr_cpus >= BLOCK_HOLDS_FROM_CPUS {
+                Holds::Blocks(BlockTimeline::new(LOCK_HISTORY))
+            } else {
+                Holds::Flat(Timeline::new(LOCK_HISTORY))
+            },
             acquired: 0,
             contended: 0,
             wait_ns: 0,
             hold_ns: 0,
         }
     }
-}
 
-impl SpinLock {
     /// Acquire at time `t` for `hold` ns: returns the time the hold starts (>= t), the start
     /// of the first gap at or after `t` that fits the hold.
     pub fn acquire(&mut self, t: u64, hold: u64) -> u64 {
-        let s = self.holds.first_fit(t, hold);
+        let s = match &self.holds {
+            Holds::Flat(h) => h.first_fit(t, hold),
+            Holds::Blocks(h) => h.first_fit(t, hold),
+        };
         self.acquired += 1;
         self.hold_ns += hold;
         if s > t {
             self.contended += 1;
             self.wait_ns += s - t;
         }
-        self.holds.add(s, s + hold);
+        match &mut self.holds {
+            Holds::Flat(h) => h.add(s, s + hold),
+            Holds::Blocks(h) => h.add(s, s + hold),
+        }
         s
     }
 }
@@ -81,7 +108,7 @@ pub struct Locks {
 impl Locks {
     pub fn new(nr_cpus: usize) -> Locks {
         Locks {
-            lru_lock: SpinLock::default(),
+            lru_lock: SpinLock::new(nr_cpus),
             lru_add_pending: vec![0; nr_cpus],
         }
     }
