@@ -34,8 +34,8 @@ pub struct Runner {
     /// The run queues are lent out (a scheduler or kswapd call is in progress): no reclaim
     /// preemption window may open then, since its steps may need to schedule.
     pub rqs_out: bool,
-    /// The reclaim preemption window's heap (kept to reuse its allocation).
-    pub window: BinaryHeap<Reverse<(u64, CpuId)>>,
+    /// The reclaim preemption window's queue (kept to reuse its allocation).
+    pub(crate) window: ClockQueue,
 }
 
 pub struct Engine<'a> {
@@ -50,7 +50,7 @@ impl<'a> Engine<'a> {
             rqs: RunQueues::new(n),
             model: Rc::new(model),
             rqs_out: false,
-            window: BinaryHeap::new(),
+            window: ClockQueue::default(),
         };
         Engine { k, progress: None }
     }
@@ -149,6 +149,37 @@ impl<'a> Engine<'a> {
     }
 }
 
+/// (clock, CPU) pairs in ascending order, taken from the front: a sorted vector and a cursor.
+/// A CPU queued again has run ahead, so it usually goes near the back (a short move), and the
+/// queue is built by sorting once: cheaper than a binary heap for the few CPUs a reclaim
+/// preemption window runs, and not worse for many.
+#[derive(Default)]
+pub(crate) struct ClockQueue {
+    v: Vec<(u64, CpuId)>,
+    head: usize,
+}
+
+impl ClockQueue {
+    fn rebuild(&mut self, items: impl Iterator<Item = (u64, CpuId)>) {
+        self.v.clear();
+        self.head = 0;
+        self.v.extend(items);
+        self.v.sort_unstable();
+    }
+
+    fn pop(&mut self) -> Option<(u64, CpuId)> {
+        let x = self.v.get(self.head).copied()?;
+        self.head += 1;
+        Some(x)
+    }
+
+    fn push(&mut self, x: (u64, CpuId)) {
+        let at =
+            self.head + crate::timeline::partition_point_back(&self.v[self.head..], |e| *e < x);
+        self.v.insert(at, x);
+    }
+}
+
 /// The busy CPUs by (clock, id), for the engine's "step the busy CPU with the smallest clock":
 /// a lazy heap, as in the reclaim preemption window. Clocks only move forward, so an entry
 /// whose CPU's clock has moved on is a lower bound and is pushed again with the clock; a CPU
@@ -220,26 +251,24 @@ impl Kernel {
         }
         self.in_reclaim_preempt = true;
         let until = self.cpus[cpu].clock;
-        // The CPUs to run, by (clock, id), smallest first: a lazy heap. Clocks only move
-        // forward, so an entry whose CPU's clock has moved on since it was pushed is a lower
-        // bound and is pushed again with the CPU's clock; an entry that matches is the
+        // The CPUs to run, by (clock, id), smallest first: a lazy queue. Clocks only move
+        // forward, so an entry whose CPU's clock has moved on since it was queued is a lower
+        // bound and is queued again with the CPU's clock; an entry that matches is the
         // smallest of every CPU that may run. A CPU only becomes busy in a context switch,
-        // which invalidates the heap (`context_switches`): it is built again from all CPUs.
+        // which invalidates the queue (`context_switches`): it is built again from all CPUs.
         // Same choice, step for step, as scanning every CPU each time.
-        let mut heap = std::mem::take(&mut self.runner.window);
+        let mut queue = std::mem::take(&mut self.runner.window);
         let mut parked: Vec<CpuId> = Vec::new();
         let mut built_at = None;
         loop {
             if built_at != Some(self.context_switches) {
                 built_at = Some(self.context_switches);
-                heap.clear();
-                for (i, c) in self.cpus.iter().enumerate() {
-                    if i != cpu && c.curr.is_some() && c.clock < until && !parked.contains(&i) {
-                        heap.push(Reverse((c.clock, i)));
-                    }
-                }
+                queue.rebuild(self.cpus.iter().enumerate().filter_map(|(i, c)| {
+                    (i != cpu && c.curr.is_some() && c.clock < until && !parked.contains(&i))
+                        .then_some((c.clock, i))
+                }));
             }
-            let Some(Reverse((clock, c))) = heap.pop() else {
+            let Some((clock, c)) = queue.pop() else {
                 break;
             };
             let now = self.cpus[c].clock;
@@ -250,7 +279,7 @@ impl Kernel {
             };
             if now != clock {
                 if now < until {
-                    heap.push(Reverse((now, c)));
+                    queue.push((now, c));
                 }
                 continue;
             }
@@ -271,11 +300,11 @@ impl Kernel {
             self.preempt_steps += 1;
             let now = self.cpus[c].clock;
             if now < until {
-                heap.push(Reverse((now, c)));
+                queue.push((now, c));
             }
         }
-        heap.clear();
-        self.runner.window = heap;
+        queue.rebuild(std::iter::empty());
+        self.runner.window = queue;
         self.in_reclaim_preempt = false;
     }
 
