@@ -329,42 +329,35 @@ fn jobs_do_not_change_sweep_or_compare_results() {
         "--set",
         "run.duration=100ms",
     ];
-    let sweep = |jobs: &str| {
-        let mut a = vec![
-            "sweep",
-            "stress-vm",
-            "--vary",
-            "workload.workers=1,2",
-            "--after",
-            "6.18+batch-dirty-flush",
-            "--json",
-            "--jobs",
-            jobs,
-        ];
+    // The same simulations with `--jobs J` appended: the JSON must not depend on J.
+    let with_jobs = |args: &[&str], jobs: &str| {
+        let mut a = args.to_vec();
+        a.extend_from_slice(&["--json", "--jobs", jobs]);
         a.extend_from_slice(&small);
         let (code, out, err) = run(&a);
         assert_eq!(code, 0, "{err}");
         out
     };
+    let sweep_args = [
+        "sweep",
+        "stress-vm",
+        "--vary",
+        "workload.workers=1,2",
+        "--after",
+        "6.18+batch-dirty-flush",
+    ];
+    let sweep = |jobs: &str| with_jobs(&sweep_args, jobs);
     assert_eq!(sweep("1"), sweep("2"));
     assert_eq!(sweep("1"), sweep("3"));
-    let compare = |jobs: &str| {
-        let mut a = vec![
-            "compare",
-            "stress-vm",
-            "--before",
-            "6.18",
-            "--after",
-            "6.18+batch-dirty-flush",
-            "--json",
-            "--jobs",
-            jobs,
-        ];
-        a.extend_from_slice(&small);
-        let (code, out, err) = run(&a);
-        assert_eq!(code, 0, "{err}");
-        out
-    };
+    let compare_args = [
+        "compare",
+        "stress-vm",
+        "--before",
+        "6.18",
+        "--after",
+        "6.18+batch-dirty-flush",
+    ];
+    let compare = |jobs: &str| with_jobs(&compare_args, jobs);
     assert_eq!(compare("1"), compare("2"));
     let (code, _, err) = run(&[
         "sweep",
