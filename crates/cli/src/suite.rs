@@ -706,3 +706,20 @@ pub fn per_run_lines(host: &ResultDoc, sim: &ResultDoc, placements: &[String]) -
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::host_sets;
+
+    #[test]
+    fn a_stored_host_hold_is_read_as_workload_hold_and_sim_keys_are_left_out() {
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let stored = v(&["memcg.limit=2G", "sim.tick=1ms", "host.hold=sleep"]);
+        let suite = v(&["memcg.limit=2G", "workload.hold=sleep", "sim.cgroup=v1"]);
+        assert_eq!(host_sets(&stored), host_sets(&suite));
+        assert_ne!(
+            host_sets(&v(&["host.hold=spin"])),
+            host_sets(&v(&["workload.hold=sleep"]))
+        );
+    }
+}

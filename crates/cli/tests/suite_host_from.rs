@@ -57,17 +57,24 @@ fn stored(dir: &std::path::Path, two_sets: &[&str]) -> std::path::PathBuf {
     p
 }
 
+/// `validate --suite SUITE --host-result HOST --json` and any `extra` arguments.
+fn validate(suite: &std::path::Path, host: &std::path::Path, extra: &[&str]) -> Command {
+    let mut c = bin();
+    c.args(["validate", "--suite"])
+        .arg(suite)
+        .arg("--host-result")
+        .arg(host)
+        .arg("--json")
+        .args(extra);
+    c
+}
+
 #[test]
 fn stored_host_runs_are_reused_and_only_the_simulator_runs() {
     let d = tempfile::tempdir().unwrap();
     let suite = write_suite(d.path());
     let host = stored(d.path(), &["workload.processes=2"]);
-    let o = bin()
-        .args(["validate", "--suite"])
-        .arg(&suite)
-        .arg("--host-result")
-        .arg(&host)
-        .args(["--json", "--set", "sim.tick=50us"])
+    let o = validate(&suite, &host, &["--set", "sim.tick=50us"])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -87,14 +94,7 @@ fn a_stored_run_of_other_sets_is_refused() {
     let d = tempfile::tempdir().unwrap();
     let suite = write_suite(d.path());
     let host = stored(d.path(), &["workload.processes=3"]);
-    let o = bin()
-        .args(["validate", "--suite"])
-        .arg(&suite)
-        .arg("--host-result")
-        .arg(&host)
-        .arg("--json")
-        .output()
-        .unwrap();
+    let o = validate(&suite, &host, &[]).output().unwrap();
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -110,14 +110,7 @@ fn sim_keys_do_not_take_part_in_matching_a_stored_run() {
     let d = tempfile::tempdir().unwrap();
     let suite = write_suite(d.path());
     let host = stored(d.path(), &["sim.tick=50us", "workload.processes=2"]);
-    let o = bin()
-        .args(["validate", "--suite"])
-        .arg(&suite)
-        .arg("--host-result")
-        .arg(&host)
-        .arg("--json")
-        .output()
-        .unwrap();
+    let o = validate(&suite, &host, &[]).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
@@ -143,16 +136,12 @@ fn background_from_host_derives_the_load_from_the_stored_record() {
     });
     std::fs::write(&host, v.to_string()).unwrap();
     let run = |flag: bool| {
-        let mut c = bin();
-        c.args(["validate", "--suite"])
-            .arg(&suite)
-            .arg("--host-result")
-            .arg(&host)
-            .arg("--json");
-        if flag {
-            c.arg("--background-from-host");
-        }
-        let o = c.output().unwrap();
+        let extra: &[&str] = if flag {
+            &["--background-from-host"]
+        } else {
+            &[]
+        };
+        let o = validate(&suite, &host, extra).output().unwrap();
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
             panic!("{e}: {}", String::from_utf8_lossy(&o.stderr));
         });
