@@ -119,9 +119,11 @@ enum Cmd {
         /// Repetitions (each in a fresh memcg); medians, min and max are reported.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
         repeat: u64,
-        /// Set up swap for the run and take it down after: zram:SIZE (e.g. zram:4G; default:
-        /// the swap that is on, and an anonymous scenario refuses to start without any).
-        #[arg(long, value_name = "zram:SIZE")]
+        /// Set up swap for the run and take it down after: zram:SIZE (e.g. zram:4G), or
+        /// file:SIZE[:DIR], a swap file on a disk filesystem, i.e. a block swap device (DIR
+        /// defaults to /var/tmp). Default: the swap that is on, and an anonymous scenario
+        /// refuses to start without any.
+        #[arg(long, value_name = "zram:SIZE|file:SIZE")]
         swap: Option<reclaimlab_host::SwapRequest>,
         /// Record a tlb:tlb_flush histogram (by reason and pages) with tracefs (default: off).
         #[arg(long)]
@@ -255,8 +257,8 @@ enum Cmd {
         /// Host repetitions.
         #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=1000))]
         repeat: u64,
-        /// Swap for the host runs: zram:SIZE.
-        #[arg(long, value_name = "zram:SIZE")]
+        /// Swap for the host runs: zram:SIZE or file:SIZE[:DIR] (see `bench --help`).
+        #[arg(long, value_name = "zram:SIZE|file:SIZE")]
         swap: Option<reclaimlab_host::SwapRequest>,
         /// Use this host result instead of running the host backend. With --suite, FILE is a
         /// suite result (`validate --suite ... --out FILE`): each configuration's host runs are

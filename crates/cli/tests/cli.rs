@@ -47,6 +47,9 @@ fn scenario_errors_name_key_and_origin() {
     let (code, _, err) = run(&["bench", "stress-vm", "--swap", "disk:4G"]);
     assert_eq!(code, 2);
     assert!(err.contains("use zram:SIZE"), "{err}");
+    let (code, _, err) = run(&["bench", "stress-vm", "--swap", "file:4G:var/tmp"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("must be an absolute path"), "{err}");
 }
 
 #[test]

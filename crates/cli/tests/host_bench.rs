@@ -551,3 +551,76 @@ fn bench_records_the_foreign_load_of_its_window() {
     assert!(user["cpu_seconds"].as_f64().unwrap() < 2.0 * w, "{f}");
     assert_clean(&before, &cg, &[]);
 }
+
+/// `--swap file:SIZE`: a swap file on a disk filesystem (a block swap device): the run swaps
+/// through it (pages read back with I/O, so pgpgin counts them) and it is gone afterwards.
+#[test]
+fn a_swap_file_is_a_block_device_for_the_run_and_gone_after() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(cg) = host_or_skip("swap_file", false) else {
+        return;
+    };
+    let before = MachineState::capture(&cg);
+    let d = bench_json(&[
+        "bench",
+        "anon-sweep",
+        "--set",
+        "workload.processes=1",
+        "--set",
+        "workload.bytes=48M",
+        "--set",
+        "memcg.limit=24M",
+        "--set",
+        "run.duration=2s",
+        "--swap",
+        "file:256M",
+        "--json",
+    ]);
+    assert_eq!(d["machine"]["swap"]["kind"], "file");
+    let devs = d["machine"]["swap"]["devices"].to_string();
+    assert!(devs.contains("/var/tmp/reclaimlab-"), "{devs}");
+    let c = &d["runs"][0]["counters"];
+    assert!(c["pswpout"].as_u64().unwrap() > 0, "{c}");
+    assert!(c["pswpin"].as_u64().unwrap() > 0, "{c}");
+    assert_clean(&before, &cg, &[]);
+}
+
+/// A swap file a SIGKILLed bench left on is switched off and removed by the next bench, found
+/// by its name (no journal needed).
+#[test]
+fn a_dead_benchs_swap_file_is_taken_down_by_the_next_one() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(cg) = host_or_skip("dead_swap_file", false) else {
+        return;
+    };
+    let before = MachineState::capture(&cg);
+    // A PID that is not running: a child that has exited and been reaped.
+    let mut c = Command::new("true").spawn().unwrap();
+    let dead = c.id();
+    c.wait().unwrap();
+    let path = format!("/var/tmp/reclaimlab-{dead}-swap.dat");
+    let made = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "fallocate -l 64M {path} && chmod 600 {path} && mkswap -L rlab-{dead} {path} \
+             >/dev/null && swapon {path}"
+        ))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let o = bin().args(MMAP_RW).output().unwrap();
+    // Whatever bench said, take the file down ourselves if it is still there.
+    let left = Path::new(&path).exists();
+    if left {
+        let _ = Command::new("swapoff").arg(&path).status();
+        let _ = std::fs::remove_file(&path);
+    }
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(!left, "{err}");
+    assert!(
+        err.contains(&format!("took down swap file {path}")),
+        "{err}"
+    );
+    assert_clean(&before, &cg, &[]);
+}

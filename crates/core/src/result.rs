@@ -17,7 +17,7 @@ pub struct Throughput {
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct SwapInfo {
-    /// "none", "zram" (set up for the run), "existing", or "sim".
+    /// "none", "zram" or "file" (set up for the run), "existing", or "sim".
     pub kind: String,
     pub devices: Vec<String>,
     pub bytes: u64,

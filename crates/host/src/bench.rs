@@ -42,7 +42,11 @@ pub fn bench(scn: &Scenario, opts: &BenchOptions) -> Result<ResultDoc> {
     // Every key has been read now: fail on an unknown one before changing anything.
     scn.finish()?;
     wl.check()?;
-    let data_dirs: Vec<&std::path::Path> = wl.data_dir().into_iter().collect();
+    let mut data_dirs: Vec<&std::path::Path> = wl.data_dir().into_iter().collect();
+    // Swap files of killed benches (not swap any more) are swept where they were made.
+    if let Some(SwapRequest::File { dir, .. }) = &opts.swap {
+        data_dirs.push(dir);
+    }
     for m in crate::leftovers::sweep_devices(std::path::Path::new(crate::state::DIR)) {
         eprintln!("reclaimlab: {m}");
     }
@@ -67,6 +71,10 @@ pub fn bench(scn: &Scenario, opts: &BenchOptions) -> Result<ResultDoc> {
         Some(SwapRequest::Zram { bytes }) => {
             swap::setup_zram(&cleanup, *bytes)?;
             "zram"
+        }
+        Some(SwapRequest::File { bytes, dir }) => {
+            swap::setup_file(&cleanup, *bytes, dir)?;
+            "file"
         }
         None if !swap::active().is_empty() => "existing",
         None if scn.workload.is_anon() => return Err(swap::no_swap_error(&scn.name)),

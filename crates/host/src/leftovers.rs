@@ -1,6 +1,6 @@
 //! What an earlier bench could not clean up because it was SIGKILLed: its memcgs, trace
-//! instances, data files and stress-ng output, all named `reclaimlab-<pid>...`, and its zram
-//! swap, labelled `rlab-<pid>`. bench removes those whose `<pid>` is no longer running before it
+//! instances, data files, swap files and stress-ng output, all named `reclaimlab-<pid>...`, and
+//! its zram swap, labelled `rlab-<pid>`. bench removes those whose `<pid>` is no longer running before it
 //! starts. A memcg that still has processes after a few seconds is left alone (and reported):
 //! bench kills only processes it started itself.
 
@@ -73,6 +73,8 @@ pub fn sweep(
             }),
         }
     }
+    // Swap first: an active swap file cannot be unlinked (may_delete refuses S_SWAPFILE).
+    said.extend(take_down_dead_swap());
     let tmp = std::env::temp_dir();
     let mut files: Vec<(String, PathBuf)> = data_dirs.iter().flat_map(|d| entries(d)).collect();
     files.extend(
@@ -94,13 +96,37 @@ pub fn sweep(
             });
         }
     }
+    if let Some(t) = tracefs {
+        said.extend(sweep_trace_instances(t));
+    }
+    said
+}
+
+/// Swap that dead benches left on: zram devices labelled `rlab-<pid>` (taken down, reset) and
+/// swap files named `reclaimlab-<pid>-swap.dat` (swapoff, removed).
+fn take_down_dead_swap() -> Vec<String> {
+    let mut said = Vec::new();
     for (dev, _) in crate::swap::active() {
         let dev = Path::new(&dev);
-        let is_zram = dev
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with("zram"));
-        let Some(label) = is_zram.then(|| crate::swap::read_swap_label(dev)).flatten() else {
+        let name = dev.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name.starts_with("reclaimlab-") && name.ends_with("-swap.dat") {
+            let Some(pid) = dead_owner(name) else {
+                continue;
+            };
+            said.push(match crate::swap::take_down_file(dev) {
+                Ok(()) => format!(
+                    "took down swap file {} left on by a killed bench (pid {pid})",
+                    dev.display()
+                ),
+                Err(e) => format!("could not take down leftover swap {}: {e:#}", dev.display()),
+            });
+            continue;
+        }
+        let Some(label) = name
+            .starts_with("zram")
+            .then(|| crate::swap::read_swap_label(dev))
+            .flatten()
+        else {
             continue;
         };
         if let Some(pid) = dead_owner(&label) {
@@ -114,9 +140,6 @@ pub fn sweep(
                 },
             );
         }
-    }
-    if let Some(t) = tracefs {
-        said.extend(sweep_trace_instances(t));
     }
     said
 }

@@ -30,32 +30,61 @@ pub mod workload;
 
 use reclaimlab_core::{ResultDoc, Scenario};
 
-/// `--swap zram:SIZE`: set up a zram swap device for the run and take it down after.
+/// `--swap zram:SIZE` or `--swap file:SIZE[:DIR]`: set up a swap device for the run and take it
+/// down after. A zram device swaps synchronously in RAM (SWP_SYNCHRONOUS_IO); a swap file on a
+/// disk filesystem is a block device: asynchronous writeback, swap-ins that wait for I/O.
 #[derive(Clone, Debug)]
 pub enum SwapRequest {
     Zram { bytes: u64 },
+    File { bytes: u64, dir: std::path::PathBuf },
 }
+
+/// Where `--swap file:SIZE` puts its swap file: a disk-backed directory on most systems (unlike
+/// /tmp, which is often tmpfs and cannot hold swap).
+pub const DEFAULT_SWAPFILE_DIR: &str = "/var/tmp";
 
 impl std::str::FromStr for SwapRequest {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
+        let clip = || reclaimlab_core::units::clip(s);
+        let size = |kind: &str, size: &str| {
+            let bytes = reclaimlab_core::units::parse_size(size)?;
+            // mkswap needs 10 pages; more than the largest physical memory is no device.
+            let max = reclaimlab_core::scenario::limits::MAX_PHYS_BYTES;
+            if !(40 << 10..=max).contains(&bytes) {
+                return Err(format!(
+                    "bad --swap {}: the {kind} size must be within 40K..=4096T (mkswap needs \
+                     at least 10 pages)",
+                    clip()
+                ));
+            }
+            Ok(bytes)
+        };
         match s.split_once(':') {
-            Some(("zram", size)) => {
-                let bytes = reclaimlab_core::units::parse_size(size)?;
-                // mkswap needs 10 pages; more than the largest physical memory is no device.
-                let max = reclaimlab_core::scenario::limits::MAX_PHYS_BYTES;
-                if !(40 << 10..=max).contains(&bytes) {
+            Some(("zram", rest)) => Ok(SwapRequest::Zram {
+                bytes: size("zram", rest)?,
+            }),
+            Some(("file", rest)) => {
+                let (sz, dir) = match rest.split_once(':') {
+                    Some((sz, dir)) => (sz, dir),
+                    None => (rest, DEFAULT_SWAPFILE_DIR),
+                };
+                let dir = std::path::PathBuf::from(dir);
+                if !dir.is_absolute() {
                     return Err(format!(
-                        "bad --swap {}: the zram size must be within 40K..=4096T (mkswap needs \
-                         at least 10 pages)",
-                        reclaimlab_core::units::clip(s)
+                        "bad --swap {}: the swap file's directory must be an absolute path",
+                        clip()
                     ));
                 }
-                Ok(SwapRequest::Zram { bytes })
+                Ok(SwapRequest::File {
+                    bytes: size("swap file", sz)?,
+                    dir,
+                })
             }
             _ => Err(format!(
-                "bad --swap {}: use zram:SIZE, e.g. zram:4G",
-                reclaimlab_core::units::clip(s)
+                "bad --swap {}: use zram:SIZE (e.g. zram:4G) or file:SIZE[:DIR] (e.g. file:4G, \
+                 a swap file in {DEFAULT_SWAPFILE_DIR})",
+                clip()
             )),
         }
     }
@@ -99,4 +128,35 @@ pub fn machine_limits() -> (usize, u64) {
     let pages = unsafe { libc::sysconf(libc::_SC_PHYS_PAGES) } as u64;
     let psz = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
     (cpus, pages * psz)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn swap_requests_parse_with_their_defaults() {
+        match "file:4G".parse::<SwapRequest>().unwrap() {
+            SwapRequest::File { bytes, dir } => {
+                assert_eq!(bytes, 4 << 30);
+                assert_eq!(dir, std::path::Path::new(DEFAULT_SWAPFILE_DIR));
+            }
+            other => panic!("{other:?}"),
+        }
+        match "file:64M:/srv/swap".parse::<SwapRequest>().unwrap() {
+            SwapRequest::File { bytes, dir } => {
+                assert_eq!(bytes, 64 << 20);
+                assert_eq!(dir, std::path::Path::new("/srv/swap"));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            "zram:1G".parse::<SwapRequest>().unwrap(),
+            SwapRequest::Zram { bytes } if bytes == 1 << 30
+        ));
+        let e = "file:4K".parse::<SwapRequest>().unwrap_err();
+        assert!(e.contains("swap file size must be within"), "{e}");
+        let e = "disk:4G".parse::<SwapRequest>().unwrap_err();
+        assert!(e.contains("file:SIZE[:DIR]"), "{e}");
+    }
 }

@@ -159,6 +159,12 @@ pub fn take_down_zram(dev: &Path, hot: bool) -> Result<()> {
     Ok(())
 }
 
+/// Take down a swap file a dead bench left on: swapoff, then remove it.
+pub fn take_down_file(path: &Path) -> Result<()> {
+    swapoff(path)?;
+    std::fs::remove_file(path).with_context(|| format!("removing {}", path.display()))
+}
+
 /// Set up `/dev/zramN` of `bytes` as swap. Every step registers its undo: swapoff, reset.
 pub fn setup_zram(cleanup: &Cleanup, bytes: u64) -> Result<PathBuf> {
     let (id, hot) = free_zram(cleanup)?;
@@ -172,10 +178,25 @@ pub fn setup_zram(cleanup: &Cleanup, bytes: u64) -> Result<PathBuf> {
     )?;
     // The label names us, so a later bench can take the device down if this one is SIGKILLed
     // (see crate::leftovers).
-    let label = swap_label(std::process::id() as i32, hot);
+    mkswap(&dev, &swap_label(std::process::id() as i32, hot))?;
+    swapon_for_run(cleanup, dev)
+}
+
+/// swapon `dev` with swapoff registered as its undo.
+fn swapon_for_run(cleanup: &Cleanup, dev: PathBuf) -> Result<PathBuf> {
+    let d2 = dev.clone();
+    cleanup.apply(
+        format!("swapon {}", dev.display()),
+        || swapon(&dev),
+        move || swapoff(&d2),
+    )?;
+    Ok(dev)
+}
+
+fn mkswap(dev: &Path, label: &str) -> Result<()> {
     let out = std::process::Command::new("mkswap")
-        .args(["-L", &label])
-        .arg(&dev)
+        .args(["-L", label])
+        .arg(dev)
         .output()
         .context("running mkswap (util-linux)")?;
     if !out.status.success() {
@@ -185,13 +206,74 @@ pub fn setup_zram(cleanup: &Cleanup, bytes: u64) -> Result<PathBuf> {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    let d2 = dev.clone();
-    cleanup.apply(
-        format!("swapon {}", dev.display()),
-        || swapon(&dev),
-        move || swapoff(&d2),
+    Ok(())
+}
+
+/// The swap file bench `pid` makes in `dir`: named like its other files, so
+/// crate::leftovers finds it by name if bench is SIGKILLed.
+pub fn swapfile_path(dir: &Path, pid: u32) -> PathBuf {
+    dir.join(format!("reclaimlab-{pid}-swap.dat"))
+}
+
+/// Whether the filesystem under `dir` keeps its data in RAM (tmpfs, ramfs): no swap there.
+fn in_ram(dir: &Path) -> Result<bool> {
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    const RAMFS_MAGIC: i64 = 0x8584_58f6;
+    let c = CString::new(dir.as_os_str().as_encoded_bytes())?;
+    // SAFETY: valid NUL-terminated path and a zeroed out-struct.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(std::io::Error::last_os_error()).context(format!(
+            "statfs {} (the swap file's directory)",
+            dir.display()
+        ));
+    }
+    let magic = st.f_type as i64;
+    Ok(magic == TMPFS_MAGIC || magic == RAMFS_MAGIC)
+}
+
+/// Set up a swap file of `bytes` in `dir` (a disk filesystem): a block swap device, written
+/// back asynchronously and read with I/O waits (mm/page_io.c's bio paths), unlike zram. Every
+/// step registers its undo: swapoff, then the file removed.
+pub fn setup_file(cleanup: &Cleanup, bytes: u64, dir: &Path) -> Result<PathBuf> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::io::AsRawFd;
+    if !dir.is_dir() {
+        bail!("--swap file: {} is not a directory", dir.display());
+    }
+    if in_ram(dir)? {
+        bail!(
+            "--swap file: {} is on tmpfs or ramfs, which cannot hold swap: name a directory \
+             on a disk filesystem (file:SIZE:DIR)",
+            dir.display()
+        );
+    }
+    let path = swapfile_path(dir, std::process::id());
+    let p2 = path.clone();
+    let (file, _) = cleanup.apply(
+        format!("swap file {}", path.display()),
+        || {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+                .with_context(|| format!("creating {}", path.display()))
+        },
+        move || std::fs::remove_file(&p2).context("removing the swap file"),
     )?;
-    Ok(dev)
+    // SAFETY: a valid open fd; fallocate allocates real blocks (swapon refuses holes).
+    if unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, bytes as libc::off_t) } != 0 {
+        return Err(std::io::Error::last_os_error()).context(format!(
+            "allocating {} bytes for {} (a filesystem without fallocate cannot hold this swap \
+             file)",
+            bytes,
+            path.display()
+        ));
+    }
+    drop(file);
+    mkswap(&path, &swap_label(std::process::id() as i32, false))?;
+    swapon_for_run(cleanup, path)
 }
 
 /// Set up a free `/dev/zramN` of `bytes` as a plain block device (calibrate writes to it
