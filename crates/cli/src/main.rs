@@ -151,7 +151,7 @@ enum Cmd {
         #[arg(long)]
         json: bool,
         /// Run only these benchmark families: parallel, fault, access, flush, shootdown, zram,
-        /// readahead, reclaim, contention, cycle.
+        /// readahead, blockio, reclaim, contention, cycle.
         #[arg(long, value_delimiter = ',', value_name = "FAMILY,...")]
         only: Option<Vec<String>>,
         /// The profile's name (default: the --out file's stem).

@@ -195,6 +195,23 @@ pub fn data_named(s: &str) -> Result<Data> {
     }
 }
 
+/// Create `path` (it must not exist) with `pages` pages of `data`, flushed to the device (so its
+/// cache can be dropped and its blocks are written, not unwritten extents).
+pub fn write_data_file(path: &std::path::Path, pages: usize, data: Data) -> anyhow::Result<()> {
+    use anyhow::Context;
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .with_context(|| format!("creating {}", path.display()))?;
+    for i in 0..pages {
+        f.write_all(&data.page(i as u64))?;
+    }
+    f.sync_all()?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

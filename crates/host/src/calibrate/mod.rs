@@ -3,11 +3,13 @@
 //!
 //! One module per benchmark family: [`fault`] (anonymous faults), [`fault`]'s resident access
 //! (`access`), [`flush`] (local TLB flushes), [`shootdown`] (the IPI round trip), [`zram`]
-//! (compress/decompress by data), [`readahead`] (file read faults), [`reclaim`] (memcg reclaim
+//! (compress/decompress by data), [`readahead`] (file read faults), [`blockio`] (the disk's
+//! request latency, as swap on a disk sees it), [`reclaim`] (memcg reclaim
 //! by page type, swap-in, one CPU against two). [`derive`] turns the measurements into costs
 //! and checks; [`output`] into a profile and the raw document. Every change to the machine goes
 //! through [`crate::cleanup`], as in `bench`.
 
+pub mod blockio;
 pub mod child;
 pub mod cycle;
 pub mod derive;
@@ -39,7 +41,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// The benchmark families, in the order they run (`--only` takes a subset).
-pub const FAMILIES: [&str; 10] = [
+pub const FAMILIES: [&str; 11] = [
     "parallel",
     "fault",
     "access",
@@ -47,6 +49,7 @@ pub const FAMILIES: [&str; 10] = [
     "shootdown",
     "zram",
     "readahead",
+    "blockio",
     "reclaim",
     "contention",
     "cycle",
@@ -96,6 +99,8 @@ pub struct Sizes {
     pub shootdown_iters: usize,
     pub zram_pages: usize,
     pub readahead_pages: usize,
+    /// Requests per blockio sample.
+    pub blockio_reqs: usize,
     pub reclaim_pages: usize,
 }
 
@@ -110,6 +115,7 @@ impl Sizes {
                 shootdown_iters: 1000,
                 zram_pages: 1024,
                 readahead_pages: 4096,
+                blockio_reqs: 64,
                 reclaim_pages: 4096,
             }
         } else {
@@ -121,6 +127,7 @@ impl Sizes {
                 shootdown_iters: 5000,
                 zram_pages: 4096,
                 readahead_pages: 16 * 1024,
+                blockio_reqs: 256,
                 reclaim_pages: 16 * 1024,
             }
         }
@@ -224,6 +231,7 @@ pub fn calibrate(opts: &Options) -> Result<Calibration> {
             "shootdown" => fam_shootdown(&ctx),
             "zram" => fam_zram(&ctx),
             "readahead" => fam_readahead(&ctx),
+            "blockio" => fam_blockio(&ctx),
             "reclaim" => fam_reclaim(&ctx),
             "contention" => fam_contention(&ctx),
             "cycle" => fam_cycle(&ctx),
@@ -275,6 +283,26 @@ fn in_child<T: Serialize + serde::de::DeserializeOwned>(
 ) -> Result<T> {
     let (cg, undo) = child::fresh_memcg(ctx.root, ctx.cleanup)?;
     let r = child::run_in(&cg, ctx.cleanup, what, CHILD_LIMIT, body);
+    undo.run()?;
+    r
+}
+
+/// Run `body` in a child (its own memcg) on a data file of ours in `--dir`, removed afterwards
+/// whatever happens.
+fn with_data_file<T: Serialize + serde::de::DeserializeOwned>(
+    ctx: &Ctx,
+    tag: &str,
+    what: &str,
+    body: impl FnOnce(&Path) -> Result<T>,
+) -> Result<T> {
+    let path = reclaim::data_path(ctx.dir, tag);
+    let p2 = path.clone();
+    let undo = ctx
+        .cleanup
+        .defer(format!("data file {}", path.display()), move || {
+            crate::cleanup::remove_file(&p2)
+        })?;
+    let r = in_child(ctx, what, || body(&path));
     undo.run()?;
     r
 }
@@ -490,19 +518,9 @@ fn fam_zram(ctx: &Ctx) -> Result<Vec<Measurement>> {
 
 fn fam_readahead(ctx: &Ctx) -> Result<Vec<Measurement>> {
     let s = ctx.sizes;
-    let path = reclaim::data_path(ctx.dir, "ra");
-    let p2 = path.clone();
-    let undo = ctx
-        .cleanup
-        .defer(format!("data file {}", path.display()), move || {
-            crate::cleanup::remove_file(&p2)
-        })?;
-    let p3 = path.clone();
-    let r = in_child(ctx, "file read faults", move || {
-        readahead::sweep(&p3, s.readahead_pages, s.samples)
-    });
-    undo.run()?;
-    let r = r?;
+    let r = with_data_file(ctx, "ra", "file read faults", move |p| {
+        readahead::sweep(p, s.readahead_pages, s.samples)
+    })?;
     let ra_kb = std::fs::read_to_string("/sys/block/vda/queue/read_ahead_kb").unwrap_or_default();
     let n = s.readahead_pages;
     Ok(vec![
@@ -520,6 +538,44 @@ fn fam_readahead(ctx: &Ctx) -> Result<Vec<Measurement>> {
             "ns/page",
             "the same sweep over a new mapping of the file once cached (fault-around only)",
             r.warm,
+        )?,
+    ])
+}
+
+fn fam_blockio(ctx: &Ctx) -> Result<Vec<Measurement>> {
+    let s = ctx.sizes;
+    // 64 MiB: larger than a device cache line of readahead, small enough to write in a second.
+    let file_pages = 16 * 1024;
+    let r = with_data_file(ctx, "blk", "block device requests", move |p| {
+        blockio::measure(p, file_pages, s.blockio_reqs, s.samples)
+    })?;
+    let dev = blockio::device_of(ctx.dir);
+    let sched = std::fs::read_to_string(format!("/sys/class/block/{dev}/queue/scheduler"))
+        .unwrap_or_default();
+    let c = blockio::CLUSTER_PAGES;
+    let n = s.blockio_reqs;
+    let m = |name: &str, what: &str, v: Vec<f64>| {
+        Measurement::new(
+            name,
+            "ns/request",
+            &format!("{what}: O_DIRECT, one request in flight, {n} requests per sample at random aligned offsets of a written 64 MiB file on {dev}, CPU 0"),
+            v,
+        )
+    };
+    Ok(vec![
+        m("blk-read-1", "1-page read", r.read_1)?
+            .observe("device", dev.as_str())
+            .observe("scheduler", sched.trim()),
+        m(
+            "blk-read-cluster",
+            &format!("{c}-page read"),
+            r.read_cluster,
+        )?,
+        m("blk-write-1", "1-page write", r.write_1)?,
+        m(
+            "blk-write-cluster",
+            &format!("{c}-page write"),
+            r.write_cluster,
         )?,
     ])
 }

@@ -8,7 +8,6 @@ use super::mem::{ns_since, pin, Data, PAGE};
 use crate::workers::Mapping;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
-use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::time::Instant;
@@ -49,17 +48,7 @@ fn resident(m: &Mapping, pages: usize) -> Result<u64> {
 /// Write a file of `pages`, then `samples` times: drop its cache, sweep it cold, sweep it warm.
 pub fn sweep(path: &Path, pages: usize, samples: usize) -> Result<ReadSweep> {
     pin(0)?;
-    {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
-            .with_context(|| format!("creating {}", path.display()))?;
-        for i in 0..pages {
-            f.write_all(&Data::Pattern.page(i as u64))?;
-        }
-        f.sync_all()?;
-    }
+    super::mem::write_data_file(path, pages, Data::Pattern)?;
     let mut out = ReadSweep::default();
     for _ in 0..samples {
         let f = std::fs::File::open(path)?;
