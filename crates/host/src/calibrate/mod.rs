@@ -539,6 +539,18 @@ fn fam_readahead(ctx: &Ctx) -> Result<Vec<Measurement>> {
             "the same sweep over a new mapping of the file once cached (fault-around only)",
             r.warm,
         )?,
+        Measurement::new(
+            "file-read-fault-unwritten-seq",
+            "ns/page",
+            &format!("read of each page of a mapped {n}-page file just made with fallocate and never written (unwritten extents: the page cache filled by zeroing, no I/O), in index order, CPU 0"),
+            r.unwritten_seq,
+        )?,
+        Measurement::new(
+            "file-read-fault-unwritten-random",
+            "ns/page",
+            "the same over a new such file, its pages in a fixed shuffled order",
+            r.unwritten_random,
+        )?,
     ])
 }
 

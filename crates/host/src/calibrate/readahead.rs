@@ -22,6 +22,12 @@ pub struct ReadSweep {
     pub majflt_per_page: Vec<f64>,
     /// Pages still cached after dropping the file's cache (should be 0).
     pub resident_before_cold: Vec<u64>,
+    /// ns per page, a fallocated file never written (unwritten extents: the page cache is
+    /// filled by zeroing, no device read), swept in index order and in a shuffled order.
+    #[serde(default)]
+    pub unwritten_seq: Vec<f64>,
+    #[serde(default)]
+    pub unwritten_random: Vec<f64>,
 }
 
 fn majflt() -> i64 {
@@ -43,6 +49,52 @@ pub fn cached_pages(addr: usize, pages: usize) -> Result<Vec<usize>> {
 
 fn resident(m: &Mapping, pages: usize) -> Result<u64> {
     Ok(cached_pages(m.addr, pages)?.len() as u64)
+}
+
+/// Page indices 0..pages in a fixed pseudo-random order (Fisher-Yates with an LCG).
+fn shuffled(pages: usize) -> Vec<usize> {
+    let mut v: Vec<usize> = (0..pages).collect();
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    for i in (1..pages).rev() {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        v.swap(i, (x >> 33) as usize % (i + 1));
+    }
+    v
+}
+
+/// ns per page to fault in every page of a new fallocated (never written) file at `path`, in
+/// `order`: filemap_fault's read-around fills the page cache from unwritten extents by
+/// zeroing (ext4_mpage_readpages), so this is the CPU cost of a page-cache fill without I/O,
+/// the random reader's fill in the file suite.
+fn unwritten_sweep(path: &Path, order: &[usize]) -> Result<f64> {
+    let r = unwritten_sweep_file(path, order);
+    // Removed whether or not the sweep worked (a SIGKILL leaves it to crate::leftovers).
+    let _ = std::fs::remove_file(path);
+    r
+}
+
+fn unwritten_sweep_file(path: &Path, order: &[usize]) -> Result<f64> {
+    let pages = order.len();
+    {
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .with_context(|| format!("creating {}", path.display()))?;
+        // SAFETY: a valid fd.
+        let r = unsafe { libc::fallocate(f.as_raw_fd(), 0, 0, (pages * PAGE) as libc::off_t) };
+        if r != 0 {
+            return Err(std::io::Error::last_os_error()).context("fallocate");
+        }
+    }
+    let m = Mapping::map(path, false)?;
+    let t = Instant::now();
+    for &i in order {
+        m.touch(i, false);
+    }
+    Ok(ns_since(t) / pages as f64)
 }
 
 /// Write a file of `pages`, then `samples` times: drop its cache, sweep it cold, sweep it warm.
@@ -77,6 +129,15 @@ pub fn sweep(path: &Path, pages: usize, samples: usize) -> Result<ReadSweep> {
             m.touch(i, false);
         }
         out.warm.push(ns_since(t) / pages as f64);
+    }
+    // Beside the written file (same directory, removed by the same clean-up if we die).
+    let unwritten = path.with_extension("unwritten.dat");
+    let seq: Vec<usize> = (0..pages).collect();
+    let random = shuffled(pages);
+    for _ in 0..samples {
+        out.unwritten_seq.push(unwritten_sweep(&unwritten, &seq)?);
+        out.unwritten_random
+            .push(unwritten_sweep(&unwritten, &random)?);
     }
     Ok(out)
 }
