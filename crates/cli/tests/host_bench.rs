@@ -578,7 +578,8 @@ fn a_swap_file_is_a_block_device_for_the_run_and_gone_after() {
     ]);
     assert_eq!(d["machine"]["swap"]["kind"], "file");
     let devs = d["machine"]["swap"]["devices"].to_string();
-    assert!(devs.contains("/var/tmp/reclaimlab-"), "{devs}");
+    let made_in = format!("{}/reclaimlab-", reclaimlab_host::DEFAULT_SWAPFILE_DIR);
+    assert!(devs.contains(&made_in), "{devs}");
     let c = &d["runs"][0]["counters"];
     assert!(c["pswpout"].as_u64().unwrap() > 0, "{c}");
     assert!(c["pswpin"].as_u64().unwrap() > 0, "{c}");
@@ -598,7 +599,10 @@ fn a_dead_benchs_swap_file_is_taken_down_by_the_next_one() {
     let mut c = Command::new("true").spawn().unwrap();
     let dead = c.id();
     c.wait().unwrap();
-    let path = format!("/var/tmp/reclaimlab-{dead}-swap.dat");
+    let path = format!(
+        "{}/reclaimlab-{dead}-swap.dat",
+        reclaimlab_host::DEFAULT_SWAPFILE_DIR
+    );
     let made = Command::new("sh")
         .arg("-c")
         .arg(format!(
