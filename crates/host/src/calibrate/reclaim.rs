@@ -42,7 +42,12 @@ pub enum Prep {
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct ChildReport {
+    /// Wall time of the reclaiming write.
     pub reclaim_ns: f64,
+    /// The reclaimer thread's CPU time in that write (CLOCK_THREAD_CPUTIME_ID: user and
+    /// system): below the wall time when it slept (waits, throttling), not when it spun.
+    #[serde(default)]
+    pub reclaim_cpu_ns: f64,
     /// Anon: pages found in swap after the reclaim and the ns per page of faulting them back.
     pub swapped: u64,
     pub swapin_ns_per_page: Option<f64>,
@@ -141,6 +146,17 @@ fn hear(from: &mut File, buf: &mut Vec<u8>, limit: Duration) -> Result<String> {
     }
 }
 
+/// This thread's CPU time so far, ns.
+fn thread_cpu_ns() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid clock id and out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 * 1e9 + ts.tv_nsec as f64
+}
+
 /// The child: prepare, "ready", obey the order (timed), "reclaimed NS", wait, the after-part,
 /// then the JSON report.
 fn child(cpu: usize, prep: Prep, cg_dir: PathBuf, mut rx: File, mut tx: File) -> Result<()> {
@@ -155,9 +171,11 @@ fn child(cpu: usize, prep: Prep, cg_dir: PathBuf, mut rx: File, mut tx: File) ->
         Some(("reclaim", v)) => ("memory.reclaim", v.to_string()),
         _ => bail!("bad order {order:?}"),
     };
+    let c = thread_cpu_ns();
     let t = Instant::now();
     let r = std::fs::write(cg_dir.join(file), &value);
     let reclaim_ns = ns_since(t);
+    let reclaim_cpu_ns = thread_cpu_ns() - c;
     match r {
         // memory.reclaim says EAGAIN when it reclaimed less than asked: the usage drop counts.
         Err(e) if file == "memory.reclaim" && e.raw_os_error() == Some(libc::EAGAIN) => {}
@@ -168,6 +186,7 @@ fn child(cpu: usize, prep: Prep, cg_dir: PathBuf, mut rx: File, mut tx: File) ->
     hear(&mut rx, &mut buf, Duration::from_secs(600))?;
     let mut rep = ChildReport {
         reclaim_ns,
+        reclaim_cpu_ns,
         ..Default::default()
     };
     after(&prep, region, &mut rep)?;
