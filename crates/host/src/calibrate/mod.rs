@@ -317,12 +317,33 @@ fn fam_parallel(ctx: &Ctx) -> Result<Vec<Measurement>> {
     let v = in_child(ctx, "two CPUs at once", move || {
         parallel::two_vs_one(0, 1, iters, s.samples)
     })?;
-    Ok(vec![Measurement::new(
-        "cpu-loop-two-vs-one",
-        "ratio",
-        &format!("wall time of a {iters}-step register-only loop on CPUs 0 and 1 at once over CPU 0 alone (1: independent CPUs, 2: one shared physical CPU)"),
-        v,
-    )?])
+    let turns = if s.samples > 5 { 1_000_000 } else { 200_000 };
+    let (one, two) = in_child(ctx, "a cache line between two CPUs", move || {
+        Ok((
+            parallel::line_handover(0, 0, turns, s.samples)?,
+            parallel::line_handover(0, 1, turns, s.samples)?,
+        ))
+    })?;
+    Ok(vec![
+        Measurement::new(
+            "cpu-loop-two-vs-one",
+            "ratio",
+            &format!("wall time of a {iters}-step register-only loop on CPUs 0 and 1 at once over CPU 0 alone (1: independent CPUs, 2: one shared physical CPU)"),
+            v,
+        )?,
+        Measurement::new(
+            "line-turn-one-cpu",
+            "ns/turn",
+            &format!("{turns} x 2 turns at one counter alone on its cache line, both parities taken by one thread on CPU 0 (the line stays)"),
+            one,
+        )?,
+        Measurement::new(
+            "line-turn-two-cpus",
+            "ns/turn",
+            &format!("{turns} turns each by a thread on CPU 0 and one on CPU 1, each waiting for the other's increment (the line moves every turn)"),
+            two,
+        )?,
+    ])
 }
 
 fn fam_fault(ctx: &Ctx) -> Result<Vec<Measurement>> {

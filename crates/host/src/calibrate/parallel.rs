@@ -2,6 +2,12 @@
 //! alone, then on two CPUs together. Independent CPUs take the same wall time both ways (ratio
 //! 1); two vCPUs the hypervisor runs on one physical CPU take twice as long together (ratio 2).
 //! Every two-CPU figure (shootdowns, contention) depends on this.
+//!
+//! And what moving one cache line between the two CPUs costs: two threads take turns
+//! incrementing one counter (each waits for the other's value, then adds one), so every turn
+//! moves the line to the other CPU; the same turns on one CPU are the baseline. What a lock or
+//! counter that two reclaimers share costs per handover (lru_lock, the i_pages lock, memcg
+//! counters) starts from this.
 
 use super::mem::{ns_since, pin};
 use anyhow::Result;
@@ -40,6 +46,58 @@ pub fn two_vs_one(a: usize, b: usize, iters: u64, samples: usize) -> Result<Vec<
     Ok(v)
 }
 
+/// One counter alone on its cache line.
+#[repr(align(64))]
+struct Line(std::sync::atomic::AtomicU64);
+
+/// Take `turns` turns at `line` as `parity` (0 or 1): wait until the counter's parity is ours,
+/// then add one.
+fn take_turns(line: &Line, parity: u64, turns: u64) {
+    use std::sync::atomic::Ordering;
+    let mut done = 0;
+    while done < turns {
+        let v = line.0.load(Ordering::Acquire);
+        if v % 2 == parity {
+            line.0.store(v + 1, Ordering::Release);
+            done += 1;
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// `samples` figures of ns per turn with the two turn-takers on CPUs `a` and `b` (a == b: one
+/// CPU alternates the two parities itself, the line never moves).
+pub fn line_handover(a: usize, b: usize, turns: u64, samples: usize) -> Result<Vec<f64>> {
+    let mut v = Vec::new();
+    for _ in 0..samples {
+        let line = std::sync::Arc::new(Line(std::sync::atomic::AtomicU64::new(0)));
+        pin(a)?;
+        if a == b {
+            let t = Instant::now();
+            for _ in 0..turns {
+                take_turns(&line, 0, 1);
+                take_turns(&line, 1, 1);
+            }
+            v.push(ns_since(t) / (2 * turns) as f64);
+            continue;
+        }
+        let l2 = line.clone();
+        let other = std::thread::spawn(move || -> Result<()> {
+            pin(b)?;
+            take_turns(&l2, 1, turns);
+            Ok(())
+        });
+        let t = Instant::now();
+        take_turns(&line, 0, turns);
+        other
+            .join()
+            .map_err(|_| anyhow::anyhow!("the second thread panicked"))??;
+        v.push(ns_since(t) / (2 * turns) as f64);
+    }
+    Ok(v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -49,5 +107,13 @@ mod tests {
         let v = two_vs_one(0, 0, 1000, 2).unwrap();
         assert_eq!(v.len(), 2);
         assert!(v.iter().all(|r| *r > 0.0));
+    }
+
+    #[test]
+    fn turns_alternate_and_finish() {
+        // Both parities on one CPU: the counter reaches 2 * turns.
+        let v = line_handover(0, 0, 1000, 2).unwrap();
+        assert_eq!(v.len(), 2);
+        assert!(v.iter().all(|ns| *ns > 0.0));
     }
 }
