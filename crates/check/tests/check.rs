@@ -433,8 +433,8 @@ fn model_invariants_hold_in_every_reachable_state() {
 
 /// The optional mprotect actor: after `mprotect(PROT_READ)` returns no store may land. A
 /// deferred reclaim flush leaves writable entries for PTEs that mprotect's walk no longer
-/// sees; `flush_tlb_batched_pending` in `change_pte_range` is what closes that (kernel-model.md
-/// §2.4).
+/// sees; `flush_tlb_batched_pending` in `change_pte_range` is what closes that
+/// (docs/kernel-facts.md §5).
 #[test]
 fn mprotect_race_is_closed_by_flush_tlb_batched_pending() {
     for (arch, cpus, pages, file, mms) in [

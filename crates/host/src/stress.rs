@@ -261,9 +261,9 @@ mod tests {
             no_madvise: true,
         };
         assert_eq!(
-            args_for(&w, 8_000_000_000, "/tmp/x.yaml").join(" "),
+            args_for(&w, 8_000_000_000, "x.yaml").join(" "),
             "--vm 2 --vm-bytes 300M --vm-keep --vm-method all --timeout 8s --metrics-brief \
-             --no-madvise --yaml /tmp/x.yaml"
+             --no-madvise --yaml x.yaml"
         );
         let w = Spec {
             cpus: CpuSet::List(vec![1, 0, 1]),

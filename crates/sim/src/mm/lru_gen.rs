@@ -1,5 +1,5 @@
 //! The multi-gen LRU (mm/vmscan.c's lru_gen part, include/linux/mm_inline.h), one memcg on one
-//! node, one zone. kernel-model.md §5; `6.18+mglru` is the code before seed 002, and
+//! node, one zone. docs/kernel-facts.md §9; `6.18+mglru` is the code before seed 002, and
 //! `+mglru-dirty-reactivate` is patch 7 of Kairui Song's series (dirty/writeback file folios go
 //! through shrink_folio_list and are reactivated there; the flusher is woken right after a batch
 //! that was all unqueued dirty).

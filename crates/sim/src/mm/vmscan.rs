@@ -621,7 +621,8 @@ impl Kernel {
         }
         let f = self.folios.get_mut(pfn);
         f.set(pg::SWAPCACHE);
-        // V26 marks the folio dirty unconditionally after adding it.
+        // The 2026 mm tree marks the folio dirty unconditionally after adding it
+        // (docs/kernel-facts.md §3).
         f.set(pg::DIRTY);
         true
     }
