@@ -14,6 +14,7 @@ pub mod suite;
 pub mod sweep;
 pub mod units;
 pub mod validate;
+pub mod workload;
 
 pub use result::{MachineInfo, ResultDoc, RunResult, SwapInfo, Throughput, SCHEMA};
 pub use scenario::{Scenario, Target, Workload};

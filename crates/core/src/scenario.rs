@@ -7,7 +7,10 @@
 use crate::source::{ScenarioError, Source};
 use serde::Serialize;
 use std::path::Path;
-use toml_edit::Value;
+
+pub use crate::workload::{
+    AnonSweep, FileMmapRw, FileReclaim, Hold, KswapdMmapRead, StressVm, Workload, YcsbB,
+};
 
 /// Scenarios shipped in `scenarios/`, compiled in so the binary works from any directory.
 pub const BUILTIN: &[(&str, &str)] = &[
@@ -56,7 +59,7 @@ pub mod limits {
 use crate::units::{clip, fmt_size};
 use limits::*;
 
-fn count(v: u64) -> String {
+pub(crate) fn count(v: u64) -> String {
     v.to_string()
 }
 
@@ -160,158 +163,6 @@ pub enum Pattern {
     Random,
 }
 
-/// stress-ng's vm stressor with `--vm-keep` (seed 000).
-#[derive(Clone, Debug, Serialize)]
-pub struct StressVm {
-    pub workers: usize,
-    /// Total over all workers: stress-ng 0.15 divides `--vm-bytes` among the `--vm` instances.
-    pub bytes_total: u64,
-    pub cpus: CpuSet,
-    /// stress-ng `--vm-method`.
-    pub method: String,
-    /// Pass `--no-madvise` (stop stress-ng's random madvise() advice on the buffers).
-    pub no_madvise: bool,
-}
-
-impl StressVm {
-    pub fn bytes_per_worker(&self) -> u64 {
-        self.bytes_total / self.workers as u64
-    }
-}
-
-/// Populate a file through a shared read-only mapping, then reclaim part of it (seeds 001/004).
-#[derive(Clone, Debug, Serialize)]
-pub struct FileReclaim {
-    pub file_bytes: u64,
-    pub reclaim_bytes: u64,
-    pub threads: usize,
-    pub cpus: CpuSet,
-    /// Directory for the data file (host); it is removed afterwards.
-    pub dir: String,
-    /// What the threads do while memory.reclaim runs (`workload.hold`).
-    pub hold: Hold,
-}
-
-/// file-reclaim's threads after populating, while the file is reclaimed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Hold {
-    /// Busy-wait on their CPUs: the mm stays loaded there, so unmapping its pages sends
-    /// shootdown IPIs (the default).
-    Spin,
-    /// Sleep: their CPUs go idle in lazy-TLB mode, which x86's flushes skip.
-    Sleep,
-}
-
-/// Threads read (and optionally write) a shared file mapping larger than the memcg limit.
-#[derive(Clone, Debug, Serialize)]
-pub struct FileMmapRw {
-    pub file_bytes: u64,
-    pub threads: usize,
-    pub cpus: CpuSet,
-    pub write: bool,
-    pub pattern: Pattern,
-    pub dir: String,
-}
-
-/// vm-scalability's lru-file-mmap-read (seed 003): `readers` processes, each reading its own
-/// sparse file through a shared read-only mapping once, sequentially (or at random pages); the
-/// files together exceed machine memory, so kswapd (global reclaim) does the reclaiming.
-/// Simulator only: it needs machine-wide memory pressure.
-#[derive(Clone, Debug, Serialize)]
-pub struct KswapdMmapRead {
-    /// Total over all readers (each reads `file_bytes / readers`).
-    pub file_bytes: u64,
-    pub readers: usize,
-    pub cpus: CpuSet,
-    pub pattern: Pattern,
-    /// Sparse files (reading a hole zero-fills the page, no I/O), as vm-scalability creates.
-    pub sparse: bool,
-    /// read_ahead_kb in pages (the mmap read-around / async readahead window); 0 = off.
-    pub readahead_pages: u64,
-}
-
-impl KswapdMmapRead {
-    pub fn bytes_per_reader(&self) -> u64 {
-        self.file_bytes / self.readers as u64
-    }
-}
-
-/// The project's own anonymous-memory load: processes × threads sweeping their
-/// process's buffer, every thread placed where the scenario says, no OOM at sane sizes.
-#[derive(Clone, Debug, Serialize)]
-pub struct AnonSweep {
-    pub processes: usize,
-    /// Threads per process; they share the process's mm.
-    pub threads: usize,
-    /// Per process (unlike stress-vm's total).
-    pub bytes_per_process: u64,
-    /// Fraction of page touches that are writes (0..=1); the rest are reads.
-    pub write_ratio: f64,
-    pub pattern: Pattern,
-    /// `"all"` (unpinned) or a CPU per thread, process-major: thread t of process p takes
-    /// entry (p × threads + t) mod len.
-    pub cpus: CpuSet,
-}
-
-impl AnonSweep {
-    /// CPU for thread `t` of process `p`, or None when unpinned.
-    pub fn cpu_of(&self, p: usize, t: usize) -> Option<usize> {
-        self.cpus.for_worker(p * self.threads + t)
-    }
-}
-
-/// YCSB workload B on a file-backed store (seed 002): `threads` clients doing operations on
-/// `records` records of `record_bytes` kept in a shared writable file mapping, a fraction
-/// `read_ratio` reads and the rest updates (which dirty the record's page), keys drawn from
-/// YCSB's scrambled zipfian distribution with constant `zipf_theta`.
-#[derive(Clone, Debug, Serialize)]
-pub struct YcsbB {
-    pub records: u64,
-    pub record_bytes: u64,
-    pub threads: usize,
-    pub cpus: CpuSet,
-    pub read_ratio: f64,
-    pub zipf_theta: f64,
-    /// How the store reaches its file: `mmap` (a shared writable mapping, the default) or
-    /// `pread` (pread/pwrite through the page cache, as WiredTiger does).
-    pub pread: bool,
-}
-
-impl YcsbB {
-    pub fn file_bytes(&self) -> u64 {
-        self.records * self.record_bytes
-    }
-}
-
-#[derive(Clone, Debug, Serialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum Workload {
-    StressVm(StressVm),
-    FileReclaim(FileReclaim),
-    FileMmapRw(FileMmapRw),
-    AnonSweep(AnonSweep),
-    YcsbB(YcsbB),
-    KswapdMmapRead(KswapdMmapRead),
-}
-
-impl Workload {
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Workload::StressVm(_) => "stress-vm",
-            Workload::FileReclaim(_) => "file-reclaim",
-            Workload::FileMmapRw(_) => "file-mmap-rw",
-            Workload::AnonSweep(_) => "anon-sweep",
-            Workload::YcsbB(_) => "ycsb-b",
-            Workload::KswapdMmapRead(_) => "kswapd-mmap-read",
-        }
-    }
-    /// Whether the workload's memory is anonymous (and so needs swap to be reclaimed).
-    pub fn is_anon(&self) -> bool {
-        matches!(self, Workload::StressVm(_) | Workload::AnonSweep(_))
-    }
-}
-
 /// A fully resolved scenario. `source` keeps the raw keys so a backend can read its own section.
 #[derive(Debug, Serialize)]
 pub struct Scenario {
@@ -370,7 +221,54 @@ impl Scenario {
             .str_opt("name")?
             .ok_or_else(|| ScenarioError(format!("{}: missing key name", src.file())))?;
         let description = src.str_or("description", "")?;
+        let (machine, profile) = Scenario::read_machine(&src)?;
+        let (cpus_avail, mem_avail, where_) = match target {
+            Target::Sim => (
+                machine.cpus,
+                machine.memory_bytes,
+                "the simulated machine (machine.memory)",
+            ),
+            Target::Host { cpus, memory_bytes } => (cpus, memory_bytes, "this machine's RAM"),
+        };
+        let memcg = Scenario::read_memcg(&src, mem_avail, where_)?;
+        let swap_bytes = src.check_range(
+            "swap.size",
+            src.size_or("swap.size", 8 << 30)?,
+            0,
+            MAX_PHYS_BYTES,
+            fmt_size,
+            "more swap than 52 bits of RAM could ever page out is not a configuration",
+        )?;
+        let run = Scenario::read_run(&src)?;
+        let kernel = Scenario::read_kernel(&src)?;
+        let kind = src
+            .str_opt("workload.kind")?
+            .ok_or_else(|| ScenarioError(format!("{}: missing key workload.kind", src.file())))?;
+        let cx = crate::workload::Ctx {
+            src: &src,
+            cpus: cpus_avail,
+            machine_memory: machine.memory_bytes,
+            memcg_limit: memcg.limit_bytes,
+        };
+        let workload = Workload::parse(&kind, &cx)?;
+        Ok(Scenario {
+            name,
+            description,
+            machine,
+            memcg,
+            swap_bytes,
+            run,
+            kernel,
+            workload,
+            source: src,
+            profile,
+        })
+    }
 
+    /// `machine.*`, with the profile `machine.profile` names.
+    fn read_machine(
+        src: &Source,
+    ) -> Result<(Machine, Option<crate::profile::LoadedProfile>), ScenarioError> {
         let profile = match src.str_opt("machine.profile")? {
             Some(p) => Some(
                 crate::profile::load(&p)
@@ -438,18 +336,14 @@ impl Scenario {
             fmt_size,
             "the smallest memcg is 4M, and x86-64/arm64 address at most 52 bits of RAM",
         )?;
-        let (cpus_avail, mem_avail, where_) = match target {
-            Target::Sim => (
-                machine.cpus,
-                machine.memory_bytes,
-                "the simulated machine (machine.memory)",
-            ),
-            Target::Host { cpus, memory_bytes } => (cpus, memory_bytes, "this machine's RAM"),
-        };
+        Ok((machine, profile))
+    }
 
+    /// `memcg.*`, checked against the target's memory (`where_` names it).
+    fn read_memcg(src: &Source, mem_avail: u64, where_: &str) -> Result<Memcg, ScenarioError> {
         // Global reclaim (kswapd-mmap-read) runs without a memcg limit: it defaults to the
         // machine's memory there.
-        let global = src.str_opt("workload.kind")?.as_deref() == Some("kswapd-mmap-read");
+        let global = Workload::is_global(src.str_opt("workload.kind")?.as_deref());
         let memcg = Memcg {
             limit_bytes: match src.size_opt("memcg.limit")? {
                 Some(v) => v,
@@ -483,14 +377,11 @@ impl Scenario {
                 ),
             ));
         }
-        let swap_bytes = src.check_range(
-            "swap.size",
-            src.size_or("swap.size", 8 << 30)?,
-            0,
-            MAX_PHYS_BYTES,
-            fmt_size,
-            "more swap than 52 bits of RAM could ever page out is not a configuration",
-        )?;
+        Ok(memcg)
+    }
+
+    /// `run.*`.
+    fn read_run(src: &Source) -> Result<Run, ScenarioError> {
         let run = Run {
             duration_ns: src.duration_ns_or("run.duration", 10_000_000_000)?,
             seed: src.u64_or("run.seed", 1)?,
@@ -503,6 +394,11 @@ impl Scenario {
             fmt_duration,
             "a run must last, and a run longer than a day is not a measurement this tool makes",
         )?;
+        Ok(run)
+    }
+
+    /// `kernel.preset` and `kernel.patches`, checked against the policies known.
+    fn read_kernel(src: &Source) -> Result<Kernel, ScenarioError> {
         let kernel = Kernel {
             preset: src.str_or("kernel.preset", "6.18")?,
             patches: src.str_list_or("kernel.patches", &[])?,
@@ -516,212 +412,7 @@ impl Scenario {
             };
             return Err(src.err(key, e));
         }
-
-        let kind = src
-            .str_opt("workload.kind")?
-            .ok_or_else(|| ScenarioError(format!("{}: missing key workload.kind", src.file())))?;
-        let workload = match kind.as_str() {
-            "stress-vm" => {
-                let w = StressVm {
-                    workers: positive(&src, "workload.workers", 16)?,
-                    bytes_total: src.size_or("workload.bytes", 2 << 30)?,
-                    cpus: cpuset(&src, "workload.cpus", cpus_avail)?,
-                    method: src.str_or("workload.method", "all")?,
-                    no_madvise: src.bool_or("workload.no_madvise", true)?,
-                };
-                tasks(&src, "workload.workers", w.workers as u64)?;
-                if w.bytes_per_worker() < PAGE {
-                    return Err(src.err("workload.bytes", "leaves less than one page per worker"));
-                }
-                if w.bytes_per_worker() > MAX_ANON_BYTES {
-                    return Err(src.err(
-                        "workload.bytes",
-                        format!(
-                            "gives each worker {}, above a process's 128T address space",
-                            fmt_size(w.bytes_per_worker())
-                        ),
-                    ));
-                }
-                Workload::StressVm(w)
-            }
-            "file-reclaim" => {
-                let w = FileReclaim {
-                    file_bytes: src.size_or("workload.file_bytes", 1 << 30)?,
-                    reclaim_bytes: src.size_or("workload.reclaim_bytes", 512 << 20)?,
-                    threads: positive(&src, "workload.threads", cpus_avail as u64)?,
-                    cpus: cpuset_or_pinned(&src, "workload.cpus", cpus_avail)?,
-                    dir: src.str_or("workload.dir", "/var/tmp")?,
-                    hold: hold(&src)?,
-                };
-                file_per_thread(&src, w.file_bytes, w.threads)?;
-                if w.reclaim_bytes > w.file_bytes {
-                    return Err(src.err(
-                        "workload.reclaim_bytes",
-                        "is larger than workload.file_bytes",
-                    ));
-                }
-                if w.file_bytes > memcg.limit_bytes {
-                    return Err(src.err(
-                        "workload.file_bytes",
-                        "must fit under memcg.limit (the file is populated before reclaim starts)",
-                    ));
-                }
-                Workload::FileReclaim(w)
-            }
-            "file-mmap-rw" => {
-                let w = FileMmapRw {
-                    file_bytes: src.size_or("workload.file_bytes", 1 << 30)?,
-                    threads: positive(&src, "workload.threads", cpus_avail as u64)?,
-                    cpus: cpuset_or_pinned(&src, "workload.cpus", cpus_avail)?,
-                    write: src.bool_or("workload.write", false)?,
-                    pattern: pattern(&src, "workload.pattern")?,
-                    dir: src.str_or("workload.dir", "/var/tmp")?,
-                };
-                file_per_thread(&src, w.file_bytes, w.threads)?;
-                Workload::FileMmapRw(w)
-            }
-            "anon-sweep" => {
-                let w = AnonSweep {
-                    processes: positive(&src, "workload.processes", 1)?,
-                    threads: positive(&src, "workload.threads", 1)?,
-                    bytes_per_process: src.size_or("workload.bytes", 256 << 20)?,
-                    write_ratio: src.f64_or("workload.write_ratio", 1.0)?,
-                    pattern: pattern(&src, "workload.pattern")?,
-                    cpus: cpuset(&src, "workload.cpus", cpus_avail)?,
-                };
-                if !(0.0..=1.0).contains(&w.write_ratio) {
-                    return Err(src.err(
-                        "workload.write_ratio",
-                        format!("must be within 0..=1 (got {})", w.write_ratio),
-                    ));
-                }
-                tasks(&src, "workload.processes", w.processes as u64)?;
-                tasks(&src, "workload.threads", w.threads as u64)?;
-                let total = w.processes as u64 * w.threads as u64;
-                if total > MAX_TASKS {
-                    return Err(src.err(
-                        "workload.threads",
-                        format!(
-                            "workload.processes x workload.threads = {total} tasks, above PID_MAX_LIMIT ({MAX_TASKS})"
-                        ),
-                    ));
-                }
-                if w.bytes_per_process / PAGE < w.threads as u64 {
-                    return Err(src.err(
-                        "workload.bytes",
-                        format!(
-                            "{} per process leaves less than one page (4K) for each of its {} threads",
-                            fmt_size(w.bytes_per_process),
-                            w.threads
-                        ),
-                    ));
-                }
-                if w.bytes_per_process > MAX_ANON_BYTES {
-                    return Err(src.err(
-                        "workload.bytes",
-                        format!(
-                            "{} per process is above a process's 128T address space",
-                            fmt_size(w.bytes_per_process)
-                        ),
-                    ));
-                }
-                Workload::AnonSweep(w)
-            }
-            "ycsb-b" => {
-                let w = YcsbB {
-                    records: src.u64_or("workload.records", 1 << 20)?,
-                    record_bytes: src.size_or("workload.record_bytes", 1024)?,
-                    threads: positive(&src, "workload.threads", 32)?,
-                    cpus: cpuset(&src, "workload.cpus", cpus_avail)?,
-                    read_ratio: src.f64_or("workload.read_ratio", 0.95)?,
-                    zipf_theta: src.f64_or("workload.zipf_theta", 0.99)?,
-                    pread: match src.str_or("workload.access", "mmap")?.as_str() {
-                        "mmap" => false,
-                        "pread" => true,
-                        o => {
-                            return Err(src.err(
-                                "workload.access",
-                                format!("{}: use mmap or pread", clip(o)),
-                            ))
-                        }
-                    },
-                };
-                tasks(&src, "workload.threads", w.threads as u64)?;
-                if w.records == 0 {
-                    return Err(src.err("workload.records", "must be at least 1"));
-                }
-                if w.record_bytes == 0 || w.record_bytes > 4096 || 4096 % w.record_bytes != 0 {
-                    return Err(src.err(
-                        "workload.record_bytes",
-                        "must divide 4K (a record lies within one page)",
-                    ));
-                }
-                if w.records.saturating_mul(w.record_bytes) > MAX_FILE_BYTES {
-                    return Err(src.err(
-                        "workload.records",
-                        "x workload.record_bytes is above ext4's 16T largest file",
-                    ));
-                }
-                if !(0.0..=1.0).contains(&w.read_ratio) {
-                    return Err(src.err(
-                        "workload.read_ratio",
-                        format!("must be within 0..=1 (got {})", w.read_ratio),
-                    ));
-                }
-                if !(w.zipf_theta > 0.0 && w.zipf_theta < 1.0) {
-                    return Err(src.err(
-                        "workload.zipf_theta",
-                        format!("must be within (0, 1) (got {})", w.zipf_theta),
-                    ));
-                }
-                Workload::YcsbB(w)
-            }
-            "kswapd-mmap-read" => {
-                let w = KswapdMmapRead {
-                    file_bytes: src.size_or("workload.file_bytes", 2 * machine.memory_bytes)?,
-                    readers: positive(&src, "workload.readers", cpus_avail as u64)?,
-                    cpus: cpuset_or_pinned(&src, "workload.cpus", cpus_avail)?,
-                    pattern: pattern(&src, "workload.pattern")?,
-                    sparse: src.bool_or("workload.sparse", true)?,
-                    readahead_pages: src.u64_or("workload.readahead_pages", 32)?,
-                };
-                tasks(&src, "workload.readers", w.readers as u64)?;
-                if w.bytes_per_reader() < 4096 {
-                    return Err(src.err(
-                        "workload.file_bytes",
-                        "leaves less than one page per reader",
-                    ));
-                }
-                if w.bytes_per_reader() >= 1 << 44 {
-                    return Err(src.err("workload.file_bytes", "is too large (2^32 pages per reader)"));
-                }
-                if w.readahead_pages > 1024 {
-                    return Err(src.err("workload.readahead_pages", "must be 0..=1024"));
-                }
-                Workload::KswapdMmapRead(w)
-            }
-            other => {
-                return Err(src.err(
-                    "workload.kind",
-                    format!(
-                        "unknown workload {}: use stress-vm, file-reclaim, file-mmap-rw, anon-sweep, ycsb-b or kswapd-mmap-read",
-                        clip(other)
-                    ),
-                ))
-            }
-        };
-        Ok(Scenario {
-            name,
-            description,
-            machine,
-            memcg,
-            swap_bytes,
-            run,
-            kernel,
-            workload,
-            source: src,
-            profile,
-        })
+        Ok(kernel)
     }
 
     /// Ignore a backend section the current backend does not read (e.g. `sim.*` under `bench`).
@@ -752,128 +443,6 @@ impl Scenario {
         }
         v
     }
-}
-
-fn pattern(src: &Source, key: &str) -> Result<Pattern, ScenarioError> {
-    match src.str_or(key, "sequential")?.as_str() {
-        "sequential" => Ok(Pattern::Sequential),
-        "random" => Ok(Pattern::Random),
-        o => Err(src.err(key, format!("{}: use sequential or random", clip(o)))),
-    }
-}
-
-/// `workload.hold`: spin (default) or sleep. Its earlier name, host-only, is refused with
-/// the new one.
-fn hold(src: &Source) -> Result<Hold, ScenarioError> {
-    if src.has("host.hold") {
-        return Err(src.err(
-            "host.hold",
-            "is now workload.hold (the simulator honours it too)",
-        ));
-    }
-    match src.str_or("workload.hold", "spin")?.as_str() {
-        "spin" => Ok(Hold::Spin),
-        "sleep" => Ok(Hold::Sleep),
-        o => Err(src.err("workload.hold", format!("{}: use spin or sleep", clip(o)))),
-    }
-}
-
-/// A task count within 1..=PID_MAX_LIMIT.
-fn tasks(src: &Source, key: &str, n: u64) -> Result<u64, ScenarioError> {
-    src.check_range(
-        key,
-        n,
-        1,
-        MAX_TASKS,
-        count,
-        "each is a task, and a kernel has at most PID_MAX_LIMIT of them",
-    )
-}
-
-/// A file workload's file: at least a page per thread, at most ext4's largest file.
-fn file_per_thread(src: &Source, file_bytes: u64, threads: usize) -> Result<(), ScenarioError> {
-    tasks(src, "workload.threads", threads as u64)?;
-    if file_bytes / PAGE < threads as u64 {
-        return Err(src.err(
-            "workload.file_bytes",
-            format!(
-                "{} leaves less than one page (4K) for each of the {threads} threads",
-                fmt_size(file_bytes)
-            ),
-        ));
-    }
-    if file_bytes > MAX_FILE_BYTES {
-        return Err(src.err(
-            "workload.file_bytes",
-            format!(
-                "{} is above ext4's largest file (16T with 4K blocks)",
-                fmt_size(file_bytes)
-            ),
-        ));
-    }
-    Ok(())
-}
-
-fn positive(src: &Source, key: &str, default: u64) -> Result<usize, ScenarioError> {
-    let v = src.u64_or(key, default)?;
-    if v == 0 {
-        return Err(src.err(key, "must be at least 1 (got 0)"));
-    }
-    Ok(v as usize)
-}
-
-/// Like [`cpuset`], but when the key is absent each thread is pinned to its own CPU (0, 1, ...).
-fn cpuset_or_pinned(src: &Source, key: &str, avail: usize) -> Result<CpuSet, ScenarioError> {
-    if src.has(key) {
-        cpuset(src, key, avail)
-    } else {
-        Ok(CpuSet::List((0..avail).collect()))
-    }
-}
-
-/// `"all"`, `[0, 1]` or `"0-3,5"`; every CPU must exist on the target machine.
-fn cpuset(src: &Source, key: &str, avail: usize) -> Result<CpuSet, ScenarioError> {
-    let list = match src.raw(key) {
-        None => return Ok(CpuSet::All(AllTag::All)),
-        Some(Value::String(s)) if s.value().trim() == "all" => return Ok(CpuSet::All(AllTag::All)),
-        Some(Value::String(s)) => parse_cpu_list(s.value()).map_err(|m| src.err(key, m))?,
-        Some(Value::Integer(i)) if *i.value() >= 0 => vec![*i.value() as usize],
-        Some(Value::Array(a)) => a
-            .iter()
-            .map(|v| match v {
-                Value::Integer(i) if *i.value() >= 0 => Ok(*i.value() as usize),
-                other => Err(src.err(
-                    key,
-                    format!(
-                        "CPU numbers must be whole numbers, got {}",
-                        clip(other.to_string().trim())
-                    ),
-                )),
-            })
-            .collect::<Result<_, _>>()?,
-        Some(other) => {
-            return Err(src.err(
-                key,
-                format!(
-                    "expected \"all\", a list or \"0-3,5\", got {}",
-                    clip(other.to_string().trim())
-                ),
-            ))
-        }
-    };
-    if list.is_empty() {
-        return Err(src.err(key, "empty CPU list"));
-    }
-    if let Some(bad) = list.iter().find(|c| **c >= avail) {
-        return Err(src.err(
-            key,
-            format!(
-                "CPU {bad} does not exist: the target machine has {avail} CPUs (0-{})",
-                avail - 1
-            ),
-        ));
-    }
-    Ok(CpuSet::List(list))
 }
 
 /// Parse the kernel's cpulist format ("0-3,5").

@@ -231,18 +231,7 @@ impl SimConfig {
     pub fn from_scenario(scn: &Scenario) -> anyhow::Result<SimConfig> {
         let s = &scn.source;
         let d = SimConfig::default();
-        for key in ["sim.migrate_per_tick", "sim.migrate_per_tick_shared"] {
-            if s.has(key) {
-                return Err(s
-                    .err(
-                        key,
-                        "was removed: tasks now migrate for the scheduler model's reasons \
-                         (wake-up placement, load balancing); describe the machine with \
-                         machine.topology.* and its other load with machine.background_load.*",
-                    )
-                    .into());
-            }
-        }
+        reject_removed_keys(s)?;
         let cfg = SimConfig {
             tlb_entries: s.u64_or("sim.tlb_entries", d.tlb_entries as u64)? as usize,
             tlb_ways: s.u64_or("sim.tlb_ways", d.tlb_ways as u64)? as usize,
@@ -333,6 +322,13 @@ impl SimConfig {
             },
             stress_ng_launch_cpu: s.u64_or("sim.stress_ng_launch_cpu", 0)? as usize,
         };
+        cfg.check(scn)?;
+        Ok(cfg)
+    }
+
+    /// The values' ranges and how they fit together (checked after every key is read).
+    fn check(&self, scn: &Scenario) -> anyhow::Result<()> {
+        let (s, cfg) = (&scn.source, self);
         if cfg.stress_ng_launch_cpu >= scn.machine.cpus {
             return Err(s
                 .err(
@@ -432,6 +428,23 @@ impl SimConfig {
                 .err("sim.tick", "sim.tick and sim.step_pages must be > 0")
                 .into());
         }
-        Ok(cfg)
+        Ok(())
     }
+}
+
+/// Keys an earlier model read, refused with what replaced them.
+fn reject_removed_keys(s: &reclaimlab_core::Source) -> anyhow::Result<()> {
+    for key in ["sim.migrate_per_tick", "sim.migrate_per_tick_shared"] {
+        if s.has(key) {
+            return Err(s
+                .err(
+                    key,
+                    "was removed: tasks now migrate for the scheduler model's reasons \
+                     (wake-up placement, load balancing); describe the machine with \
+                     machine.topology.* and its other load with machine.background_load.*",
+                )
+                .into());
+        }
+    }
+    Ok(())
 }

@@ -9,8 +9,48 @@ impl Kernel {
     /// Check everything; returns the list of violations (empty = all good).
     pub fn check_invariants(&mut self) -> Vec<String> {
         let mut errs = std::mem::take(&mut self.invariant_errors);
-        // Every allocated folio is on exactly one LRU list (nothing is isolated between steps),
-        // and the list sizes add up.
+        self.check_lru_lists(&mut errs);
+        // NR_FILE_DIRTY agrees with the dirty page-cache folios.
+        let dirty: u64 = self
+            .folios
+            .folios
+            .iter()
+            .filter(|f| f.test(pg::ALLOCATED) && f.is_file_lru() && f.test(pg::DIRTY))
+            .map(|f| f.nr_pages())
+            .sum();
+        if dirty != self.wb.nr_dirty {
+            errs.push(format!(
+                "{dirty} dirty page-cache pages but NR_FILE_DIRTY {}",
+                self.wb.nr_dirty
+            ));
+        }
+        // Charge: never above the limit; pages charged = pages allocated.
+        if self.memcg.usage > self.memcg.limit {
+            errs.push(format!(
+                "memcg usage {} above limit {}",
+                self.memcg.usage, self.memcg.limit
+            ));
+        }
+        if self.memcg.charged_pages() != self.folios.nr_allocated {
+            errs.push(format!(
+                "memcg charges {} pages to folios but {} pages are allocated",
+                self.memcg.charged_pages(),
+                self.folios.nr_allocated
+            ));
+        }
+        let v = &self.vmstat;
+        if v.pgsteal_anon > v.pgscan_anon || v.pgsteal_file > v.pgscan_file {
+            errs.push("pgsteal > pgscan".into());
+        }
+        self.check_ptes(&mut errs);
+        self.check_tlb_coherent("end of run");
+        errs.append(&mut self.invariant_errors);
+        errs
+    }
+
+    /// Every allocated folio is on exactly one LRU list (nothing is isolated between steps),
+    /// the list sizes add up, and MGLRU's folios lie in live generations.
+    fn check_lru_lists(&self, errs: &mut Vec<String>) {
         let mut on_list = vec![false; self.folios.folios.len()];
         for lru in 0..NR_ALL_LISTS as u8 {
             let mut n = 0;
@@ -55,39 +95,10 @@ impl Kernel {
                 }
             }
         }
-        // NR_FILE_DIRTY agrees with the dirty page-cache folios.
-        let dirty: u64 = self
-            .folios
-            .folios
-            .iter()
-            .filter(|f| f.test(pg::ALLOCATED) && f.is_file_lru() && f.test(pg::DIRTY))
-            .map(|f| f.nr_pages())
-            .sum();
-        if dirty != self.wb.nr_dirty {
-            errs.push(format!(
-                "{dirty} dirty page-cache pages but NR_FILE_DIRTY {}",
-                self.wb.nr_dirty
-            ));
-        }
-        // Charge: never above the limit; pages charged = pages allocated.
-        if self.memcg.usage > self.memcg.limit {
-            errs.push(format!(
-                "memcg usage {} above limit {}",
-                self.memcg.usage, self.memcg.limit
-            ));
-        }
-        if self.memcg.charged_pages() != self.folios.nr_allocated {
-            errs.push(format!(
-                "memcg charges {} pages to folios but {} pages are allocated",
-                self.memcg.charged_pages(),
-                self.folios.nr_allocated
-            ));
-        }
-        let v = &self.vmstat;
-        if v.pgsteal_anon > v.pgscan_anon || v.pgsteal_file > v.pgscan_file {
-            errs.push("pgsteal > pgscan".into());
-        }
-        // PTEs agree with folios; swap slots add up.
+    }
+
+    /// PTEs agree with folios; rss and swap slots add up.
+    fn check_ptes(&self, errs: &mut Vec<String>) {
         let mut slots = 0;
         for (mm, m) in self.mms.iter().enumerate() {
             let mut rss = 0;
@@ -130,9 +141,6 @@ impl Kernel {
                 self.swap.used
             ));
         }
-        self.check_tlb_coherent("end of run");
-        errs.append(&mut self.invariant_errors);
-        errs
     }
 }
 

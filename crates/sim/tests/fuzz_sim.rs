@@ -99,28 +99,7 @@ fn sets() -> impl Strategy<Value = Vec<String>> {
                 .prop_map(|a| format!("machine.arch={a}"))
                 .boxed()),
         ),
-        (
-            // Foreign load in sessions of its own, with or without autogroup (groups and
-            // nices out of range now and then: a clear error).
-            opt((0u64..=6)
-                .prop_map(|n| format!("machine.background_load.tasks={n}"))
-                .boxed()),
-            opt(prop::sample::select(vec!["0.2", "0.7", "1.0"])
-                .prop_map(|d| format!("machine.background_load.duty={d}"))
-                .boxed()),
-            opt((0u64..=7)
-                .prop_map(|n| format!("machine.background_load.groups={n}"))
-                .boxed()),
-            opt((-21i64..=20)
-                .prop_map(|n| format!("machine.background_load.nice={n}"))
-                .boxed()),
-            opt((-21i64..=20)
-                .prop_map(|n| format!("machine.background_load.group_nice={n}"))
-                .boxed()),
-            opt(any::<bool>()
-                .prop_map(|b| format!("sched.autogroup={b}"))
-                .boxed()),
-        ),
+        load_sets(),
     )
         .prop_map(|(a, b, c, d)| {
             let mut v = vec![a.0, a.4, a.5];
@@ -135,12 +114,40 @@ fn sets() -> impl Strategy<Value = Vec<String>> {
                     .into_iter()
                     .flatten(),
             );
-            v.extend([d.0, d.1, d.2, d.3, d.4, d.5].into_iter().flatten());
+            v.extend(d.into_iter().flatten());
             // Pairs travel joined by NUL (tlb_entries with its ways).
             v.iter()
                 .flat_map(|s| s.split('\u{0}').map(str::to_string).collect::<Vec<_>>())
                 .collect()
         })
+}
+
+/// The foreign load's keys (`machine.background_load.*`, `sched.autogroup`).
+fn load_sets() -> impl Strategy<Value = [Option<String>; 6]> {
+    let opt = |s: BoxedStrategy<String>| prop::option::of(s);
+    (
+        // Foreign load in sessions of its own, with or without autogroup (groups and
+        // nices out of range now and then: a clear error).
+        opt((0u64..=6)
+            .prop_map(|n| format!("machine.background_load.tasks={n}"))
+            .boxed()),
+        opt(prop::sample::select(vec!["0.2", "0.7", "1.0"])
+            .prop_map(|d| format!("machine.background_load.duty={d}"))
+            .boxed()),
+        opt((0u64..=7)
+            .prop_map(|n| format!("machine.background_load.groups={n}"))
+            .boxed()),
+        opt((-21i64..=20)
+            .prop_map(|n| format!("machine.background_load.nice={n}"))
+            .boxed()),
+        opt((-21i64..=20)
+            .prop_map(|n| format!("machine.background_load.group_nice={n}"))
+            .boxed()),
+        opt(any::<bool>()
+            .prop_map(|b| format!("sched.autogroup={b}"))
+            .boxed()),
+    )
+        .prop_map(|(a, b, c, d, e, f)| [a, b, c, d, e, f])
 }
 
 /// Keys a workload does not read are not errors worth fuzzing: drop them per kind.

@@ -240,6 +240,17 @@ impl Kernel {
     /// Returns false if an allocation has to wait (direct reclaim in progress): the fault is
     /// retried, and the window's remaining pages are read then.
     pub(crate) fn filemap_readahead(&mut self, cpu: CpuId, mm: MmId, file: usize, vp: u64) -> bool {
+        match self.filemap_ra_window(file, vp) {
+            Some(sync) => self.page_cache_ra_order(cpu, mm, file, sync),
+            None => true,
+        }
+    }
+
+    /// The window filemap_fault's readahead reads for page `vp` of `file`
+    /// (do_sync_mmap_readahead on a miss, do_async_mmap_readahead → page_cache_async_ra on
+    /// a PG_readahead hit), stored in the file's state. Returns whether the fault waits for
+    /// the reads (a miss, or a retried fault), or None when there is nothing to read.
+    fn filemap_ra_window(&mut self, file: usize, vp: u64) -> Option<bool> {
         let ra_pages = self.ra.ra_pages;
         if self.ra.state.len() <= file {
             self.ra.state.resize(file + 1, FileRa::default());
@@ -267,7 +278,7 @@ impl Kernel {
             st.mmap_miss = (st.mmap_miss + 1).min(MMAP_LOTSAMISS * 10);
             if st.mmap_miss > MMAP_LOTSAMISS {
                 self.ra.state[file].mmap_miss = st.mmap_miss;
-                return true;
+                return None;
             }
         } else {
             // do_async_mmap_readahead: a hit that fault-around did not map (a write fault, or
@@ -299,7 +310,7 @@ impl Kernel {
                     next += 1;
                 }
                 if next >= len || next - vp > ra_pages {
-                    return true;
+                    return None;
                 }
                 st.start = next;
                 st.size = get_next_ra_size(next - vp + 1, ra_pages);
@@ -308,7 +319,7 @@ impl Kernel {
             // page_cache_async_ra: ramp the order up by two per window.
             st.order = st.order.saturating_add(2);
         } else {
-            return true;
+            return None;
         }
         // page_cache_ra_order: cap at the mapping's largest order and at the window size.
         let ilog2 = 63 - st.size.max(1).leading_zeros() as u8;
@@ -317,6 +328,17 @@ impl Kernel {
             st.mark = None;
         }
         self.ra.state[file] = st;
+        Some(major || resume)
+    }
+
+    /// page_cache_ra_order for the file's current window: allocate, read and add to the page
+    /// cache and the LRU every uncached page of it, in index order; `sync`: the faulting task
+    /// waits for the device reads. Returns false if an allocation has to wait (the fault is
+    /// retried).
+    fn page_cache_ra_order(&mut self, cpu: CpuId, mm: MmId, file: usize, sync: bool) -> bool {
+        let st = self.ra.state[file];
+        let len = self.files[file].cache.len() as u64;
+        let cached = |k: &Kernel, p: u64| k.files[file].cache[p as usize] & PTE_SWPCACHE != 0;
         let mark = st.start + st.size - st.async_size;
         let end = (st.start + st.size).min(len);
         let mut idx = st.start;
@@ -370,7 +392,7 @@ impl Kernel {
             }
             let pfn = self.folios.alloc_order(0, file as u32, first as u32, order);
             self.luf_flush_on_alloc(cpu, pfn);
-            if major || resume {
+            if sync {
                 self.file_fill(cpu, file, first, nr);
             } else {
                 // page_cache_async_ra: the reads are submitted and the task goes on; the

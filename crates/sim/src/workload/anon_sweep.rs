@@ -11,9 +11,54 @@
 //! written maps the zero page). Throughput: pages touched per second (the host's unit).
 
 use super::{AccessModel, Sweep};
-use crate::config::StartCpus;
-use crate::kernel::{CpuId, Kernel, MmId, TaskId};
+use crate::config::{SimConfig, StartCpus};
+use crate::engine::Engine;
+use crate::kernel::{Backing, CpuId, Kernel, MmId, TaskId};
 use reclaimlab_core::scenario::{AnonSweep, Pattern};
+use reclaimlab_core::Scenario;
+
+const PAGE: u64 = 4096;
+
+impl super::Workload for AnonSweep {
+    fn access_model(&self, _k: &Kernel) -> anyhow::Result<AccessModel> {
+        Ok(access_model(self))
+    }
+
+    fn takes_start_placement(&self) -> bool {
+        true
+    }
+
+    /// Processes forked together: every main thread is running while the sweepers are
+    /// cloned.
+    fn fork(&self, scn: &Scenario, cfg: &SimConfig, e: &mut Engine) -> anyhow::Result<()> {
+        let w = self;
+        let pages = w.bytes_per_process / PAGE;
+        let mains: Vec<_> = (0..w.processes)
+            .map(|p| {
+                let mm = e.k.mm_alloc(pages, Backing::Anon, true);
+                main_thread(&mut e.k, w, p, mm)
+            })
+            .collect();
+        let Some(start) = &cfg.start_placement else {
+            for (p, &(main, _)) in mains.iter().enumerate() {
+                clone_threads(&mut e.k, w, p, main, pages);
+            }
+            // The main threads ran first (mmap, clone) and now wait in join.
+            for (main, cpu) in mains {
+                e.k.run_helper(main, &[cpu]);
+            }
+            return Ok(());
+        };
+        check_start(w, start, e.k.nr_cpus())
+            .map_err(|m| scn.source.err("sim.start_placement", m))?;
+        for (p, &(main, _)) in mains.iter().enumerate() {
+            clone_threads_onto(&mut e.k, w, p, main, pages, &start[p].sweepers);
+            let cpus = start_mm_cpus(w, p, &start[p]);
+            e.k.run_helper(main, &cpus);
+        }
+        Ok(())
+    }
+}
 
 /// Passes after the populate pass before the model's sweep list wraps round and populates
 /// again (one pass of all writes): 100 000 passes of even a 16M buffer (4096 pages) at 10 M

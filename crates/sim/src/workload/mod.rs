@@ -1,11 +1,93 @@
-//! Workloads: page-level access streams run by tasks.
+//! Workloads: page-level access streams run by tasks, and the [`Workload`] trait every
+//! scenario's workload implements for the simulator. Adding a workload means one module
+//! implementing the trait and one arm in [`of`] (as the host backend's `HostWorkload`).
 
 pub mod anon_sweep;
 pub mod file_mmap;
+pub mod file_reclaim;
 pub mod kswapd_mmap_read;
 pub mod stress_ng;
 pub mod stress_vm;
 pub mod ycsb;
+
+use crate::config::SimConfig;
+use crate::engine::Engine;
+use crate::kernel::Kernel;
+use reclaimlab_core::result::Throughput;
+use reclaimlab_core::Scenario;
+use std::collections::BTreeMap;
+
+/// A workload as the simulator runs it. `simulate` calls the methods in this order: `prepare`
+/// on the booted kernel, `access_model` for the engine, `fork` to create the tasks, then
+/// places them, calls `kthreads` and finally `run`.
+pub trait Workload {
+    /// Kernel state the workload needs before any of its tasks exist.
+    fn prepare(&self, _scn: &Scenario, _k: &mut Kernel) {}
+    /// How its tasks walk their pages: the engine steps every task with this model.
+    fn access_model(&self, k: &Kernel) -> anyhow::Result<AccessModel>;
+    /// Create its files, mms and tasks (placed on CPUs afterwards by `Engine::place_tasks`).
+    fn fork(&self, scn: &Scenario, cfg: &SimConfig, e: &mut Engine) -> anyhow::Result<()>;
+    /// Kernel threads it starts once its tasks are placed (they sleep until first woken).
+    fn kthreads(&self, _k: &mut Kernel) {}
+    /// Whether `sim.start_placement` (each process's first CPUs) applies to it.
+    fn takes_start_placement(&self) -> bool {
+        false
+    }
+    /// Run the measured part and report on it. By default: `run.duration` of simulated time,
+    /// throughput the pages its tasks touched per second.
+    fn run(&self, e: &mut Engine, duration_ns: u64) -> Outcome {
+        e.run_until(duration_ns, duration_ns);
+        Outcome::per_sec(duration_ns, pages_touched(&e.k) as f64, "pages_per_sec")
+    }
+}
+
+/// What a run measured besides the kernel's counters.
+pub struct Outcome {
+    /// Simulated seconds the result covers (`wall_seconds`).
+    pub secs: f64,
+    pub throughput: Throughput,
+    pub notes: Vec<String>,
+    /// Workload-specific result fields (`runs[].extra`).
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+impl Outcome {
+    /// `count` events over the whole `duration_ns` run, as a rate in `unit`.
+    pub fn per_sec(duration_ns: u64, count: f64, unit: &str) -> Outcome {
+        let secs = duration_ns as f64 / 1e9;
+        Outcome::new(secs, count / secs, unit)
+    }
+
+    pub fn new(secs: f64, value: f64, unit: &str) -> Outcome {
+        Outcome {
+            secs,
+            throughput: Throughput {
+                value,
+                unit: unit.into(),
+            },
+            notes: Vec::new(),
+            extra: BTreeMap::new(),
+        }
+    }
+}
+
+/// The simulator's implementation of the scenario's workload.
+pub fn of(w: &reclaimlab_core::Workload) -> &dyn Workload {
+    use reclaimlab_core::Workload as W;
+    match w {
+        W::StressVm(w) => w,
+        W::FileReclaim(w) => w,
+        W::FileMmapRw(w) => w,
+        W::AnonSweep(w) => w,
+        W::YcsbB(w) => w,
+        W::KswapdMmapRead(w) => w,
+    }
+}
+
+/// Tasks' pages touched, summed.
+pub fn pages_touched(k: &Kernel) -> u64 {
+    k.tasks.iter().map(|t| t.pages_touched).sum()
+}
 
 /// One sweep over a task's pages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

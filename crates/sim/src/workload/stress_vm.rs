@@ -23,12 +23,63 @@
 //! user share of it is split over its passes in proportion to the loads and stores per page
 //! each pass makes (`w`, an estimate read off the source).
 
-use super::{AccessModel, Order, Pass, Sweep};
+use super::{AccessModel, Order, Outcome, Pass, Sweep};
 use crate::config::SimConfig;
 use crate::cost::CostTable;
+use crate::engine::Engine;
+use crate::kernel::{Backing, Kernel};
+use reclaimlab_core::scenario::StressVm;
+use reclaimlab_core::Scenario;
 
 /// VM_BOGO_SHIFT.
 pub const VM_BOGO_SHIFT: u32 = 12;
+
+impl super::Workload for StressVm {
+    fn access_model(&self, k: &Kernel) -> anyhow::Result<AccessModel> {
+        access_model(&k.cfg, &k.cost, &self.method)
+    }
+
+    /// One process per worker, each with its own buffer; with `sim.stress_ng_fork` forked as
+    /// stress-ng forks them (stress_ng.rs).
+    fn fork(&self, _scn: &Scenario, cfg: &SimConfig, e: &mut Engine) -> anyhow::Result<()> {
+        let pages = self.bytes_per_worker() / 4096;
+        let workers: Vec<_> = (0..self.workers)
+            .map(|i| {
+                let mm = e.k.mm_alloc(pages, Backing::Anon, true);
+                e.k.task_new(mm, self.cpus.for_worker(i), 0, pages)
+            })
+            .collect();
+        if cfg.stress_ng_fork {
+            super::stress_ng::fork_tree(&mut e.k, &workers, cfg.stress_ng_launch_cpu);
+        }
+        Ok(())
+    }
+
+    /// Throughput: stress-ng's bogo ops per second.
+    fn run(&self, e: &mut Engine, duration_ns: u64) -> Outcome {
+        e.run_until(duration_ns, duration_ns);
+        let units: u64 = e.k.tasks.iter().map(|t| t.bogo_units).sum();
+        let ops = (units >> VM_BOGO_SHIFT) as f64;
+        let mut r = Outcome::per_sec(duration_ns, ops, "bogo_ops_per_sec");
+        let names = names_by_phase(&self.method);
+        let at: Vec<String> =
+            e.k.tasks
+                .iter()
+                .filter(|t| t.is_worker())
+                .map(|t| format!("{}+{}", t.passes, names[t.phase]))
+                .collect();
+        r.notes.push(format!(
+            "stress-vm method each worker ends in (full cycles done + method): {}",
+            at.join(" ")
+        ));
+        report_rates(&e.k, &self.method, r.secs, &mut r.extra);
+        r.notes.push(
+            "bogo ops: stress-ng 0.15.06's vm method table (35 methods for \"all\", one per loop iteration), units per pass from stress-vm.c (see docs/sim-model.md)"
+                .to_string(),
+        );
+        r
+    }
+}
 
 /// A pass in the method table: order, write, units per visit, loads+stores per visit (the
 /// weight by which the method's measured CPU time is shared out). `P` is the populate.

@@ -15,10 +15,14 @@
 //! everywhere in the model: a thread waiting for a read does not give its CPU to another
 //! thread (no I/O overlap), which the real server gets from its ~31 requests in flight.
 
-use super::{AccessModel, Sweep};
+use super::{AccessModel, Outcome, Sweep};
+use crate::config::SimConfig;
+use crate::engine::Engine;
+use crate::kernel::{Backing, File, Kernel};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use reclaimlab_core::scenario::YcsbB;
+use reclaimlab_core::Scenario;
 
 /// YCSB's ScrambledZipfianGenerator constants (ITEM_COUNT, ZETAN for theta 0.99).
 const ITEM_COUNT: u64 = 10_000_000_000;
@@ -114,6 +118,37 @@ impl YcsbGen {
     /// Pages of the record file.
     pub fn pages(&self) -> u64 {
         self.records.div_ceil(self.records_per_page)
+    }
+}
+
+impl super::Workload for YcsbB {
+    fn access_model(&self, _k: &Kernel) -> anyhow::Result<AccessModel> {
+        Ok(access_model(self))
+    }
+
+    /// The store's record file, mapped shared and writable by every client thread.
+    fn fork(&self, _scn: &Scenario, _cfg: &SimConfig, e: &mut Engine) -> anyhow::Result<()> {
+        let pages = e.k.runner.model.ycsb.as_ref().map_or(0, |y| y.pages());
+        e.k.files.push(File {
+            cache: vec![0; pages as usize],
+        });
+        let mm = e.k.mm_alloc(pages, Backing::File(0), true);
+        for i in 0..self.threads {
+            e.k.task_new(mm, self.cpus.for_worker(i), 0, pages);
+        }
+        Ok(())
+    }
+
+    /// Throughput: operations per second.
+    fn run(&self, e: &mut Engine, duration_ns: u64) -> Outcome {
+        e.run_until(duration_ns, duration_ns);
+        let ops = super::pages_touched(&e.k);
+        let mut r = Outcome::per_sec(duration_ns, ops as f64, "ops_per_sec");
+        r.notes.push(format!(
+            "ycsb-b: {ops} operations, {} us of CPU per operation besides its page access (estimate)",
+            OP_CPU_NS / 1000
+        ));
+        r
     }
 }
 
