@@ -141,6 +141,26 @@ pub fn build(
             }
         }
     }
+    if let Some(b) = &k.swap.block {
+        // The block swap device (mm/page_io.rs, mm/swap_state.rs): /proc/vmstat's readahead
+        // counters, and the I/O and the sleeps on it.
+        counters.insert("swap_ra".into(), b.swap_ra);
+        counters.insert("swap_ra_hit".into(), b.swap_ra_hit);
+        let mut wakeups = k.sched.io_wakeups.clone();
+        wakeups.resize(k.nr_cpus(), 0);
+        extra.insert(
+            "swap_block".into(),
+            serde_json::json!({
+                "read_requests": b.read_requests,
+                "write_requests": b.write_requests,
+                "writes_completed": b.writes_done,
+                "swapin_sleeps": b.read_sleeps,
+                "swapin_sleeps_on_readahead": b.read_sleeps_on_readahead,
+                "swapin_sleep_ms": b.read_sleep_ns / 1_000_000,
+                "io_wakeups_by_cpu": wakeups,
+            }),
+        );
+    }
     // The host's /proc/vmstat names for the writeback model's counts (page-cache pages).
     counters.insert("nr_written".into(), k.wb.nr_written);
     counters.insert("nr_dirtied".into(), k.wb.nr_dirtied);
@@ -227,7 +247,11 @@ pub fn build(
             cgroup: "sim".into(),
             swap: SwapInfo {
                 kind: "sim".into(),
-                devices: vec!["zram-model".into()],
+                devices: vec![if k.swap.block.is_some() {
+                    "block-model".into()
+                } else {
+                    "zram-model".into()
+                }],
                 bytes: scn.swap_bytes,
             },
         },
