@@ -73,6 +73,9 @@ fn swap(d: &ResultDoc) -> String {
     let s = &d.machine.swap;
     match s.kind.as_str() {
         "none" | "" => "none".into(),
+        "sim" if s.devices.iter().any(|d| d == "block-model") => {
+            format!("{} (block device model)", fmt_size(s.bytes))
+        }
         "sim" => format!("{} (zram model)", fmt_size(s.bytes)),
         "zram" => format!("{} zram", fmt_size(s.bytes)),
         _ if s.devices.is_empty() => fmt_size(s.bytes),

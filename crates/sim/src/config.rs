@@ -84,6 +84,9 @@ pub struct SimConfig {
     /// balancing (workload/stress_ng.rs); `spread` puts worker i on CPU i mod CPUs at once.
     pub stress_ng_fork: bool,
     pub stress_ng_launch_cpu: usize,
+    /// `swap.device`, `swap.irq_cpu`, `swap.page_cluster` (mm/swap.rs): zram (the default) or
+    /// a block device.
+    pub swap: crate::mm::swap::SwapConfig,
 }
 
 pub use reclaimlab_core::start_placement::StartCpus;
@@ -222,6 +225,7 @@ impl Default for SimConfig {
             start_placement: None,
             stress_ng_fork: true,
             stress_ng_launch_cpu: 0,
+            swap: Default::default(),
         }
     }
 }
@@ -321,6 +325,7 @@ impl SimConfig {
                 }
             },
             stress_ng_launch_cpu: s.u64_or("sim.stress_ng_launch_cpu", 0)? as usize,
+            swap: crate::mm::swap::SwapConfig::from_scenario(scn)?,
         };
         cfg.check(scn)?;
         Ok(cfg)

@@ -128,14 +128,7 @@ impl<'a> Engine<'a> {
                 self.k.with_rqs(|k, rqs| k.kswapd_step(rqs, cpu));
             } else {
                 self.k.engine_step(cpu, t);
-                // A wait the step's kernel work ended in (a device read, reclaim_throttle):
-                // the task sleeps and its CPU is free (mm/page_writeback.rs).
-                if let Some(at) = self.k.take_sleep(cpu) {
-                    let c = &self.k.cpus[cpu];
-                    if c.curr == Some(t) && !self.k.tasks[t].done && at > c.clock {
-                        self.k.with_rqs(|k, rqs| k.block_task(rqs, cpu, Some(at)));
-                    }
-                }
+                self.k.sleep_after_engine_step(cpu, t);
             }
             // A wakeup_kswapd during the step places kswapd now (mm/kswapd.rs).
             self.k.with_rqs(|k, rqs| k.kthread_wakeups(rqs, cpu, now));
@@ -298,6 +291,11 @@ impl Kernel {
             }
             self.engine_step(c, t);
             self.preempt_steps += 1;
+            if self.swap.block.is_some() {
+                // A swap-in read the step waits for puts the task to sleep now, not after
+                // its next step (waits of the file paths are still taken after the window).
+                self.sleep_after_engine_step(c, t);
+            }
             let now = self.cpus[c].clock;
             if now < until {
                 queue.push((now, c));
@@ -306,6 +304,18 @@ impl Kernel {
         queue.rebuild(std::iter::empty());
         self.runner.window = queue;
         self.in_reclaim_preempt = false;
+    }
+
+    /// After task `t`'s step on `cpu`: a wait its kernel work ended in (a device read,
+    /// reclaim_throttle) puts it to sleep and frees its CPU (mm/page_writeback.rs), woken by
+    /// the device's completion or by a timer.
+    pub fn sleep_after_engine_step(&mut self, cpu: CpuId, t: TaskId) {
+        if let Some((at, waker)) = self.take_sleep(cpu) {
+            let c = &self.cpus[cpu];
+            if c.curr == Some(t) && !self.tasks[t].done && at > c.clock {
+                self.with_rqs(|k, rqs| k.block_task_woken_by(rqs, cpu, at, waker));
+            }
+        }
     }
 
     /// One step of task `t` on `cpu`.

@@ -228,7 +228,13 @@ impl Kernel {
                 l
             },
             memcg: MemCgroup::new(memcg_limit_pages, nr_cpus),
-            swap: SwapDevice::new(swap_pages),
+            swap: {
+                let mut s = SwapDevice::new(swap_pages);
+                if let Some(b) = cfg.swap.block {
+                    s.set_block(b);
+                }
+                s
+            },
             vmstat: VmStat::default(),
             irq: IrqStat::new(nr_cpus),
             rng: ChaCha8Rng::seed_from_u64(seed),

@@ -54,7 +54,11 @@ pub fn build(
             cgroup: "sim".into(),
             swap: SwapInfo {
                 kind: "sim".into(),
-                devices: vec!["zram-model".into()],
+                devices: vec![if k.swap.block.is_some() {
+                    "block-model".into()
+                } else {
+                    "zram-model".into()
+                }],
                 bytes: scn.swap_bytes,
             },
         },
@@ -84,6 +88,11 @@ fn counters(k: &Kernel) -> BTreeMap<String, u64> {
         "function_call_interrupts".into(),
         k.irq.function_call_interrupts.iter().sum(),
     );
+    if let Some(b) = &k.swap.block {
+        // The block swap device's readahead counters (mm/swap_state.rs), /proc/vmstat's names.
+        counters.insert("swap_ra".into(), b.swap_ra);
+        counters.insert("swap_ra_hit".into(), b.swap_ra_hit);
+    }
     // The host's /proc/vmstat names for the writeback model's counts (page-cache pages).
     counters.insert("nr_written".into(), k.wb.nr_written);
     counters.insert("nr_dirtied".into(), k.wb.nr_dirtied);
@@ -160,12 +169,33 @@ fn extra(k: &Kernel, sim_seconds: f64) -> Extra {
     mglru_extra(k, &mut extra);
     writeback_extra(k, &mut extra);
     file_extra(k, &mut extra);
+    swap_block_extra(k, &mut extra);
     extra.insert(
         "pages_touched".into(),
         j(k.tasks.iter().map(|t| t.pages_touched).sum()),
     );
     crate::mm::kswapd::report(k, sim_seconds, &mut extra);
     extra
+}
+
+/// The block swap device (mm/page_io.rs, mm/swap_state.rs): its I/O and the sleeps on it.
+fn swap_block_extra(k: &Kernel, extra: &mut Extra) {
+    if let Some(b) = &k.swap.block {
+        let mut wakeups = k.sched.io_wakeups.clone();
+        wakeups.resize(k.nr_cpus(), 0);
+        extra.insert(
+            "swap_block".into(),
+            serde_json::json!({
+                "read_requests": b.read_requests,
+                "write_requests": b.write_requests,
+                "writes_completed": b.writes_done,
+                "swapin_sleeps": b.read_sleeps,
+                "swapin_sleeps_on_readahead": b.read_sleeps_on_readahead,
+                "swapin_sleep_ms": b.read_sleep_ns / 1_000_000,
+                "io_wakeups_by_cpu": wakeups,
+            }),
+        );
+    }
 }
 
 /// Unmapping and TLB flushing: try_to_unmap's work, each mm's cpumask, the arch's and

@@ -110,6 +110,9 @@ golden! {
     stress_vm_mglru: "stress-vm", ["kernel.patches=[\"mglru\"]"] + VM4;
     stress_vm_arm64: "stress-vm", ["machine.arch=arm64"] + VM4;
     stress_vm_step_interleave: "stress-vm", ["sim.interleave=step"] + VM4;
+    // A block swap device (asynchronous writes, readahead, swap-in sleeps) whose
+    // completion interrupt runs on CPU 1.
+    stress_vm_block_swap: "stress-vm", ["swap.device=block", "swap.irq_cpu=1"] + VM4;
     // More CPUs than workers' share of memory: wide cpumasks, migrations, idle CPUs.
     stress_vm_16cpu: "stress-vm", [
         "machine.cpus=16",

@@ -245,8 +245,10 @@ impl Kernel {
     }
 
     /// Drop a swap-cache folio's slot (the page is about to differ from its swap copy).
+    /// folio_free_swap refuses a folio under writeback (a block device's write in flight).
     fn folio_free_swap_clean(&mut self, pfn: Pfn) {
-        if self.folios.get_mut(pfn).test_clear(pg::SWAPCACHE) {
+        let f = self.folios.get_mut(pfn);
+        if !f.test(pg::WRITEBACK) && f.test_clear(pg::SWAPCACHE) {
             self.swap.free_slot();
         }
     }
@@ -256,6 +258,10 @@ impl Kernel {
         if is_swap_pte(pte) && pte & PTE_SWPCACHE != 0 {
             // Minor fault on a folio still in the swap cache.
             let pfn = pte_pfn(pte);
+            if self.swap.block.is_some() {
+                // Its read may still be in flight (mm/swap_state.rs).
+                self.swap_cache_hit(cpu, mm, vp, pfn);
+            }
             self.map_swapped_in(mm, vp, pfn, write);
             return true;
         }
@@ -273,7 +279,12 @@ impl Kernel {
             self.release_raced_folio(pfn);
             return true;
         }
-        if is_swap_pte(pte) {
+        if is_swap_pte(pte) && self.swap.block.is_some() {
+            // do_swap_page on a block device: readahead into the swap cache, and a sleep
+            // until the read completes (mm/swap_state.rs).
+            self.vmstat.pgmajfault += 1;
+            self.swapin_readahead(cpu, mm, vp, write, pfn, pte);
+        } else if is_swap_pte(pte) {
             // do_swap_page: synchronous zram read, workingset refault check.
             self.vmstat.pgmajfault += 1;
             self.vmstat.pswpin += 1;
@@ -312,11 +323,18 @@ impl Kernel {
     }
 
     /// Map a swap-cache folio. A write fault on the exclusive folio frees the swap copy
-    /// (should_try_to_free_swap); a read fault keeps it, mapping the PTE writable but clean.
-    fn map_swapped_in(&mut self, mm: MmId, vp: u64, pfn: Pfn, write: bool) {
+    /// (should_try_to_free_swap); a read fault keeps it, mapping the PTE writable but clean,
+    /// unless swap is over half full (mem_cgroup_swap_full; on a block device only, the zram
+    /// model keeping the slot as it always has).
+    pub(crate) fn map_swapped_in(&mut self, mm: MmId, vp: u64, pfn: Pfn, write: bool) {
         if write {
             self.folio_free_swap_clean(pfn);
             self.folios.get_mut(pfn).set(pg::DIRTY);
+        } else if self.swap.block.is_some()
+            && self.swap.vm_swap_full()
+            && !self.folios.get(pfn).test(pg::WRITEBACK)
+        {
+            self.folio_free_swap(pfn);
         }
         self.mms[mm].swapents -= 1;
         self.set_pte(mm, vp, pfn, true, write);

@@ -40,6 +40,9 @@ impl Kernel {
                 None
             };
             if let Some(pfn) = pfn {
+                if self.swap.block.is_some() {
+                    self.swap_forget_io(pfn);
+                }
                 self.oracle_discard(pfn);
                 let f = self.folios.get_mut(pfn);
                 f.clear(pg::MAPPED);
@@ -61,6 +64,7 @@ impl Kernel {
             }
             self.mms[mm].ptes[vp] = PTE_NONE;
         }
+        self.swap_exit_mm(mm);
         let m = &mut self.mms[mm];
         m.rss = 0;
         m.swapents = 0;

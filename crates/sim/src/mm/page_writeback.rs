@@ -107,6 +107,9 @@ pub struct Writeback {
     /// Per CPU: the running task sleeps until this time when its step ends (device reads it
     /// waits on, reclaim_throttle); and the summed device-read waits (ns).
     pub sleep_until: Vec<Option<u64>>,
+    /// Per CPU: the CPU whose interrupt ends the pending sleep (a device completion), when the
+    /// sleep ends with one; None: a timer on the sleeping CPU.
+    pub sleep_waker: Vec<Option<CpuId>>,
     pub io_wait_ns: u64,
     pub throttle_sleeps: u64,
     /// Per CPU: the pending sleep includes a reclaim_throttle (reclaim stops until it ends).
@@ -156,15 +159,54 @@ impl Kernel {
             self.wb.sleep_until.resize(self.nr_cpus(), None);
         }
         let s = &mut self.wb.sleep_until[cpu];
+        if s.is_none_or(|t| until > t) {
+            // The sleep now ends later, not at the completion that was to end it.
+            if let Some(w) = self.wb.sleep_waker.get_mut(cpu) {
+                *w = None;
+            }
+        }
         *s = Some(s.map_or(until, |t| t.max(until)));
     }
 
-    /// The pending sleep of `cpu`'s task (taken by the engine after the step).
-    pub fn take_sleep(&mut self, cpu: CpuId) -> Option<u64> {
+    /// The task on `cpu` sleeps until a device completion at `done` whose interrupt runs on
+    /// `irq` wakes it (io_schedule until the bio's end_io: try_to_wake_up from that CPU).
+    /// Returns how long it will sleep from now; a task that cannot sleep (a kernel thread's
+    /// step) waits on its CPU's clock instead.
+    pub fn io_sleep_until(&mut self, cpu: CpuId, done: u64, irq: CpuId) -> u64 {
+        let now = self.cpus[cpu].clock;
+        if done <= now {
+            return 0;
+        }
+        if !self.can_sleep(cpu) {
+            self.cpus[cpu].clock = done;
+            return done - now;
+        }
+        let later = self
+            .wb
+            .sleep_until
+            .get(cpu)
+            .copied()
+            .flatten()
+            .is_none_or(|t| done >= t);
+        self.sleep_after_step(cpu, done);
+        if later {
+            if self.wb.sleep_waker.len() <= cpu {
+                self.wb.sleep_waker.resize(self.nr_cpus(), None);
+            }
+            self.wb.sleep_waker[cpu] = Some(irq);
+        }
+        done - now
+    }
+
+    /// The pending sleep of `cpu`'s task (taken by the engine after the step): until when,
+    /// and the CPU whose device interrupt wakes it (None: a timer on the sleeping CPU).
+    pub fn take_sleep(&mut self, cpu: CpuId) -> Option<(u64, Option<CpuId>)> {
         if let Some(t) = self.wb.throttled.get_mut(cpu) {
             *t = false;
         }
-        self.wb.sleep_until.get_mut(cpu).and_then(Option::take)
+        let waker = self.wb.sleep_waker.get_mut(cpu).and_then(Option::take);
+        let until = self.wb.sleep_until.get_mut(cpu).and_then(Option::take)?;
+        Some((until, waker))
     }
 
     /// `ns` of device reads the faulting task on `cpu` waits for (after any wait already
@@ -259,16 +301,13 @@ impl Kernel {
         // request on top of its pages (`file_write_request`).
         let requests = self.cfg.writeback_queue_depth > 0;
         let new_request = requests && !self.bio_merges(file, idx, n);
-        let start = self.wb.busy_until.max(self.cpus[cpu].clock);
-        let done = start
-            + if new_request {
-                self.cost.file_write_request
-            } else {
-                0
-            }
-            + n * self.cost.file_write_page;
-        self.wb.busy_until = done;
-        self.wb.inflight.push_back((done, pfn));
+        let fixed = if new_request {
+            self.cost.file_write_request
+        } else {
+            0
+        };
+        let done = self.blk_submit(cpu, fixed, n * self.cost.file_write_page, 0);
+        self.inflight_add(done, pfn);
         self.wb.nr_written += n;
         if requests {
             if !new_request {
@@ -284,6 +323,37 @@ impl Kernel {
                 self.wb.open_request = Some((file, idx + n, n));
             }
         }
+    }
+
+    /// The device takes a request from `cpu` now: it transfers after the requests before it
+    /// (`fixed` + `transfer` ns of device time, one request after another), and completes
+    /// `latency` ns after its transfer (the part of a request's service time that overlaps
+    /// with other requests in the device's queue). Returns the completion time. File
+    /// writeback and a block swap device (mm/page_io.rs) share the one device.
+    pub(crate) fn blk_submit(
+        &mut self,
+        cpu: CpuId,
+        fixed: u64,
+        transfer: u64,
+        latency: u64,
+    ) -> u64 {
+        let start = self.wb.busy_until.max(self.cpus[cpu].clock);
+        self.wb.busy_until = start + fixed + transfer;
+        self.wb.busy_until + latency
+    }
+
+    /// A folio under writeback that completes at `done`: `inflight` stays in completion
+    /// order (a request with a latency can complete before one queued earlier).
+    pub(crate) fn inflight_add(&mut self, done: u64, pfn: Pfn) {
+        let at = self.wb.inflight.len()
+            - self
+                .wb
+                .inflight
+                .iter()
+                .rev()
+                .take_while(|&&(d, _)| d > done)
+                .count();
+        self.wb.inflight.insert(at, (done, pfn));
     }
 
     /// Whether a folio of `n` pages at `idx` of `file` joins the request being built: the
@@ -557,13 +627,7 @@ impl Kernel {
         if now > self.wb.now {
             self.wb.now = now;
         }
-        while let Some(&(done, pfn)) = self.wb.inflight.front() {
-            if done > now {
-                break;
-            }
-            self.wb.inflight.pop_front();
-            self.folio_end_writeback(pfn);
-        }
+        self.end_io(now);
         if self.wb.nr_dirty > self.background_thresh() {
             self.wb.runs_background += 1;
             // writeback_chunk_size: background work goes in chunks of at least
@@ -587,6 +651,21 @@ impl Kernel {
                     }
                 }
             }
+        }
+    }
+
+    /// The device's completions by `now`: folio_end_writeback for the writes, and a block
+    /// swap device's reads.
+    pub fn end_io(&mut self, now: u64) {
+        if self.swap.block.is_some() {
+            self.swap_reads_poll(now);
+        }
+        while let Some(&(done, pfn)) = self.wb.inflight.front() {
+            if done > now {
+                break;
+            }
+            self.wb.inflight.pop_front();
+            self.folio_end_writeback(pfn);
         }
     }
 
@@ -663,20 +742,34 @@ impl Kernel {
 
     /// folio_end_writeback: clear PG_writeback; a PG_reclaim folio that is still clean and on
     /// the LRU goes to the reclaim end (folio_rotate_reclaimable → lru_move_tail).
+    /// A swap folio's write completes the same way (end_swap_bio_write → swap_write_end →
+    /// end_page_writeback), without the page-cache accounting.
     fn folio_end_writeback(&mut self, pfn: Pfn) {
         let f = self.folios.get_mut(pfn);
         f.clear(pg::WRITEBACK);
         let n = f.nr_pages();
-        let (file, first) = (f.owner as usize, f.index as u64);
-        self.file_block_written(file, first, n);
-        self.wb.nr_writeback -= n;
-        let f = self.folios.get_mut(pfn);
-        if !f.test_clear(pg::RECLAIM) {
-            return;
+        if f.is_anon() {
+            if let Some(b) = self.swap.block.as_mut() {
+                b.writes_done += n;
+            }
+        } else {
+            let (file, first) = (f.owner as usize, f.index as u64);
+            self.file_block_written(file, first, n);
+            self.wb.nr_writeback -= n;
         }
+        if self.folios.get_mut(pfn).test_clear(pg::RECLAIM) {
+            self.folio_rotate_reclaimable(pfn);
+        }
+    }
+
+    /// folio_rotate_reclaimable: a clean folio still on the LRU goes to the reclaim end of
+    /// the inactive list (lru_move_tail), counted as PGROTATED.
+    fn folio_rotate_reclaimable(&mut self, pfn: Pfn) {
+        let f = self.folios.get(pfn);
         if f.test(pg::DIRTY) || !f.test(pg::LRU) {
             return;
         }
+        let n = f.nr_pages();
         self.lruvec.del(&mut self.folios, pfn);
         self.folios.get_mut(pfn).clear(pg::ACTIVE);
         self.lruvec.add_tail(&mut self.folios, pfn);

@@ -1,6 +1,154 @@
-//! The swap device: a zram-like compressed RAM disk (drivers/block/zram, mm/page_io.c).
-//! Writes compress synchronously on the reclaiming CPU, reads decompress on the faulting CPU;
-//! there is no seek and no queue. Slots are counted against the device size.
+//! The swap device (mm/swapfile.c's swap_info_struct, what the model needs). Slots are counted
+//! against the device size. What backs them is `swap.device`:
+//!
+//! - `zram` (the default): drivers/block/zram with SWP_SYNCHRONOUS_IO. Writes compress
+//!   synchronously on the reclaiming CPU, reads decompress on the faulting CPU; no queue, no
+//!   sleep (drivers/zram.rs).
+//! - `block`: a disk (a swap partition or swap file on NVMe, SATA or virtio-blk), which does
+//!   not set SWP_SYNCHRONOUS_IO. Swap-out starts writeback and returns; the folio is freed by a
+//!   later scan once the write completed (mm/page_io.rs). Swap-in goes through the swap cache
+//!   with VMA readahead and the faulting task sleeps until its read completes
+//!   (mm/swap_state.rs); the device's completion interrupt wakes it from the CPU
+//!   `swap.irq_cpu` names.
+
+use crate::kernel::{CpuId, MmId};
+use crate::mm::folio::Pfn;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+/// Where the block device's completion interrupt runs (`swap.irq_cpu`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IrqCpu {
+    /// Per-CPU hardware queues (NVMe, blk-mq with one queue per CPU): the completion arrives
+    /// on the CPU that submitted the request.
+    Submitter,
+    /// A single-queue device whose interrupt is routed to one CPU (virtio-blk with one queue:
+    /// every completion on that CPU in /proc/interrupts).
+    Cpu(CpuId),
+}
+
+/// `[swap]` settings beyond `swap.size` (SimConfig::swap).
+#[derive(Clone, Debug, Default)]
+pub struct SwapConfig {
+    /// `swap.device = "block"` (None: zram).
+    pub block: Option<BlockConfig>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockConfig {
+    pub irq: IrqCpu,
+    /// vm.page-cluster (`swap.page_cluster`, default 3): readahead reads up to 2^page_cluster
+    /// pages (swap_ra_info caps the order at SWAP_RA_ORDER_CEILING).
+    pub page_cluster: u32,
+}
+
+/// SWAP_RA_ORDER_CEILING on 64-bit.
+pub const SWAP_RA_ORDER_CEILING: u32 = 5;
+
+impl SwapConfig {
+    /// Read `swap.device`, `swap.irq_cpu` and `swap.page_cluster`.
+    pub fn from_scenario(scn: &reclaimlab_core::Scenario) -> anyhow::Result<SwapConfig> {
+        let s = &scn.source;
+        let block = match s.str_or("swap.device", "zram")?.as_str() {
+            "zram" => false,
+            "block" => true,
+            o => {
+                return Err(s
+                    .err(
+                        "swap.device",
+                        format!("{}: use zram or block", reclaimlab_core::units::clip(o)),
+                    )
+                    .into())
+            }
+        };
+        for key in ["swap.irq_cpu", "swap.page_cluster"] {
+            if !block && s.has(key) {
+                return Err(s
+                    .err(
+                        key,
+                        "applies to a block device only: set swap.device = \"block\"",
+                    )
+                    .into());
+            }
+        }
+        if !block {
+            return Ok(SwapConfig { block: None });
+        }
+        let irq = match s.str_or("swap.irq_cpu", "submitter")?.as_str() {
+            "submitter" => IrqCpu::Submitter,
+            o => match o.parse::<usize>() {
+                Ok(c) if c < scn.machine.cpus => IrqCpu::Cpu(c),
+                _ => {
+                    return Err(s
+                        .err(
+                            "swap.irq_cpu",
+                            format!(
+                                "{}: use submitter (per-CPU queues) or a CPU number 0-{}",
+                                reclaimlab_core::units::clip(o),
+                                scn.machine.cpus - 1
+                            ),
+                        )
+                        .into())
+                }
+            },
+        };
+        let page_cluster = s.check_range(
+            "swap.page_cluster",
+            s.u64_or("swap.page_cluster", 3)?,
+            0,
+            31,
+            |v| v.to_string(),
+            "vm.page-cluster is a power-of-two exponent (the kernel caps readahead at 2^5 pages)",
+        )? as u32;
+        Ok(SwapConfig {
+            block: Some(BlockConfig { irq, page_cluster }),
+        })
+    }
+}
+
+/// A read in flight: when the device completes it and the CPU its interrupt runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Read {
+    pub done: u64,
+    pub irq: CpuId,
+}
+
+/// vma->swap_readahead_info: the last swap fault (or readahead hit) address, the window it
+/// used and the readahead hits since.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct VmaRa {
+    pub addr: u64,
+    pub win: u64,
+    pub hits: u64,
+}
+
+/// The block device's swap state and counters.
+#[derive(Debug, Default)]
+pub struct BlockSwap {
+    pub cfg: Option<BlockConfig>,
+    /// Reads in flight by folio (the folio stays locked until its read completes), and the
+    /// same in completion order (to retire them).
+    pub reads: BTreeMap<Pfn, Read>,
+    pub read_order: VecDeque<(u64, Pfn)>,
+    /// The write bio being built by one shrink_folio_list (swap_io_ctx): submitted when it
+    /// holds SWAP_CLUSTER_MAX folios or when the list is done (swap_write_submit).
+    pub write_batch: Vec<Pfn>,
+    /// PG_readahead of swap-cache folios readahead brought in, by slot (mm, page).
+    pub readahead: BTreeSet<(MmId, u64)>,
+    /// vma->swap_readahead_info per mm (one VMA each).
+    pub vma_ra: Vec<VmaRa>,
+    /// Counters: read and write requests (bios), readahead pages read (SWAP_RA) and faults
+    /// that found one (SWAP_RA_HIT), swap writes completed.
+    pub read_requests: u64,
+    pub write_requests: u64,
+    pub swap_ra: u64,
+    pub swap_ra_hit: u64,
+    pub writes_done: u64,
+    /// Faulting tasks put to sleep on a read (their own, or a readahead still in flight) and
+    /// the summed sleep (ns).
+    pub read_sleeps: u64,
+    pub read_sleeps_on_readahead: u64,
+    pub read_sleep_ns: u64,
+}
 
 pub struct SwapDevice {
     pub total: u64,
@@ -10,6 +158,8 @@ pub struct SwapDevice {
     pub synchronous_io: bool,
     /// What the swapped pages hold: zram's time per page depends on it (drivers/zram.rs).
     pub data: crate::drivers::zram::PageData,
+    /// `swap.device = "block"`: the disk's state (mm/page_io.rs, mm/swap_state.rs).
+    pub block: Option<BlockSwap>,
 }
 
 impl SwapDevice {
@@ -19,7 +169,16 @@ impl SwapDevice {
             used: 0,
             synchronous_io: true,
             data: crate::drivers::zram::PageData::Pattern,
+            block: None,
         }
+    }
+    /// A block device (no SWP_SYNCHRONOUS_IO) as `cfg` describes.
+    pub fn set_block(&mut self, cfg: BlockConfig) {
+        self.synchronous_io = false;
+        self.block = Some(BlockSwap {
+            cfg: Some(cfg),
+            ..Default::default()
+        });
     }
     /// folio_alloc_swap: false when the device is full.
     pub fn alloc_slot(&mut self) -> bool {
@@ -37,5 +196,13 @@ impl SwapDevice {
     /// vm_swap_full (what mem_cgroup_swap_full uses on cgroup v1): over half used.
     pub fn vm_swap_full(&self) -> bool {
         self.used * 2 > self.total
+    }
+    /// The read still in flight into `pfn` at `now`, if any.
+    pub fn read_in_flight(&self, pfn: Pfn, now: u64) -> Option<Read> {
+        let b = self.block.as_ref()?;
+        if b.reads.is_empty() {
+            return None;
+        }
+        b.reads.get(&pfn).copied().filter(|r| r.done > now)
     }
 }

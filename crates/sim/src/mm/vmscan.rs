@@ -409,17 +409,25 @@ impl Kernel {
         FolioRef::Reclaim
     }
 
-    /// pageout → swap_writeout to zram: synchronous compress; the folio is clean after.
-    pub(crate) fn pageout(&mut self, cpu: CpuId, pfn: Pfn) {
+    /// pageout → swap_writeout. To zram: synchronous compress, the folio is clean after
+    /// (returns true). To a block device: the write is started (mm/page_io.rs) and the folio
+    /// stays under writeback (returns false: shrink_folio_list keeps it).
+    pub(crate) fn pageout(&mut self, cpu: CpuId, pfn: Pfn) -> bool {
         self.oracle_writeout(cpu, pfn, "pageout (swap_writeout)");
         let f = self.folios.get_mut(pfn);
         f.clear(pg::DIRTY);
         let n = f.nr_pages();
         self.vmstat.pswpout += n;
         self.vmstat.nr_vmscan_write += n;
+        if self.swap.block.is_some() {
+            self.charge(cpu, n * self.cost.swap_writeout);
+            self.swap_writepage_bdev(cpu, pfn);
+            return false;
+        }
         let per_page = crate::drivers::zram::zram_write_ns(&self.cost, self.swap.data)
             + self.cost.swap_writeout;
         self.charge(cpu, n * per_page);
+        true
     }
 
     /// __remove_mapping: leave a workingset shadow where the folio was.
@@ -482,6 +490,11 @@ impl Kernel {
         cpu: CpuId,
         list: Vec<Pfn>,
     ) -> (u64, ReclaimStat, Vec<Pfn>) {
+        if self.swap.block.is_some() {
+            // Completions by now, as their interrupts would have run them: a long reclaim
+            // (the charge's retries) sees its earlier writes end.
+            self.end_io(self.cpus[cpu].clock);
+        }
         let mut ubc = TlbUbc::new(self.nr_cpus());
         let mut stat = ReclaimStat::default();
         let mut ret = Vec::new();
@@ -497,6 +510,15 @@ impl Kernel {
         for pfn in list {
             // A preemption point between folios (sim.interleave = "folio"; no-op otherwise).
             self.reclaim_preempt(cpu);
+            if self
+                .swap
+                .read_in_flight(pfn, self.cpus[cpu].clock)
+                .is_some()
+            {
+                // Locked for its swap-in read (mm/page_io.rs): folio_trylock fails, keep.
+                ret.push(pfn);
+                continue;
+            }
             if self.folios.get(pfn).test(pg::ORPHAN) {
                 // Its owner exited meanwhile (exit_mmap): only the isolation reference is
                 // left. The kernel would still swap it out before __remove_mapping frees it;
@@ -579,11 +601,12 @@ impl Kernel {
                 } else {
                     // A CPU may still hold a writable, dirty translation: flush before I/O.
                     self.try_to_unmap_flush_dirty(cpu, &mut ubc);
-                    if !self.pageout_and_relock(cpu, pfn) {
+                    let (written, freeable) = self.pageout_and_relock(cpu, pfn);
+                    stat.nr_pageout += if written { nr } else { 0 };
+                    if !freeable {
                         ret.push(pfn);
                         continue;
                     }
-                    stat.nr_pageout += nr;
                 }
             }
             if activate {
@@ -610,6 +633,8 @@ impl Kernel {
         self.free_folio_batch(cpu, &mut ubc, &mut free);
         // The final flush.
         self.try_to_unmap_flush(cpu, &mut ubc);
+        // swap_write_submit: a block device's write bio of this list goes out.
+        self.swap_write_submit(cpu);
         (nr_reclaimed, stat, ret)
     }
 
@@ -655,12 +680,17 @@ impl Kernel {
             // Relock. While unlocked in the batch a fault may have mapped the folio back:
             // pageout's refcount check (is_page_cache_freeable) keeps it then.
             self.folios.get_mut(pfn).set(pg::LOCKED);
-            if self.folios.get(pfn).test(pg::MAPPED) || !self.pageout_and_relock(cpu, pfn) {
+            let (written, free_now) = if self.folios.get(pfn).test(pg::MAPPED) {
+                (false, false)
+            } else {
+                self.pageout_and_relock(cpu, pfn)
+            };
+            stat.nr_pageout += if written { nr } else { 0 };
+            if !free_now {
                 self.folios.get_mut(pfn).clear(pg::LOCKED);
                 ret.push(pfn);
                 continue;
             }
-            stat.nr_pageout += nr;
             reclaimed += self.free_it(cpu, ubc, pfn, free);
         }
         reclaimed
@@ -669,17 +699,22 @@ impl Kernel {
     /// pageout, then shrink_folio_list's relock after a synchronous write: swap_writeout
     /// unlocks the folio for the I/O, so a fault on another CPU may map it back before reclaim
     /// takes the lock again; then __remove_mapping's refcount freeze would fail and the folio
-    /// is kept. Returns false (folio unlocked, to keep) in that case. The window exists only
-    /// with `sim.interleave = "folio"`.
-    fn pageout_and_relock(&mut self, cpu: CpuId, pfn: Pfn) -> bool {
-        self.pageout(cpu, pfn);
+    /// is kept. The window exists only with `sim.interleave = "folio"`. Returns (written:
+    /// PAGE_SUCCESS, free: the folio is locked again and can be freed); a write still in
+    /// flight (a block device) keeps the folio unlocked ("goto keep").
+    fn pageout_and_relock(&mut self, cpu: CpuId, pfn: Pfn) -> (bool, bool) {
+        let synchronous = self.pageout(cpu, pfn);
         self.folios.get_mut(pfn).clear(pg::LOCKED);
+        if !synchronous {
+            return (true, false);
+        }
         self.reclaim_preempt(cpu);
         if self.folios.get(pfn).test(pg::MAPPED) {
-            return false;
+            // (Not counted in nr_pageout, as the model always has; the kernel counts it.)
+            return (false, false);
         }
         self.folios.get_mut(pfn).set(pg::LOCKED);
-        true
+        (true, true)
     }
 
     /// wakeup_flusher_threads(WB_REASON_VMSCAN): the flusher writes every dirty page-cache

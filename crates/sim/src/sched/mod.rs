@@ -162,6 +162,10 @@ pub struct Sched {
     pub se: Vec<SchedEntity>,
     /// Sleeping tasks' wake-up times (hrtimers).
     pub timers: BTreeSet<(u64, TaskId)>,
+    /// Sleeping tasks a device completion wakes, and the CPU its interrupt runs on; and the
+    /// wake-ups by such completions per waking CPU.
+    pub io_waker: std::collections::BTreeMap<TaskId, CpuId>,
+    pub io_wakeups: Vec<u64>,
     /// Per CPU: time spent running tasks.
     pub busy_ns: Vec<u64>,
     pub background: Option<background::BackgroundLoad>,
@@ -349,6 +353,21 @@ impl Kernel {
         self.schedule(rqs, cpu);
     }
 
+    /// The current task sleeps until `at`; with `waker`, a device interrupt on that CPU wakes
+    /// it then (the completion's try_to_wake_up runs there), else a timer on its own CPU.
+    pub fn block_task_woken_by(
+        &mut self,
+        rqs: &mut RunQueues,
+        cpu: CpuId,
+        at: u64,
+        waker: Option<CpuId>,
+    ) {
+        if let (Some(t), Some(w)) = (self.cpus[cpu].curr, waker) {
+            self.sched.io_waker.insert(t, w);
+        }
+        self.block_task(rqs, cpu, Some(at));
+    }
+
     /// Every workload task has finished (only foreign load would keep the machine busy).
     pub fn only_background_left(&self) -> bool {
         (0..self.tasks.len()).all(|t| self.tasks[t].done || self.sched.se[t].class != Class::Worker)
@@ -360,12 +379,22 @@ impl Kernel {
     }
 
     /// Fire the earliest timer: its task wakes at the timer's time on the CPU it slept on
-    /// (hrtimers run where they were armed), so that is the waker CPU too.
+    /// (hrtimers run where they were armed), so that is the waker CPU too; a sleep a device
+    /// completion ends is woken from the CPU its interrupt runs on.
     pub fn run_next_timer(&mut self, rqs: &mut RunQueues) {
         let Some((at, t)) = self.sched.timers.pop_first() else {
             return;
         };
-        let waker = self.sched.se[t].last_cpu.unwrap_or(0);
+        let waker = match self.sched.io_waker.remove(&t) {
+            Some(w) => {
+                if self.sched.io_wakeups.len() <= w {
+                    self.sched.io_wakeups.resize(self.nr_cpus(), 0);
+                }
+                self.sched.io_wakeups[w] += 1;
+                w
+            }
+            None => self.sched.se[t].last_cpu.unwrap_or(0),
+        };
         self.try_to_wake_up(rqs, t, waker, at);
     }
 

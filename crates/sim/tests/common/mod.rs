@@ -28,6 +28,7 @@ pub fn cfg(file_folio_order: u8) -> SimConfig {
         start_placement: None,
         stress_ng_fork: true,
         stress_ng_launch_cpu: 0,
+        swap: Default::default(),
     }
 }
 

@@ -1,0 +1,146 @@
+//! Swap I/O to a block device (mm/page_io.c), for `swap.device = "block"`.
+//!
+//! Writes: pageout → swap_writeout → __swap_writepage starts writeback on the folio
+//! (folio_start_writeback), unlocks it and adds it to the write bio shrink_folio_list is
+//! building (swap_add_folio into its swap_io_ctx); the bio goes to the device when it holds
+//! SWAP_CLUSTER_MAX folios or when the list is done (swap_write_submit). pageout returns
+//! PAGE_SUCCESS with the folio under writeback, so reclaim keeps it on the LRU; the bio's
+//! end (end_swap_bio_write → swap_write_end → folio_end_writeback) rotates the folio, which
+//! pageout tagged PG_reclaim, to the inactive tail (mm/page_writeback.rs), where a later scan
+//! frees it: clean, in the swap cache, unmapped (__remove_mapping).
+//!
+//! Reads (mm/swap_state.rs): swap_read_folio adds a folio to the read bio; swap_read_submit
+//! sends it. The folios stay locked until swap_read_end; the task waiting for one sleeps
+//! until then and the completion wakes it from the CPU its interrupt runs on (`swap.irq_cpu`).
+//!
+//! The device is the one file writeback uses (page_writeback.rs `blk_submit`): requests
+//! transfer one after another (`swap_page_transfer` per page) and complete a fixed latency
+//! after their transfer (`swap_read_latency`, `swap_write_latency`).
+//!
+//! Not modelled: the completion interrupt's CPU time on the CPU it runs on; the device's
+//! request queue depth for swap (blk_mq_get_tag waits); a bio split where swap slots are not
+//! contiguous (one request per batch); cluster readahead for rotational disks.
+
+use crate::kernel::{CpuId, Kernel};
+use crate::mm::folio::{pg, Pfn};
+use crate::mm::swap::{IrqCpu, Read};
+use crate::mm::vmscan::SWAP_CLUSTER_MAX;
+
+impl Kernel {
+    /// __swap_writepage for a device without SWP_SYNCHRONOUS_IO: the folio goes under
+    /// writeback and joins the write bio being built; a full bio is submitted at once.
+    /// pageout set PG_reclaim before the write (folio_set_reclaim), so the write's end
+    /// rotates the folio.
+    pub(crate) fn swap_writepage_bdev(&mut self, cpu: CpuId, pfn: Pfn) {
+        let f = self.folios.get_mut(pfn);
+        f.set(pg::WRITEBACK);
+        f.set(pg::RECLAIM);
+        let Some(b) = self.swap.block.as_mut() else {
+            return;
+        };
+        b.write_batch.push(pfn);
+        if b.write_batch.len() as u64 >= SWAP_CLUSTER_MAX {
+            self.swap_write_submit(cpu);
+        }
+    }
+
+    /// swap_write_submit → swap_bdev_submit_write: the batch goes to the device as one bio;
+    /// each folio's writeback ends when the bio completes (writeback_poll).
+    pub(crate) fn swap_write_submit(&mut self, cpu: CpuId) {
+        let Some(b) = self.swap.block.as_mut() else {
+            return;
+        };
+        if b.write_batch.is_empty() {
+            return;
+        }
+        let batch = std::mem::take(&mut b.write_batch);
+        b.write_requests += 1;
+        let pages: u64 = batch.iter().map(|&p| self.folios.get(p).nr_pages()).sum();
+        let done = self.blk_submit(
+            cpu,
+            0,
+            pages * self.cost.swap_page_transfer,
+            self.cost.swap_write_latency,
+        );
+        for pfn in batch {
+            self.inflight_add(done, pfn);
+        }
+    }
+
+    /// The CPU a request submitted from `cpu` completes on.
+    fn swap_irq_cpu(&self, cpu: CpuId) -> CpuId {
+        match self.swap.block.as_ref().and_then(|b| b.cfg).map(|c| c.irq) {
+            Some(IrqCpu::Cpu(c)) => c,
+            _ => cpu,
+        }
+    }
+
+    /// swap_read_submit → swap_bdev_submit_read for `folios`, read by one bio from `cpu`:
+    /// they stay locked (reclaim skips them, a fault on one waits) until the bio completes.
+    pub(crate) fn swap_read_submit(&mut self, cpu: CpuId, folios: &[Pfn]) -> Read {
+        let pages: u64 = folios.iter().map(|&p| self.folios.get(p).nr_pages()).sum();
+        let done = self.blk_submit(
+            cpu,
+            0,
+            pages * self.cost.swap_page_transfer,
+            self.cost.swap_read_latency,
+        );
+        let read = Read {
+            done,
+            irq: self.swap_irq_cpu(cpu),
+        };
+        let b = self.swap.block.as_mut().expect("a block swap device");
+        b.read_requests += 1;
+        for &pfn in folios {
+            b.reads.insert(pfn, read);
+            b.read_order.push_back((done, pfn));
+        }
+        read
+    }
+
+    /// swap_read_end for the reads completed by `now`: their folios are unlocked.
+    pub(crate) fn swap_reads_poll(&mut self, now: u64) {
+        let Some(b) = self.swap.block.as_mut() else {
+            return;
+        };
+        while let Some(&(done, pfn)) = b.read_order.front() {
+            if done > now {
+                break;
+            }
+            b.read_order.pop_front();
+            if b.reads.get(&pfn).is_some_and(|r| r.done == done) {
+                b.reads.remove(&pfn);
+            }
+        }
+    }
+
+    /// The task on `cpu` waits for `read` (its own fault's, or a readahead's still in
+    /// flight: folio_lock_or_retry → io_schedule), woken by the read's completion.
+    pub(crate) fn swap_read_wait(&mut self, cpu: CpuId, read: Read, on_readahead: bool) {
+        let slept = self.io_sleep_until(cpu, read.done, read.irq);
+        if slept == 0 {
+            return;
+        }
+        let b = self.swap.block.as_mut().expect("a block swap device");
+        b.read_sleeps += 1;
+        b.read_sleep_ns += slept;
+        if on_readahead {
+            b.read_sleeps_on_readahead += 1;
+        }
+    }
+
+    /// exit_mmap dropping a folio that may still have I/O in flight: the model forgets the
+    /// I/O (the kernel's bio holds a reference until it completes; the model frees at once).
+    pub(crate) fn swap_forget_io(&mut self, pfn: Pfn) {
+        let writeback = self.folios.get(pfn).test(pg::WRITEBACK);
+        let Some(b) = self.swap.block.as_mut() else {
+            return;
+        };
+        b.reads.remove(&pfn);
+        if writeback {
+            b.write_batch.retain(|&p| p != pfn);
+            self.wb.inflight.retain(|&(_, p)| p != pfn);
+            self.folios.get_mut(pfn).clear(pg::WRITEBACK);
+        }
+    }
+}
