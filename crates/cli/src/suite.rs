@@ -153,6 +153,12 @@ pub fn host_and_sim(
         "machine.memory={}",
         host.machine.memory_bytes.max(64 << 20)
     ));
+    // A host that swapped to a disk is simulated with the block device, unless the sets name one.
+    if reclaimlab_core::scenario::host_swap_is_block(&host.machine.swap)
+        && !sets.iter().any(|s| s.starts_with("swap.device="))
+    {
+        sets.push("swap.device=block".into());
+    }
     let s = Scenario::load(scenario, &sets, Target::Sim)?;
     if from.placement {
         let placements = host_placements(&host, &s)?;
@@ -546,6 +552,7 @@ pub fn run_suite(file: &Path, cli_sets: &[String], run: SuiteRun) -> Result<Exit
             .and_then(|s| {
                 s.skip_section("host");
                 s.skip_section("sim");
+                s.skip_keys(&reclaimlab_core::scenario::SIM_SWAP_KEYS);
                 // Read by the sim backend (the scheduler model) when it runs.
                 s.skip_section("machine.topology");
                 s.skip_section("machine.background_load");

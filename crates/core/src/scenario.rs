@@ -200,6 +200,19 @@ pub fn locate(name_or_path: &str) -> Result<(String, String), ScenarioError> {
     )))
 }
 
+/// The keys that describe the simulated swap device (read by the simulator's config): the host
+/// swaps to the device it has or sets up (`--swap`), so `bench` skips them.
+pub const SIM_SWAP_KEYS: [&str; 3] = ["swap.device", "swap.irq_cpu", "swap.page_cluster"];
+
+/// Whether a host run's swap was a block device (a swap file, or swap that was already on and
+/// is not zram): the simulator's `swap.device = "block"` models it.
+pub fn host_swap_is_block(swap: &crate::SwapInfo) -> bool {
+    swap.kind == "file"
+        || (swap.kind == "existing"
+            && !swap.devices.is_empty()
+            && swap.devices.iter().any(|d| !d.starts_with("/dev/zram")))
+}
+
 impl Scenario {
     /// Locate, apply `--set` overrides, and resolve for `target`. Backend sections (`sim.*`,
     /// `host.*`) are left for the backend to read; call [`Scenario::finish`] after it has.
@@ -415,6 +428,14 @@ impl Scenario {
         Ok(kernel)
     }
 
+    /// Ignore single keys the current backend does not read (e.g. [`SIM_SWAP_KEYS`] under
+    /// `bench`).
+    pub fn skip_keys(&self, keys: &[&str]) {
+        for k in keys {
+            let _ = self.source.raw(k);
+        }
+    }
+
     /// Ignore a backend section the current backend does not read (e.g. `sim.*` under `bench`).
     pub fn skip_section(&self, prefix: &str) {
         for k in self.source.keys_under(prefix) {
@@ -470,6 +491,23 @@ pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_swap_file_or_a_disk_is_a_block_device_and_zram_is_not() {
+        let info = |kind: &str, devs: &[&str]| crate::SwapInfo {
+            kind: kind.into(),
+            devices: devs.iter().map(|d| d.to_string()).collect(),
+            bytes: 1 << 30,
+        };
+        assert!(host_swap_is_block(&info(
+            "file",
+            &["/srv/reclaimlab-1-swap.dat"]
+        )));
+        assert!(host_swap_is_block(&info("existing", &["/dev/sda2"])));
+        assert!(!host_swap_is_block(&info("existing", &["/dev/zram0"])));
+        assert!(!host_swap_is_block(&info("zram", &["/dev/zram0"])));
+        assert!(!host_swap_is_block(&info("none", &[])));
+    }
+
     use super::*;
 
     fn load(name: &str, sets: &[&str], t: Target) -> Result<Scenario, ScenarioError> {

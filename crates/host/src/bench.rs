@@ -31,6 +31,8 @@ pub fn kernel_release() -> String {
 pub fn bench(scn: &Scenario, opts: &BenchOptions) -> Result<ResultDoc> {
     crate::workload::reject_sim_only(scn)?;
     scn.skip_section("sim");
+    // The swap device is the one the machine has or `--swap` sets up.
+    scn.skip_keys(&reclaimlab_core::scenario::SIM_SWAP_KEYS);
     // The live machine has its own topology and load.
     scn.skip_section("machine.topology");
     scn.skip_section("machine.background_load");
