@@ -2,12 +2,78 @@
 //! and report each metric's delta per grid point. Results do not depend on the parallelism:
 //! every point is an independent deterministic simulation, collected in grid order.
 
+use super::{check_plot, check_policy, push_profile, simulate_policy, with_jobs};
+use crate::cli::SweepArgs;
+use crate::journal::Journal;
+use crate::output::{self, Format, SweepReport};
+use crate::progress::progress_bar;
 use anyhow::{bail, Result};
 use rayon::prelude::*;
-use reclaimlab_core::sweep::{grid, point_sets};
-pub use reclaimlab_core::sweep::{Axis, Point};
+use reclaimlab_core::sweep::{grid, point_sets, Axis, Point};
 use reclaimlab_core::ResultDoc;
+use std::collections::BTreeMap;
+use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+/// With --out, the journal (FILE.partial) and the simulations it already holds.
+fn open_journal(a: &SweepArgs) -> Result<(Option<Journal>, BTreeMap<String, ResultDoc>)> {
+    let Some(p) = &a.out else {
+        return Ok((None, Default::default()));
+    };
+    output::file::check_writable(p, "--out")?;
+    let header = serde_json::json!({
+        "sweep": a.scenario,
+        "vary": a.vary.iter().map(|x| (&x.key, &x.values)).collect::<Vec<_>>(),
+        "before": a.before,
+        "after": a.after,
+        "sets": a.sets,
+    });
+    let (j, d) = Journal::open(p, &header, a.resume)?;
+    Ok((Some(j), d))
+}
+
+pub fn run(mut a: SweepArgs) -> Result<ExitCode> {
+    push_profile(&mut a.sets, a.profile.take());
+    check_plot(a.plot.as_deref())?;
+    for spec in [&a.before, &a.after] {
+        check_policy(spec)?;
+    }
+    let (jn, done) = open_journal(&a)?;
+    let bar = progress_bar(a.json, "points done");
+    if let Some(b) = &bar {
+        b.enable_steady_tick(std::time::Duration::from_millis(200));
+    }
+    let show = |done: usize, n: usize| {
+        if let Some(b) = &bar {
+            b.set_length(n as u64);
+            b.set_position(done as u64);
+        }
+    };
+    let sim = |extra: &[String], pol: &str| {
+        let mut all = a.sets.clone();
+        all.extend_from_slice(extra);
+        simulate_policy(&a.scenario, &all, pol)
+    };
+    let points = match with_jobs(a.jobs, || {
+        run_kept(&a.vary, &a.before, &a.after, sim, jn.as_ref(), done, &show)
+    })? {
+        Err(e) if jn.is_some() => return jn.expect("journal").fail(Err(e)),
+        r => r?,
+    };
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    if let (Some(p), Some(j)) = (&a.out, jn) {
+        output::file::write_atomic(p, serde_json::to_string_pretty(&points)?.as_bytes())?;
+        j.finish()?;
+    }
+    if let Some(p) = &a.plot {
+        output::plot::sweep_plot(&points, &format!("{} vs {}", a.after, a.before), p)?;
+    }
+    let format = if a.json { Format::Json } else { Format::Text };
+    output::print(&SweepReport(&points), format)?;
+    Ok(ExitCode::SUCCESS)
+}
 
 /// Run every (point, policy) simulation on all cores (`sim` maps extra sets and a policy to a
 /// result), recording each finished simulation in `journal` (keyed "point/policy") and
@@ -19,8 +85,8 @@ pub fn run_kept<F>(
     before: &str,
     after: &str,
     sim: F,
-    journal: Option<&crate::journal::Journal>,
-    done: std::collections::BTreeMap<String, ResultDoc>,
+    journal: Option<&Journal>,
+    done: BTreeMap<String, ResultDoc>,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Vec<Point>>
 where

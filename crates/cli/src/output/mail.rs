@@ -2,7 +2,7 @@
 //! (one line per item; where the two sides differ, both values), then fixed-width plain-ASCII
 //! columns with readable metric names, and notes wrapped to a mail's width.
 
-use crate::render::to_ascii;
+use super::style::to_ascii;
 use comfy_table::{CellAlignment, Table};
 use reclaimlab_core::compare::{fmt_num, readable_name, Comparison};
 use reclaimlab_core::scenario::fmt_duration;

@@ -1,11 +1,14 @@
-//! `reclaimlab validate`: one scenario, or a suite of configurations (`--suite FILE`),
-//! each run on the host (`bench`) and then in the simulator modelling this machine (its CPU
-//! count and memory), compared per stolen page (`reclaimlab_core::validate`).
+//! `validate --suite FILE`: every configuration of a suite, each run on the host (`bench`)
+//! and then in the simulator modelling this machine (its CPU count and memory), compared per
+//! stolen page (`reclaimlab_core::validate`); and that host-then-sim step, which a single
+//! `validate SCENARIO` runs too.
 
-use crate::render;
+use crate::cmd::finish_scenario;
+use crate::output::{self, SuiteReport};
+use crate::progress::{progress_bar, show_repetition};
 use anyhow::Result;
 use reclaimlab_core::foreign::BackgroundFromHost;
-use reclaimlab_core::suite::Suite;
+use reclaimlab_core::suite::{Suite, SuiteConfig};
 use reclaimlab_core::validate::{ratio_table, RatioRow};
 use reclaimlab_core::{ResultDoc, Scenario, Target};
 use reclaimlab_host::SwapRequest;
@@ -86,7 +89,7 @@ fn sim_per_placement(scenario: &str, sets: &[String], placements: &[String]) -> 
         let mut sets = sets.to_vec();
         sets.push(format!("sim.start_placement={p}"));
         let s = Scenario::load(scenario, &sets, Target::Sim)?;
-        let d = crate::finish_scenario(&s, reclaimlab_sim::run(&s, &Default::default()))?;
+        let d = finish_scenario(&s, reclaimlab_sim::run(&s, &Default::default()))?;
         by.insert(p, d);
     }
     let mut doc = by
@@ -119,8 +122,8 @@ pub fn host_and_sim(
         Some(d) => d,
         None => {
             let s = Scenario::load(scenario, sets, Target::Host { cpus, memory_bytes })?;
-            let bar = crate::progress_bar(json, "host repetition");
-            let cb = |i: usize, n: usize, frac: f64| crate::show_repetition(&bar, i, n, frac);
+            let bar = progress_bar(json, "host repetition");
+            let cb = |i: usize, n: usize, frac: f64| show_repetition(&bar, i, n, frac);
             let opts = reclaimlab_host::BenchOptions {
                 repeat: repeat as usize,
                 swap,
@@ -129,7 +132,7 @@ pub fn host_and_sim(
                 prior: Vec::new(),
                 on_run: None,
             };
-            let d = crate::finish_scenario(&s, reclaimlab_host::bench(&s, &opts))?;
+            let d = finish_scenario(&s, reclaimlab_host::bench(&s, &opts))?;
             if let Some(b) = bar {
                 b.finish_and_clear();
             }
@@ -171,7 +174,7 @@ pub fn host_and_sim(
             placements: Some(placements),
         });
     }
-    let sim = crate::finish_scenario(&s, reclaimlab_sim::run(&s, &Default::default()))?;
+    let sim = finish_scenario(&s, reclaimlab_sim::run(&s, &Default::default()))?;
     Ok(HostAndSim {
         host,
         sim,
@@ -207,25 +210,8 @@ pub struct ConfigResult {
     pub docs: Option<(ResultDoc, ResultDoc)>,
 }
 
-impl ConfigResult {
-    fn oom_cell(&self) -> String {
-        let k: Vec<String> = self.host_oom_kills.iter().map(|k| k.to_string()).collect();
-        format!(
-            "host {} (valid runs {}/{}), sim {}",
-            if k.is_empty() {
-                "-".into()
-            } else {
-                k.join(", ")
-            },
-            self.host_valid_runs,
-            self.host_runs,
-            self.sim_oom_kills
-        )
-    }
-}
-
 fn run_config(
-    c: &reclaimlab_core::suite::SuiteConfig,
+    c: &SuiteConfig,
     cli_sets: &[String],
     repeat: u64,
     swap: Option<SwapRequest>,
@@ -236,21 +222,7 @@ fn run_config(
     let t0 = Instant::now();
     let mut sets = c.sets.clone();
     sets.extend(cli_sets.iter().cloned());
-    let mut r = ConfigResult {
-        name: c.name.clone(),
-        scenario: c.scenario.clone(),
-        sets: sets.clone(),
-        rows: vec![],
-        host_oom_kills: vec![],
-        host_valid_runs: 0,
-        host_runs: 0,
-        sim_oom_kills: 0,
-        seconds: 0.0,
-        error: None,
-        background_from_host: None,
-        placement_from_host: None,
-        docs: None,
-    };
+    let mut r = ConfigResult::new(c, sets.clone(), 0.0);
     match host_and_sim(&c.scenario, &sets, repeat, swap, host, json, from) {
         Ok(v) => {
             r.background_from_host = v.background;
@@ -264,6 +236,25 @@ fn run_config(
 }
 
 impl ConfigResult {
+    /// A configuration's outcome before anything is known of it.
+    fn new(c: &SuiteConfig, sets: Vec<String>, seconds: f64) -> ConfigResult {
+        ConfigResult {
+            name: c.name.clone(),
+            scenario: c.scenario.clone(),
+            sets,
+            rows: vec![],
+            host_oom_kills: vec![],
+            host_valid_runs: 0,
+            host_runs: 0,
+            sim_oom_kills: 0,
+            seconds,
+            error: None,
+            background_from_host: None,
+            placement_from_host: None,
+            docs: None,
+        }
+    }
+
     /// Everything the table shows, from the configuration's two result documents.
     fn fill(&mut self, host: ResultDoc, sim: ResultDoc) {
         self.rows = ratio_table(&host, &sim);
@@ -385,85 +376,6 @@ fn host_from(p: &Path, suite: &Suite) -> Result<std::collections::BTreeMap<Strin
     Ok(out)
 }
 
-/// The Markdown table of a whole suite: one block of rows per configuration.
-pub fn suite_markdown(results: &[ConfigResult]) -> String {
-    let mut s = String::from(
-        "| configuration | ratio | host median [min–max] | sim | sim error |\n\
-         | --- | --- | ---: | ---: | ---: |\n",
-    );
-    for r in results {
-        let mut first = true;
-        let mut name = || {
-            if std::mem::take(&mut first) {
-                r.name.clone()
-            } else {
-                String::new()
-            }
-        };
-        if let Some(e) = &r.error {
-            s.push_str(&format!(
-                "| {} | failed: {} | | | |\n",
-                name(),
-                e.replace('\n', " ")
-            ));
-            continue;
-        }
-        if let Some(b) = &r.background_from_host {
-            s.push_str(&format!(
-                "| {} | sim background load (from host) | {} | | |\n",
-                name(),
-                b.cell()
-            ));
-        }
-        if let Some(p) = &r.placement_from_host {
-            s.push_str(&format!(
-                "| {} | sim start placement (from host) | {} | | |\n",
-                name(),
-                placement_cell(p)
-            ));
-            if let Some((h, m)) = &r.docs {
-                for l in per_run_lines(h, m, p) {
-                    s.push_str(&format!("| {} | {} | | | |\n", name(), l));
-                }
-            }
-        }
-        for c in render::validate_cells(&r.rows) {
-            s.push_str(&format!("| {} | {} |\n", name(), c.join(" | ")));
-        }
-        s.push_str(&format!(
-            "| {} | OOM kills | {} | | |\n",
-            name(),
-            r.oom_cell()
-        ));
-    }
-    s
-}
-
-fn print_config_text(r: &ConfigResult) {
-    outln!("{} ({}; {:.0} s)", r.name, r.sets.join(" "), r.seconds);
-    match &r.error {
-        Some(e) => outln!("  failed: {e}\n"),
-        None => {
-            if let Some(b) = &r.background_from_host {
-                outln!("{}", b.summary());
-            }
-            if let Some(p) = &r.placement_from_host {
-                outln!(
-                    "start placement from host (MAIN_CPUS:SWEEPER_CPUS per process): {}",
-                    placement_cell(p)
-                );
-                if let Some((h, m)) = &r.docs {
-                    for l in per_run_lines(h, m, p) {
-                        outln!("  {l}");
-                    }
-                }
-            }
-            outln!("{}", render::validate_table(&r.rows, false));
-            outln!("OOM kills: {}\n", r.oom_cell());
-        }
-    }
-}
-
 /// The `--out` document: the summary plus each configuration's two result documents;
 /// `complete` is false while configurations are still to run (or after an interrupt).
 /// What identifies a suite run besides the suite (checked by --resume).
@@ -504,7 +416,7 @@ fn write_full(
             j["sim"] = serde_json::to_value(s)?;
         }
     }
-    crate::output::write_atomic(p, serde_json::to_string_pretty(&full)?.as_bytes())
+    output::file::write_atomic(p, serde_json::to_string_pretty(&full)?.as_bytes())
 }
 
 /// How `validate --suite` runs, besides the suite and its --set.
@@ -513,38 +425,17 @@ pub struct SuiteRun<'a> {
     pub swap: Option<SwapRequest>,
     /// A stored suite result whose host runs stand in for new ones.
     pub host_from: Option<&'a Path>,
-    pub markdown: bool,
-    pub json: bool,
+    /// How the summary is printed (`text` prints each configuration as it finishes instead).
+    pub format: output::Format,
     /// --out FILE, and whether to --resume from it.
     pub out_resume: Option<(&'a Path, bool)>,
     /// What each simulation takes from its host runs (foreign load, start placement).
     pub from_host: FromHost,
 }
 
-/// `reclaimlab validate --suite FILE`.
-pub fn run_suite(file: &Path, cli_sets: &[String], run: SuiteRun) -> Result<ExitCode> {
-    let SuiteRun {
-        repeat,
-        swap,
-        host_from: host_file,
-        markdown,
-        json,
-        out_resume,
-        from_host: from,
-    } = run;
-    let out = out_resume.map(|(p, _)| p);
-    let resume = out_resume.is_some_and(|(_, r)| r);
-    let suite = Suite::load(file)?;
-    let mut stored_hosts = match host_file {
-        Some(p) => host_from(p, &suite)?,
-        None => Default::default(),
-    };
-    let mut kept = match (out, resume) {
-        (Some(p), true) => kept(p, &suite, repeat, cli_sets, from)?,
-        _ => Kept::new(),
-    };
-    // Resolve every configuration before running any: a typo fails in a second, not at the end
-    // (the backends' own sections, host.* and sim.*, are checked when they run).
+/// Resolve every configuration before running any: a typo fails in a second, not at the end
+/// (the backends' own sections, host.* and sim.*, are checked when they run).
+fn check_configs(suite: &Suite, cli_sets: &[String]) -> Result<()> {
     for c in &suite.configs {
         let mut sets = c.sets.clone();
         sets.extend(cli_sets.iter().cloned());
@@ -561,6 +452,63 @@ pub fn run_suite(file: &Path, cli_sets: &[String], run: SuiteRun) -> Result<Exit
             })
             .map_err(|e| anyhow::anyhow!("configuration {:?}: {e}", c.name))?;
     }
+    Ok(())
+}
+
+/// A configuration an interrupted run finished with the same sets, kept as it was (what it
+/// took from its host runs derived again from the stored host document).
+fn kept_config(
+    c: &SuiteConfig,
+    sets: Vec<String>,
+    seconds: f64,
+    h: ResultDoc,
+    s: ResultDoc,
+    from: FromHost,
+) -> ConfigResult {
+    let mut r = ConfigResult::new(c, sets, seconds);
+    if from.background {
+        match derived_background(&h) {
+            Ok(b) => r.background_from_host = b,
+            Err(e) => r.error = Some(format!("{e:#}")),
+        }
+    }
+    if from.placement {
+        // The stored simulation's runs follow the host's valid runs.
+        match Scenario::load(&c.scenario, &r.sets, Target::Sim)
+            .map_err(anyhow::Error::from)
+            .and_then(|scn| host_placements(&h, &scn))
+        {
+            Ok(p) => r.placement_from_host = Some(p),
+            Err(e) => r.error = Some(format!("{e:#}")),
+        }
+    }
+    r.fill(h, s);
+    r
+}
+
+/// `reclaimlab validate --suite FILE`.
+pub fn run_suite(file: &Path, cli_sets: &[String], run: SuiteRun) -> Result<ExitCode> {
+    let SuiteRun {
+        repeat,
+        swap,
+        host_from: host_file,
+        format,
+        out_resume,
+        from_host: from,
+    } = run;
+    let json = format == output::Format::Json;
+    let out = out_resume.map(|(p, _)| p);
+    let resume = out_resume.is_some_and(|(_, r)| r);
+    let suite = Suite::load(file)?;
+    let mut stored_hosts = match host_file {
+        Some(p) => host_from(p, &suite)?,
+        None => Default::default(),
+    };
+    let mut kept = match (out, resume) {
+        (Some(p), true) => kept(p, &suite, repeat, cli_sets, from)?,
+        _ => Kept::new(),
+    };
+    check_configs(&suite, cli_sets)?;
     let key = RunKey {
         repeat,
         cli_sets,
@@ -581,39 +529,7 @@ pub fn run_suite(file: &Path, cli_sets: &[String], run: SuiteRun) -> Result<Exit
             // Finished before the interrupt, with the same --set: kept as it was.
             Some((sets, seconds, h, s)) if sets == all_sets => {
                 eprintln!("reclaimlab: {} kept from the interrupted run", c.name);
-                let mut r = ConfigResult {
-                    name: c.name.clone(),
-                    scenario: c.scenario.clone(),
-                    sets,
-                    rows: vec![],
-                    host_oom_kills: vec![],
-                    host_valid_runs: 0,
-                    host_runs: 0,
-                    sim_oom_kills: 0,
-                    seconds,
-                    error: None,
-                    background_from_host: None,
-                    placement_from_host: None,
-                    docs: None,
-                };
-                if from.background {
-                    match derived_background(&h) {
-                        Ok(b) => r.background_from_host = b,
-                        Err(e) => r.error = Some(format!("{e:#}")),
-                    }
-                }
-                if from.placement {
-                    // The stored simulation's runs follow the host's valid runs.
-                    match Scenario::load(&c.scenario, &all_sets, Target::Sim)
-                        .map_err(anyhow::Error::from)
-                        .and_then(|scn| host_placements(&h, &scn))
-                    {
-                        Ok(p) => r.placement_from_host = Some(p),
-                        Err(e) => r.error = Some(format!("{e:#}")),
-                    }
-                }
-                r.fill(h, s);
-                r
+                kept_config(c, sets, seconds, h, s, from)
             }
             _ => run_config(
                 c,
@@ -628,8 +544,8 @@ pub fn run_suite(file: &Path, cli_sets: &[String], run: SuiteRun) -> Result<Exit
         if let Some(e) = &r.error {
             eprintln!("reclaimlab: configuration {:?} failed: {e}", c.name);
         }
-        if !json && !markdown {
-            print_config_text(&r);
+        if matches!(format, output::Format::Text | output::Format::Mail) {
+            output::write(&output::text::suite_config(&r));
         }
         results.push(r);
         // Keep what finished: the file is rewritten (atomically) after every configuration,
@@ -661,57 +577,16 @@ pub fn run_suite(file: &Path, cli_sets: &[String], run: SuiteRun) -> Result<Exit
     if let Some(p) = out {
         write_full(p, &suite, &key, total, &results, true)?;
     }
-    if json {
-        outln!("{}", serde_json::to_string_pretty(&doc)?);
-    } else if markdown {
-        print!("{}", suite_markdown(&results));
-    }
+    let r = SuiteReport {
+        doc: &doc,
+        results: &results,
+    };
+    output::print(&r, format)?;
     Ok(if failed == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
-}
-
-/// `1:1;0,1:0 ×2, 0:0;1:1 ×1`: each distinct start placement and how many host runs had it.
-pub fn placement_cell(p: &[String]) -> String {
-    let mut n: std::collections::BTreeMap<&str, usize> = Default::default();
-    for x in p {
-        *n.entry(x.as_str()).or_default() += 1;
-    }
-    n.iter()
-        .map(|(k, v)| format!("{k} ×{v}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// `--placement-from-host`: one line per host run beside the simulation of its start, since
-/// the medians of a bimodal row hide which mode each run was in.
-pub fn per_run_lines(host: &ResultDoc, sim: &ResultDoc, placements: &[String]) -> Vec<String> {
-    let tlb = |r: &reclaimlab_core::RunResult| {
-        let c = &r.counters;
-        let steal = c.get("pgsteal_anon").copied().unwrap_or(0)
-            + c.get("pgsteal_file").copied().unwrap_or(0);
-        c.get("tlb_shootdowns").copied().unwrap_or(0) as f64 / steal.max(1) as f64
-    };
-    host.runs
-        .iter()
-        .filter(|r| r.valid)
-        .zip(&sim.runs)
-        .zip(placements)
-        .enumerate()
-        .map(|(i, ((h, m), p))| {
-            format!(
-                "run {}: start {p}: TLB shootdowns/steal host {:.3}, model {:.3}; throughput host {:.0}, model {:.0} ({:+.1}%)",
-                i + 1,
-                tlb(h),
-                tlb(m),
-                h.throughput.value,
-                m.throughput.value,
-                (m.throughput.value / h.throughput.value.max(1e-9) - 1.0) * 100.0
-            )
-        })
-        .collect()
 }
 
 #[cfg(test)]

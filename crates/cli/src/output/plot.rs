@@ -4,7 +4,6 @@
 //! crate, registered with plotters' ab_glyph backend), so a PNG needs no system font library and
 //! both formats lay text out with the same metrics.
 
-use crate::sweep::Point;
 use anyhow::{bail, Context, Result};
 use plotters::coord::ranged1d::SegmentValue;
 use plotters::coord::Shift;
@@ -12,6 +11,7 @@ use plotters::prelude::*;
 use plotters::style::register_font;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use reclaimlab_core::compare::{higher_is_better, Comparison};
+use reclaimlab_core::sweep::Point;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::OnceLock;
@@ -282,6 +282,105 @@ fn sweep_metrics(points: &[Point]) -> Vec<&'static str> {
         .collect()
 }
 
+/// The sweep panels' x axis: the first varied key's values, placed by value when numeric (on
+/// a log2 scale for CPU counts that double), else by their order in the sweep.
+struct XAxis {
+    key: String,
+    values: Vec<String>,
+    numeric: bool,
+    log2: bool,
+}
+
+impl XAxis {
+    fn of(first: &Point, points: &[Point]) -> XAxis {
+        let key = first.at[0].0.clone();
+        let mut values: Vec<String> = Vec::new();
+        for p in points {
+            if !values.contains(&p.at[0].1) {
+                values.push(p.at[0].1.clone());
+            }
+        }
+        let numeric = values.iter().all(|x| x.parse::<f64>().is_ok());
+        // CPU counts that double (2, 4, ... 64) are evenly spaced on a log2 axis.
+        let log2 = numeric
+            && key.ends_with("cpus")
+            && values.len() > 2
+            && values
+                .iter()
+                .all(|x| x.parse::<u64>().is_ok_and(|v| v.is_power_of_two()));
+        XAxis {
+            key,
+            values,
+            numeric,
+            log2,
+        }
+    }
+
+    /// x position: the value if numeric, else its index in the sweep.
+    fn pos(&self, v: &str) -> f64 {
+        if self.log2 {
+            v.parse::<f64>().unwrap().log2()
+        } else if self.numeric {
+            v.parse().unwrap()
+        } else {
+            self.values.iter().position(|x| x == v).unwrap() as f64
+        }
+    }
+
+    /// One x range for every panel, so a value sits at the same place in each.
+    fn range(&self) -> std::ops::Range<f64> {
+        let (xmin, xmax) = self.values.iter().fold((f64::MAX, f64::MIN), |(a, b), x| {
+            (a.min(self.pos(x)), b.max(self.pos(x)))
+        });
+        if !self.numeric || self.log2 {
+            xmin - 0.5..xmax + 0.5
+        } else if xmax > xmin {
+            let m = (xmax - xmin) * 0.03;
+            xmin - m..xmax + m
+        } else {
+            xmin - 1.0..xmax + 1.0
+        }
+    }
+
+    /// The tick label at `x`.
+    fn label(&self, x: f64) -> String {
+        if self.log2 {
+            // Only the swept values, at whole powers of two.
+            let v = 2f64.powf(x);
+            match self.values.iter().find(|l| (self.pos(l) - x).abs() < 1e-6) {
+                Some(_) => format!("{}", v.round()),
+                None => String::new(),
+            }
+        } else if self.numeric {
+            format!("{x}")
+        } else {
+            // Only whole positions name a value of a non-numeric key.
+            let i = x.round();
+            match self.values.get(i as usize) {
+                Some(l) if (x - i).abs() < 1e-6 && i >= 0.0 => l.clone(),
+                _ => String::new(),
+            }
+        }
+    }
+}
+
+/// A metric's lines: series label (the other keys' values) -> [(x, delta %)].
+fn sweep_series(points: &[Point], metric: &str, x: &XAxis) -> BTreeMap<String, Vec<(f64, f64)>> {
+    let mut series: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    for p in points {
+        let Some(r) = p.comparison.rows.iter().find(|r| r.metric == metric) else {
+            continue;
+        };
+        let Some(d) = r.delta_pct else { continue };
+        let label: Vec<String> = p.at[1..].iter().map(|(k, v)| format!("{k}={v}")).collect();
+        series
+            .entry(label.join(" "))
+            .or_default()
+            .push((x.pos(&p.at[0].1), d));
+    }
+    series
+}
+
 fn draw_sweep<DB: DrawingBackend>(
     root: DrawingArea<DB, Shift>,
     points: &[Point],
@@ -295,164 +394,117 @@ where
         root.present()?;
         return Ok(());
     };
-    let xkey = first.at[0].0.clone();
-    // x position: the value if numeric, else its index in the sweep.
-    let mut xs: Vec<String> = Vec::new();
-    for p in points {
-        if !xs.contains(&p.at[0].1) {
-            xs.push(p.at[0].1.clone());
-        }
-    }
-    let numeric = xs.iter().all(|x| x.parse::<f64>().is_ok());
-    // CPU counts that double (2, 4, ... 64) are evenly spaced on a log2 axis.
-    let log2 = numeric
-        && xkey.ends_with("cpus")
-        && xs.len() > 2
-        && xs
-            .iter()
-            .all(|x| x.parse::<u64>().is_ok_and(|v| v.is_power_of_two()));
-    let xpos = |v: &str| -> f64 {
-        if log2 {
-            v.parse::<f64>().unwrap().log2()
-        } else if numeric {
-            v.parse().unwrap()
-        } else {
-            xs.iter().position(|x| x == v).unwrap() as f64
-        }
-    };
-    // One x range for every panel, so a value sits at the same place in each.
-    let (xmin, xmax) = xs.iter().fold((f64::MAX, f64::MIN), |(a, b), x| {
-        (a.min(xpos(x)), b.max(xpos(x)))
-    });
-    let xrange = if !numeric || log2 {
-        xmin - 0.5..xmax + 0.5
-    } else if xmax > xmin {
-        let m = (xmax - xmin) * 0.03;
-        xmin - m..xmax + m
-    } else {
-        xmin - 1.0..xmax + 1.0
-    };
+    let x = XAxis::of(first, points);
     let metrics = sweep_metrics(points);
     let panels = root.split_evenly((metrics.len().max(1), 1));
     for (panel, metric) in panels.iter().zip(&metrics) {
-        // series label (other axes) -> [(x, delta%)]
-        let mut series: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
-        for p in points {
-            let Some(r) = p.comparison.rows.iter().find(|r| r.metric == *metric) else {
-                continue;
-            };
-            let Some(d) = r.delta_pct else { continue };
-            let label: Vec<String> = p.at[1..].iter().map(|(k, v)| format!("{k}={v}")).collect();
-            series
-                .entry(label.join(" "))
-                .or_default()
-                .push((xpos(&p.at[0].1), d));
-        }
-        let all: Vec<(f64, f64)> = series.values().flatten().copied().collect();
-        if all.is_empty() {
-            continue;
-        }
-        let (ymin, ymax) = all
-            .iter()
-            .fold((0.0f64, 0.0f64), |(a, b), (_, y)| (a.min(*y), b.max(*y)));
-        let pad = ((ymax - ymin) * 0.1).max(1.0);
-        let xr = xrange.clone();
-        // Several series: their legend goes in a strip right of the chart, never over a line.
-        let legend_font: TextStyle = ("sans-serif", 13).into();
-        let mut legend_w = 0;
-        if series.len() > 1 {
-            for label in series.keys() {
-                legend_w = legend_w.max(panel.estimate_text_size(label, &legend_font)?.0 + 52);
-            }
-        }
-        let (chart_area, legend_area) = panel.split_horizontally(panel.dim_in_pixel().0 - legend_w);
-        let mut chart = ChartBuilder::on(&chart_area)
-            .caption(
-                format!(
-                    "{metric}: delta % vs {xkey}, {policies}{}",
-                    direction(metric, &first.comparison.throughput_unit)
-                ),
-                ("sans-serif", 18),
-            )
-            .margin(14)
-            .x_label_area_size(44)
-            .y_label_area_size(64)
-            .build_cartesian_2d(xr, (ymin - pad)..(ymax + pad))?;
-        // The better side of zero, shaded.
-        if let Some(up) = higher_is_better(metric, &first.comparison.throughput_unit) {
-            let (lo, hi) = if up {
-                (0.0, ymax + pad)
-            } else {
-                (ymin - pad, 0.0)
-            };
-            chart.draw_series(std::iter::once(Rectangle::new(
-                [(xrange.start, lo), (xrange.end, hi)],
-                BETTER_SIDE.filled(),
-            )))?;
-        }
-        let labels = xs.clone();
-        chart
-            .configure_mesh()
-            .light_line_style(RGBColor(240, 240, 240))
-            .x_labels(if numeric && !log2 { 10 } else { xs.len() })
-            .x_label_formatter(&|x| {
-                if log2 {
-                    // Only the swept values, at whole powers of two.
-                    let v = 2f64.powf(*x);
-                    match labels.iter().find(|l| (xpos(l) - x).abs() < 1e-6) {
-                        Some(_) => format!("{}", v.round()),
-                        None => String::new(),
-                    }
-                } else if numeric {
-                    format!("{x}")
-                } else {
-                    // Only whole positions name a value of a non-numeric key.
-                    let i = x.round();
-                    match labels.get(i as usize) {
-                        Some(l) if (x - i).abs() < 1e-6 && i >= 0.0 => l.clone(),
-                        _ => String::new(),
-                    }
-                }
-            })
-            .y_label_formatter(&|y| pct_label(*y, ymax - ymin + 2.0 * pad))
-            .label_style(("sans-serif", 13))
-            .axis_desc_style(("sans-serif", 14))
-            .x_desc(if log2 {
-                format!("{xkey} (log2 scale)")
-            } else {
-                xkey.clone()
-            })
-            .y_desc("delta %")
-            .draw()?;
-        let several = series.len() > 1;
-        for (i, (label, mut pts)) in series.into_iter().enumerate() {
-            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let color = SERIES[i % SERIES.len()];
-            chart.draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?;
-            chart.draw_series(pts.iter().map(|p| Circle::new(*p, 3, color.filled())))?;
-            if several {
-                let y = 48 + 22 * i as i32;
-                legend_area.draw(&PathElement::new(
-                    vec![(4, y), (28, y)],
-                    color.stroke_width(3),
-                ))?;
-                legend_area.draw(&Text::new(
-                    label,
-                    (34, y),
-                    legend_font.pos(Pos::new(HPos::Left, VPos::Center)),
-                ))?;
-            }
-        }
+        let series = sweep_series(points, metric, &x);
+        let title = format!(
+            "{metric}: delta % vs {}, {policies}{}",
+            x.key,
+            direction(metric, &first.comparison.throughput_unit)
+        );
+        let better = higher_is_better(metric, &first.comparison.throughput_unit);
+        draw_sweep_panel(panel, &title, better, series, &x)?;
     }
     root.present()?;
+    Ok(())
+}
+
+/// One metric's panel: its lines (legend right of the chart when several), the better side
+/// of zero shaded.
+fn draw_sweep_panel<DB: DrawingBackend>(
+    panel: &DrawingArea<DB, Shift>,
+    title: &str,
+    better_up: Option<bool>,
+    series: BTreeMap<String, Vec<(f64, f64)>>,
+    x: &XAxis,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let all: Vec<(f64, f64)> = series.values().flatten().copied().collect();
+    if all.is_empty() {
+        return Ok(());
+    }
+    let (ymin, ymax) = all
+        .iter()
+        .fold((0.0f64, 0.0f64), |(a, b), (_, y)| (a.min(*y), b.max(*y)));
+    let pad = ((ymax - ymin) * 0.1).max(1.0);
+    let xrange = x.range();
+    // Several series: their legend goes in a strip right of the chart, never over a line.
+    let legend_font: TextStyle = ("sans-serif", 13).into();
+    let mut legend_w = 0;
+    if series.len() > 1 {
+        for label in series.keys() {
+            legend_w = legend_w.max(panel.estimate_text_size(label, &legend_font)?.0 + 52);
+        }
+    }
+    let (chart_area, legend_area) = panel.split_horizontally(panel.dim_in_pixel().0 - legend_w);
+    let mut chart = ChartBuilder::on(&chart_area)
+        .caption(title, ("sans-serif", 18))
+        .margin(14)
+        .x_label_area_size(44)
+        .y_label_area_size(64)
+        .build_cartesian_2d(xrange.clone(), (ymin - pad)..(ymax + pad))?;
+    // The better side of zero, shaded.
+    if let Some(up) = better_up {
+        let (lo, hi) = if up {
+            (0.0, ymax + pad)
+        } else {
+            (ymin - pad, 0.0)
+        };
+        chart.draw_series(std::iter::once(Rectangle::new(
+            [(xrange.start, lo), (xrange.end, hi)],
+            BETTER_SIDE.filled(),
+        )))?;
+    }
+    chart
+        .configure_mesh()
+        .light_line_style(RGBColor(240, 240, 240))
+        .x_labels(if x.numeric && !x.log2 {
+            10
+        } else {
+            x.values.len()
+        })
+        .x_label_formatter(&|v| x.label(*v))
+        .y_label_formatter(&|y| pct_label(*y, ymax - ymin + 2.0 * pad))
+        .label_style(("sans-serif", 13))
+        .axis_desc_style(("sans-serif", 14))
+        .x_desc(if x.log2 {
+            format!("{} (log2 scale)", x.key)
+        } else {
+            x.key.clone()
+        })
+        .y_desc("delta %")
+        .draw()?;
+    let several = series.len() > 1;
+    for (i, (label, mut pts)) in series.into_iter().enumerate() {
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let color = SERIES[i % SERIES.len()];
+        chart.draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?;
+        chart.draw_series(pts.iter().map(|p| Circle::new(*p, 3, color.filled())))?;
+        if several {
+            let y = 48 + 22 * i as i32;
+            legend_area.draw(&PathElement::new(
+                vec![(4, y), (28, y)],
+                color.stroke_width(3),
+            ))?;
+            legend_area.draw(&Text::new(
+                label,
+                (34, y),
+                legend_font.pos(Pos::new(HPos::Left, VPos::Center)),
+            ))?;
+        }
+    }
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sweep::Point;
     use reclaimlab_core::compare::{Comparison, Row};
+    use reclaimlab_core::sweep::Point;
 
     fn point(cpus: &str, d: f64) -> Point {
         Point {

@@ -1,117 +1,13 @@
 //! `reclaimlab calibrate`: run the host crate's microbenchmarks, write the profile and its raw
 //! samples, and show people the measured costs beside the simulator's defaults.
 
+use crate::cli::CalibrateArgs;
+use crate::output::{self, CalibrationReport, Format};
+use crate::progress::progress_bar;
 use anyhow::{bail, Context, Result};
-use comfy_table::{CellAlignment, Table};
 use reclaimlab_host::calibrate::{self, Calibration};
-use reclaimlab_sim::cost::CostTable;
 use std::path::PathBuf;
-
-pub struct Args {
-    pub out: Option<PathBuf>,
-    pub quick: bool,
-    pub json: bool,
-    pub only: Option<Vec<String>>,
-    pub name: Option<String>,
-    pub dir: PathBuf,
-    pub from_raw: Vec<PathBuf>,
-    pub command: String,
-}
-
-fn table(header: &[&str]) -> Table {
-    let mut t = Table::new();
-    t.load_preset(crate::render::preset())
-        .set_header(header.to_vec());
-    for i in 1..header.len() {
-        if let Some(c) = t.column_mut(i) {
-            c.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    t
-}
-
-fn num(x: f64) -> String {
-    if !x.is_finite() {
-        "-".into()
-    } else if x.abs() >= 100.0 {
-        format!("{x:.0}")
-    } else {
-        format!("{x:.2}")
-    }
-}
-
-/// The default value of a cost, by its CostTable field name.
-fn default_of(name: &str) -> Option<u64> {
-    serde_json::to_value(CostTable::x86())
-        .ok()?
-        .get(name)?
-        .as_u64()
-}
-
-/// Measurements, costs (beside cost.rs's defaults) and checks, as tables.
-pub fn render(cal: &Calibration) -> String {
-    let mut m = table(&["benchmark", "median", "min", "max", "unit", "samples"]);
-    for x in &cal.measurements {
-        m.add_row(vec![
-            x.name.clone(),
-            num(x.median),
-            num(x.min),
-            num(x.max),
-            x.unit.clone(),
-            x.samples.len().to_string(),
-        ]);
-    }
-    let mut c = table(&[
-        "cost (ns)",
-        "measured",
-        "min",
-        "max",
-        "cost.rs default",
-        "from",
-    ]);
-    for (k, d) in &cal.costs {
-        c.add_row(vec![
-            k.clone(),
-            num(d.ns),
-            num(d.min),
-            num(d.max),
-            default_of(k).map_or("-".into(), |v| v.to_string()),
-            d.from.join(", "),
-        ]);
-    }
-    let mut k = table(&[
-        "check",
-        "measured",
-        "sim (defaults)",
-        "sim (calibrated)",
-        "measured / sim",
-        "unit",
-    ]);
-    for x in &cal.checks {
-        k.add_row(vec![
-            x.name.clone(),
-            num(x.measured),
-            num(x.sim_default),
-            num(x.sim_calibrated),
-            num(x.ratio_calibrated),
-            x.unit.clone(),
-        ]);
-    }
-    let mut s = format!("{m}\n\n{c}\n\n{k}\n");
-    for n in &cal.notes {
-        s.push_str(&format!("note: {n}\n"));
-    }
-    s.push_str(&format!(
-        "{:.0} s; load average before each family and at the end: {}\n",
-        cal.seconds,
-        cal.loadavg
-            .iter()
-            .map(|l| l.split_whitespace().next().unwrap_or("?"))
-            .collect::<Vec<_>>()
-            .join(" ")
-    ));
-    s
-}
+use std::process::ExitCode;
 
 fn load_raw(path: &std::path::Path) -> Result<Calibration> {
     let text =
@@ -171,12 +67,17 @@ fn rederive(paths: &[PathBuf], command: &str) -> Result<Calibration> {
     Ok(cal)
 }
 
-pub fn run(a: Args) -> Result<()> {
+pub fn run(a: CalibrateArgs) -> Result<ExitCode> {
+    // The command line as run, recorded in the raw document and the profile.
+    let command = format!(
+        "reclaimlab {}",
+        std::env::args().skip(1).collect::<Vec<_>>().join(" ")
+    );
     if !a.from_raw.is_empty() {
-        let cal = rederive(&a.from_raw, &a.command)?;
+        let cal = rederive(&a.from_raw, &command)?;
         return finish(cal, &a);
     }
-    let bar = crate::progress_bar(a.json, "families");
+    let bar = progress_bar(a.json, "families");
     if let Some(b) = &bar {
         b.enable_steady_tick(std::time::Duration::from_millis(200));
     }
@@ -201,24 +102,21 @@ pub fn run(a: Args) -> Result<()> {
         b.finish_and_clear();
     }
     let mut cal = r?;
-    cal.command = a.command.clone();
+    cal.command = command;
     finish(cal, &a)
 }
 
 /// Write the profile and raw document (--out), then print tables or JSON.
-fn finish(cal: Calibration, a: &Args) -> Result<()> {
+fn finish(cal: Calibration, a: &CalibrateArgs) -> Result<ExitCode> {
     if let Some(out) = &a.out {
         let raw = calibrate::output::write(&cal, out, a.name.as_deref())?;
         if !a.json {
             eprintln!("reclaimlab: wrote {} and {}", out.display(), raw.display());
         }
     }
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&cal)?);
-    } else {
-        print!("{}", render(&cal));
-    }
-    Ok(())
+    let format = if a.json { Format::Json } else { Format::Text };
+    output::print(&CalibrationReport(&cal), format)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// What `validate --calibrate` takes from the session's measurement.
