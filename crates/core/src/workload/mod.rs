@@ -1,6 +1,6 @@
 //! The scenario's workloads: each module holds one workload's struct, its `workload.*` keys,
 //! their defaults and checks. Adding a workload means one module, one variant of
-//! [`Workload`] and one arm in [`Workload::parse`].
+//! [`Workload`] and one arm in `Workload::parse`.
 
 mod anon_sweep;
 mod file_mmap_rw;
