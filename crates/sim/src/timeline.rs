@@ -172,7 +172,7 @@ impl Timeline {
 /// Intervals per block at most (a block that grows past it is split in two halves).
 const BLOCK: usize = 128;
 
-/// The intervals in order, in blocks of at most [`BLOCK`], for a lock shared by every CPU: with
+/// The intervals in order, in blocks of at most `BLOCK`, for a lock shared by every CPU: with
 /// many CPUs a lagging one's request lands far behind the latest holds, and inserting it moves at most one block's
 /// tail instead of everything after it. Searches go from the back (blocks by their first start,
 /// then within the block).

@@ -20,7 +20,7 @@ use std::process::ExitCode;
 
 /// Run the command `cli` names.
 pub fn run(mut cli: Cli) -> Result<ExitCode> {
-    crate::output::style::set_style(cli.cmd.resolve_format());
+    output::style::set_style(cli.cmd.resolve_format());
     match cli.cmd {
         Cmd::Sim(a) => sim::run(a),
         Cmd::Bench(a) => bench::run(a),
@@ -88,8 +88,8 @@ pub fn check_policy(spec: &str) -> Result<()> {
 /// `--plot FILE`: its format known and the file writable before any work.
 pub fn check_plot(plot: Option<&std::path::Path>) -> Result<()> {
     if let Some(p) = plot {
-        crate::output::plot::Format::of(p)?;
-        crate::output::file::check_writable(p, "--plot")?;
+        output::plot::Format::of(p)?;
+        output::file::check_writable(p, "--plot")?;
     }
     Ok(())
 }

@@ -1,6 +1,8 @@
 //! `reclaimlab validate`: a scenario on the host and in the simulator modelling this machine,
 //! compared per stolen page; `--suite FILE` runs every configuration of a suite (`suite`).
 
+pub mod host_sim;
+mod stored;
 pub mod suite;
 
 use super::{push_profile, read_doc};
@@ -34,7 +36,7 @@ pub fn run(a: ValidateArgs) -> Result<ExitCode> {
         profile
     };
     push_profile(&mut sets, profile);
-    let from_host = suite::FromHost {
+    let from_host = host_sim::FromHost {
         background: background_from_host,
         placement: placement_from_host,
     };
@@ -53,7 +55,7 @@ pub fn run(a: ValidateArgs) -> Result<ExitCode> {
             },
         );
     }
-    let v = suite::host_and_sim(
+    let v = host_sim::host_and_sim(
         &scenario.unwrap_or_default(),
         &sets,
         repeat,

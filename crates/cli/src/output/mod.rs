@@ -1,7 +1,7 @@
-//! The one output layer. A command hands what it reports (a [`Report`]) to [`print`] with the
-//! format it was asked for; each format's renderer is a module here (text tables, Markdown,
-//! mail), JSON is the reported value's own serialisation. Result files ([`file`]) and plots
-//! ([`plot`]) are written from here too.
+//! The one output layer. A command hands what it reports (a [`Report`]) to [`print()`] with
+//! the format it was asked for; each format's renderer is a module here (text tables,
+//! Markdown, mail), JSON is the reported value's own serialisation. Result files
+//! ([`file`](mod@file)) and plots ([`plot`]) are written from here too.
 
 pub mod file;
 pub mod mail;

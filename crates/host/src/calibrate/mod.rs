@@ -5,7 +5,7 @@
 //! (`access`), [`flush`] (local TLB flushes), [`shootdown`] (the IPI round trip), [`zram`]
 //! (compress/decompress by data), [`readahead`] (file read faults), [`blockio`] (the disk's
 //! request latency, as swap on a disk sees it), [`reclaim`] (memcg reclaim
-//! by page type, swap-in, one CPU against two). [`derive`] turns the measurements into costs
+//! by page type, swap-in, one CPU against two). [`derive`](mod@derive) turns the measurements into costs
 //! and checks; [`output`] into a profile and the raw document. Every change to the machine goes
 //! through [`crate::cleanup`], as in `bench`.
 

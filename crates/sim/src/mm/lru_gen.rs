@@ -37,7 +37,7 @@ pub struct LruGen {
     pub max_seq: u64,
     /// [anon, file].
     pub min_seq: [u64; 2],
-    /// The PID controller's state per [type][tier] (NR_HIST_GENS = 1).
+    /// The PID controller's state per `[type][tier]` (NR_HIST_GENS = 1).
     pub avg_refaulted: [[u64; MAX_NR_TIERS]; 2],
     pub avg_total: [[u64; MAX_NR_TIERS]; 2],
     pub refaulted: [[u64; MAX_NR_TIERS]; 2],

@@ -26,7 +26,7 @@ pub struct Pgdat {
     /// zone_managed_pages.
     pub managed: u64,
     pub min_free_kbytes: u64,
-    /// _watermark[WMARK_MIN], [WMARK_LOW], [WMARK_HIGH] in pages.
+    /// `_watermark[WMARK_MIN]`, `[WMARK_LOW]`, `[WMARK_HIGH]` in pages.
     pub wmark_min: u64,
     pub wmark_low: u64,
     pub wmark_high: u64,

@@ -35,7 +35,7 @@ pub fn nice_to_weight(nice: i32) -> u64 {
 /// The workload's session (the group every workload task belongs to).
 pub const WORKLOAD_GROUP: usize = 0;
 
-/// struct task_group of one autogroup, with its per-CPU group entities (tg->se[cpu]) reduced
+/// struct task_group of one autogroup, with its per-CPU group entities (`tg->se[cpu]`) reduced
 /// to what the pick needs: their vruntime on the CPU's root cfs_rq.
 #[derive(Clone, Debug, Default)]
 pub struct TaskGroup {

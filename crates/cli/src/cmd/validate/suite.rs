@@ -1,11 +1,10 @@
-//! `validate --suite FILE`: every configuration of a suite, each run on the host (`bench`)
-//! and then in the simulator modelling this machine (its CPU count and memory), compared per
-//! stolen page (`reclaimlab_core::validate`); and that host-then-sim step, which a single
-//! `validate SCENARIO` runs too.
+//! `validate --suite FILE`: every configuration of a suite through the host-then-sim step
+//! (`host_sim`), printed as each finishes and written to `--out` after each, so that
+//! `--resume` can continue an interrupted run (`stored`).
 
-use crate::cmd::finish_scenario;
+use super::host_sim::{derived_background, host_and_sim, host_placements, FromHost};
+use super::stored::{host_from, kept, Kept};
 use crate::output::{self, SuiteReport};
-use crate::progress::{progress_bar, show_repetition};
 use anyhow::Result;
 use reclaimlab_core::foreign::BackgroundFromHost;
 use reclaimlab_core::suite::{Suite, SuiteConfig};
@@ -16,172 +15,6 @@ use serde::Serialize;
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
-
-/// `--background-from-host`: the simulator's `machine.background_load` from the host runs'
-/// median foreign record (`reclaimlab_core::foreign`). None when no foreign user task ran; an
-/// error when the host document has no record (written before bench kept one).
-pub fn derived_background(host: &ResultDoc) -> Result<Option<BackgroundFromHost>> {
-    match reclaimlab_core::foreign::of_doc(host) {
-        Some(f) => Ok(reclaimlab_core::foreign::background_load(&f)),
-        None => anyhow::bail!(
-            "--background-from-host: the host runs have no foreign-load record (runs[].foreign; \
-             bench writes it since this option exists): run the host side again"
-        ),
-    }
-}
-
-/// What the simulation takes from the host runs besides the machine's size.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FromHost {
-    /// `--background-from-host`: machine.background_load from the runs' foreign record.
-    pub background: bool,
-    /// `--placement-from-host`: one simulation per host run, started where that run's
-    /// threads started (sim.start_placement from its scheduler trace; anon-sweep only).
-    pub placement: bool,
-}
-
-/// One validation: the two documents and what the simulation was given from the host.
-pub struct HostAndSim {
-    pub host: ResultDoc,
-    pub sim: ResultDoc,
-    /// `--background-from-host`: the derived load (None: off, or no foreign user task ran).
-    pub background: Option<BackgroundFromHost>,
-    /// `--placement-from-host`: each valid host run's start placement, in run order (the
-    /// simulation's runs are in the same order).
-    pub placements: Option<Vec<String>>,
-}
-
-/// `--placement-from-host`: each valid host run's `sim.start_placement`, in run order.
-pub fn host_placements(host: &ResultDoc, scn: &Scenario) -> Result<Vec<String>> {
-    let reclaimlab_core::Workload::AnonSweep(w) = &scn.workload else {
-        anyhow::bail!(
-            "--placement-from-host: applies to anon-sweep (where each process's main thread \
-             clones its sweepers); this configuration runs {}",
-            scn.name
-        );
-    };
-    host.runs
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r.valid)
-        .map(|(i, r)| {
-            reclaimlab_core::start_placement::of_run(r, w.processes, w.threads).ok_or_else(|| {
-                anyhow::anyhow!(
-                    "--placement-from-host: host run {} has no scheduler trace of its {} \
-                     processes (placement.processes; bench records it since this option \
-                     exists): run the host side again",
-                    i + 1,
-                    w.processes
-                )
-            })
-        })
-        .collect()
-}
-
-/// One simulation per start placement (each distinct one once: the simulator is
-/// deterministic), gathered as one document whose runs follow `placements`.
-fn sim_per_placement(scenario: &str, sets: &[String], placements: &[String]) -> Result<ResultDoc> {
-    let mut by: std::collections::BTreeMap<&str, ResultDoc> = Default::default();
-    for p in placements {
-        if by.contains_key(p.as_str()) {
-            continue;
-        }
-        let mut sets = sets.to_vec();
-        sets.push(format!("sim.start_placement={p}"));
-        let s = Scenario::load(scenario, &sets, Target::Sim)?;
-        let d = finish_scenario(&s, reclaimlab_sim::run(&s, &Default::default()))?;
-        by.insert(p, d);
-    }
-    let mut doc = by
-        .values()
-        .next()
-        .cloned()
-        .ok_or_else(|| anyhow::anyhow!("--placement-from-host: no valid host run"))?;
-    doc.runs = placements
-        .iter()
-        .flat_map(|p| by[p.as_str()].runs.clone())
-        .collect();
-    doc.summarize();
-    Ok(doc)
-}
-
-/// Run `scenario` with `sets` on the host (or read `host_result`), then simulate it as the
-/// host machine (machine.cpus and machine.memory set from the host result; with
-/// `background_from_host`, machine.background_load from its foreign record, after `sets`).
-pub fn host_and_sim(
-    scenario: &str,
-    sets: &[String],
-    repeat: u64,
-    swap: Option<SwapRequest>,
-    host_result: Option<ResultDoc>,
-    json: bool,
-    from: FromHost,
-) -> Result<HostAndSim> {
-    let (cpus, memory_bytes) = reclaimlab_host::machine_limits();
-    let host = match host_result {
-        Some(d) => d,
-        None => {
-            let s = Scenario::load(scenario, sets, Target::Host { cpus, memory_bytes })?;
-            let bar = progress_bar(json, "host repetition");
-            let cb = |i: usize, n: usize, frac: f64| show_repetition(&bar, i, n, frac);
-            let opts = reclaimlab_host::BenchOptions {
-                repeat: repeat as usize,
-                swap,
-                trace: false,
-                progress: Some(&cb),
-                prior: Vec::new(),
-                on_run: None,
-            };
-            let d = finish_scenario(&s, reclaimlab_host::bench(&s, &opts))?;
-            if let Some(b) = bar {
-                b.finish_and_clear();
-            }
-            d
-        }
-    };
-    let mut sets = sets.to_vec();
-    let background = if from.background {
-        derived_background(&host)?
-    } else {
-        None
-    };
-    if let Some(b) = &background {
-        sets.extend(b.sets());
-    } else if from.background {
-        // No foreign user task ran: the model's quiet machine is what the host had.
-        sets.push("machine.background_load.tasks=0".into());
-    }
-    sets.push(format!("machine.cpus={}", host.machine.cpus.max(1)));
-    sets.push(format!(
-        "machine.memory={}",
-        host.machine.memory_bytes.max(64 << 20)
-    ));
-    // A host that swapped to a disk is simulated with the block device, unless the sets name one.
-    if reclaimlab_core::scenario::host_swap_is_block(&host.machine.swap)
-        && !sets.iter().any(|s| s.starts_with("swap.device="))
-    {
-        sets.push("swap.device=block".into());
-    }
-    let s = Scenario::load(scenario, &sets, Target::Sim)?;
-    if from.placement {
-        let placements = host_placements(&host, &s)?;
-        drop(s);
-        let sim = sim_per_placement(scenario, &sets, &placements)?;
-        return Ok(HostAndSim {
-            host,
-            sim,
-            background,
-            placements: Some(placements),
-        });
-    }
-    let sim = finish_scenario(&s, reclaimlab_sim::run(&s, &Default::default()))?;
-    Ok(HostAndSim {
-        host,
-        sim,
-        background,
-        placements: None,
-    })
-}
 
 /// One configuration's outcome.
 #[derive(Serialize)]
@@ -266,118 +99,6 @@ impl ConfigResult {
     }
 }
 
-/// Configurations an interrupted `validate --suite --out FILE` finished, by name, when FILE
-/// belongs to the same suite, repeat and --set: (sets, seconds, host, sim).
-type Kept = std::collections::BTreeMap<String, (Vec<String>, f64, ResultDoc, ResultDoc)>;
-
-fn kept(p: &Path, suite: &Suite, repeat: u64, cli_sets: &[String], from: FromHost) -> Result<Kept> {
-    let v = read_suite_result(p, "--resume")?;
-    if v["suite"] != serde_json::json!(suite.file)
-        || v["repeat"] != serde_json::json!(repeat)
-        || v["cli_sets"] != serde_json::json!(cli_sets)
-        || v["background_from_host"].as_bool().unwrap_or(false) != from.background
-        || v["placement_from_host"].as_bool().unwrap_or(false) != from.placement
-    {
-        anyhow::bail!(
-            "--resume: {} belongs to a different run (suite, --repeat, --set, \
-             --background-from-host or --placement-from-host differ)",
-            p.display()
-        );
-    }
-    Ok(stored_configs(&v))
-}
-
-fn read_suite_result(p: &Path, flag: &str) -> Result<serde_json::Value> {
-    let text = std::fs::read_to_string(p)
-        .map_err(|e| anyhow::anyhow!("{flag}: cannot read {}: {e}", p.display()))?;
-    let v: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| anyhow::anyhow!("{flag}: {} is not a suite result: {e}", p.display()))?;
-    if !v["configs"].is_array() {
-        anyhow::bail!(
-            "{flag}: {} is not a suite result (no \"configs\"; write one with validate --suite ... --out FILE)",
-            p.display()
-        );
-    }
-    Ok(v)
-}
-
-/// The configurations of a stored suite result that finished with both documents.
-fn stored_configs(v: &serde_json::Value) -> Kept {
-    let mut out = Kept::new();
-    for c in v["configs"].as_array().into_iter().flatten() {
-        let (Some(name), Some(h), Some(s)) = (c["name"].as_str(), c.get("host"), c.get("sim"))
-        else {
-            continue;
-        };
-        if !c["error"].is_null() {
-            continue;
-        }
-        let sets: Vec<String> = serde_json::from_value(c["sets"].clone()).unwrap_or_default();
-        let (Ok(h), Ok(s)) = (
-            serde_json::from_value::<ResultDoc>(h.clone()),
-            serde_json::from_value::<ResultDoc>(s.clone()),
-        ) else {
-            continue;
-        };
-        out.insert(
-            name.to_string(),
-            (sets, c["seconds"].as_f64().unwrap_or(0.0), h, s),
-        );
-    }
-    out
-}
-
-/// The sets that reach the host: `sim.*` keys describe the machine to the simulator only (the
-/// host ignores them), so a suite may add or change them after its host run was stored. A
-/// key renamed since is read under its new name (`host.hold` is now `workload.hold`).
-fn host_sets(sets: &[String]) -> Vec<String> {
-    sets.iter()
-        .filter(|s| !s.starts_with("sim."))
-        .map(|s| match s.strip_prefix("host.hold=") {
-            Some(v) => format!("workload.hold={v}"),
-            None => s.clone(),
-        })
-        .collect()
-}
-
-/// `--host-result SUITE.json` with `--suite`: each configuration's stored host document, by
-/// name. A configuration must be stored with the suite's own sets, `sim.*` keys aside (the
-/// stored run's --set may differ: they are the simulator's business now), so a host run is
-/// never matched to another configuration.
-fn host_from(p: &Path, suite: &Suite) -> Result<std::collections::BTreeMap<String, ResultDoc>> {
-    let v = read_suite_result(p, "--host-result")?;
-    let stored = stored_configs(&v);
-    let mut out = std::collections::BTreeMap::new();
-    let mut missing = Vec::new();
-    for c in &suite.configs {
-        match stored.get(&c.name) {
-            Some((sets, _, h, _)) if host_sets(sets).starts_with(&host_sets(&c.sets)) => {
-                out.insert(c.name.clone(), h.clone());
-            }
-            Some(_) => anyhow::bail!(
-                "--host-result: configuration {:?} in {} was run with other sets than the suite gives",
-                c.name,
-                p.display()
-            ),
-            None => missing.push(c.name.clone()),
-        }
-    }
-    if !missing.is_empty() {
-        anyhow::bail!(
-            "--host-result: {} has no finished host run for {}",
-            p.display(),
-            missing
-                .iter()
-                .map(|n| format!("{n:?}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
-    Ok(out)
-}
-
-/// The `--out` document: the summary plus each configuration's two result documents;
-/// `complete` is false while configurations are still to run (or after an interrupt).
 /// What identifies a suite run besides the suite (checked by --resume).
 struct RunKey<'a> {
     repeat: u64,
@@ -385,6 +106,8 @@ struct RunKey<'a> {
     from: FromHost,
 }
 
+/// The `--out` document: the summary plus each configuration's two result documents;
+/// `complete` is false while configurations are still to run (or after an interrupt).
 fn write_full(
     p: &Path,
     suite: &Suite,
@@ -587,21 +310,4 @@ pub fn run_suite(file: &Path, cli_sets: &[String], run: SuiteRun) -> Result<Exit
     } else {
         ExitCode::from(1)
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::host_sets;
-
-    #[test]
-    fn a_stored_host_hold_is_read_as_workload_hold_and_sim_keys_are_left_out() {
-        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        let stored = v(&["memcg.limit=2G", "sim.tick=1ms", "host.hold=sleep"]);
-        let suite = v(&["memcg.limit=2G", "workload.hold=sleep", "sim.cgroup=v1"]);
-        assert_eq!(host_sets(&stored), host_sets(&suite));
-        assert_ne!(
-            host_sets(&v(&["host.hold=spin"])),
-            host_sets(&v(&["workload.hold=sleep"]))
-        );
-    }
 }

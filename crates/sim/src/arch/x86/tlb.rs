@@ -4,7 +4,7 @@
 //! whether they were filled writable and dirty. A full flush of one address space (CR3 reload /
 //! INVPCID single-context) bumps a per-(CPU, mm) epoch, so it costs O(1) and leaves other
 //! address spaces' entries alone, as PCID does. The per-CPU `local_gen[mm]` is
-//! cpu_tlbstate.ctxs[asid].tlb_gen; `Mm::tlb_gen` is mm->context.tlb_gen.
+//! `cpu_tlbstate.ctxs[asid].tlb_gen`; `Mm::tlb_gen` is mm->context.tlb_gen.
 
 use crate::cpumask::CpuMask;
 use crate::kernel::{CpuId, Kernel, MmId};

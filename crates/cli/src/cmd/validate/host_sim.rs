@@ -1,0 +1,176 @@
+//! The step every validation makes: the scenario on the host (`bench`, or a stored host
+//! result), then in the simulator modelling that machine (its CPU count and memory), given
+//! what `--background-from-host` and `--placement-from-host` take from the host runs.
+
+use crate::cmd::finish_scenario;
+use crate::progress::{progress_bar, show_repetition};
+use anyhow::Result;
+use reclaimlab_core::foreign::BackgroundFromHost;
+use reclaimlab_core::{ResultDoc, Scenario, Target};
+use reclaimlab_host::SwapRequest;
+
+/// `--background-from-host`: the simulator's `machine.background_load` from the host runs'
+/// median foreign record (`reclaimlab_core::foreign`). None when no foreign user task ran; an
+/// error when the host document has no record (written before bench kept one).
+pub fn derived_background(host: &ResultDoc) -> Result<Option<BackgroundFromHost>> {
+    match reclaimlab_core::foreign::of_doc(host) {
+        Some(f) => Ok(reclaimlab_core::foreign::background_load(&f)),
+        None => anyhow::bail!(
+            "--background-from-host: the host runs have no foreign-load record (runs[].foreign; \
+             bench writes it since this option exists): run the host side again"
+        ),
+    }
+}
+
+/// What the simulation takes from the host runs besides the machine's size.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FromHost {
+    /// `--background-from-host`: machine.background_load from the runs' foreign record.
+    pub background: bool,
+    /// `--placement-from-host`: one simulation per host run, started where that run's
+    /// threads started (sim.start_placement from its scheduler trace; anon-sweep only).
+    pub placement: bool,
+}
+
+/// One validation: the two documents and what the simulation was given from the host.
+pub struct HostAndSim {
+    pub host: ResultDoc,
+    pub sim: ResultDoc,
+    /// `--background-from-host`: the derived load (None: off, or no foreign user task ran).
+    pub background: Option<BackgroundFromHost>,
+    /// `--placement-from-host`: each valid host run's start placement, in run order (the
+    /// simulation's runs are in the same order).
+    pub placements: Option<Vec<String>>,
+}
+
+/// `--placement-from-host`: each valid host run's `sim.start_placement`, in run order.
+pub fn host_placements(host: &ResultDoc, scn: &Scenario) -> Result<Vec<String>> {
+    let reclaimlab_core::Workload::AnonSweep(w) = &scn.workload else {
+        anyhow::bail!(
+            "--placement-from-host: applies to anon-sweep (where each process's main thread \
+             clones its sweepers); this configuration runs {}",
+            scn.name
+        );
+    };
+    host.runs
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.valid)
+        .map(|(i, r)| {
+            reclaimlab_core::start_placement::of_run(r, w.processes, w.threads).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "--placement-from-host: host run {} has no scheduler trace of its {} \
+                     processes (placement.processes; bench records it since this option \
+                     exists): run the host side again",
+                    i + 1,
+                    w.processes
+                )
+            })
+        })
+        .collect()
+}
+
+/// One simulation per start placement (each distinct one once: the simulator is
+/// deterministic), gathered as one document whose runs follow `placements`.
+fn sim_per_placement(scenario: &str, sets: &[String], placements: &[String]) -> Result<ResultDoc> {
+    let mut by: std::collections::BTreeMap<&str, ResultDoc> = Default::default();
+    for p in placements {
+        if by.contains_key(p.as_str()) {
+            continue;
+        }
+        let mut sets = sets.to_vec();
+        sets.push(format!("sim.start_placement={p}"));
+        let s = Scenario::load(scenario, &sets, Target::Sim)?;
+        let d = finish_scenario(&s, reclaimlab_sim::run(&s, &Default::default()))?;
+        by.insert(p, d);
+    }
+    let mut doc = by
+        .values()
+        .next()
+        .cloned()
+        .ok_or_else(|| anyhow::anyhow!("--placement-from-host: no valid host run"))?;
+    doc.runs = placements
+        .iter()
+        .flat_map(|p| by[p.as_str()].runs.clone())
+        .collect();
+    doc.summarize();
+    Ok(doc)
+}
+
+/// Run `scenario` with `sets` on the host (or read `host_result`), then simulate it as the
+/// host machine (machine.cpus and machine.memory set from the host result; with
+/// `background_from_host`, machine.background_load from its foreign record, after `sets`).
+pub fn host_and_sim(
+    scenario: &str,
+    sets: &[String],
+    repeat: u64,
+    swap: Option<SwapRequest>,
+    host_result: Option<ResultDoc>,
+    json: bool,
+    from: FromHost,
+) -> Result<HostAndSim> {
+    let (cpus, memory_bytes) = reclaimlab_host::machine_limits();
+    let host = match host_result {
+        Some(d) => d,
+        None => {
+            let s = Scenario::load(scenario, sets, Target::Host { cpus, memory_bytes })?;
+            let bar = progress_bar(json, "host repetition");
+            let cb = |i: usize, n: usize, frac: f64| show_repetition(&bar, i, n, frac);
+            let opts = reclaimlab_host::BenchOptions {
+                repeat: repeat as usize,
+                swap,
+                trace: false,
+                progress: Some(&cb),
+                prior: Vec::new(),
+                on_run: None,
+            };
+            let d = finish_scenario(&s, reclaimlab_host::bench(&s, &opts))?;
+            if let Some(b) = bar {
+                b.finish_and_clear();
+            }
+            d
+        }
+    };
+    let mut sets = sets.to_vec();
+    let background = if from.background {
+        derived_background(&host)?
+    } else {
+        None
+    };
+    if let Some(b) = &background {
+        sets.extend(b.sets());
+    } else if from.background {
+        // No foreign user task ran: the model's quiet machine is what the host had.
+        sets.push("machine.background_load.tasks=0".into());
+    }
+    sets.push(format!("machine.cpus={}", host.machine.cpus.max(1)));
+    sets.push(format!(
+        "machine.memory={}",
+        host.machine.memory_bytes.max(64 << 20)
+    ));
+    // A host that swapped to a disk is simulated with the block device, unless the sets name one.
+    if reclaimlab_core::scenario::host_swap_is_block(&host.machine.swap)
+        && !sets.iter().any(|s| s.starts_with("swap.device="))
+    {
+        sets.push("swap.device=block".into());
+    }
+    let s = Scenario::load(scenario, &sets, Target::Sim)?;
+    if from.placement {
+        let placements = host_placements(&host, &s)?;
+        drop(s);
+        let sim = sim_per_placement(scenario, &sets, &placements)?;
+        return Ok(HostAndSim {
+            host,
+            sim,
+            background,
+            placements: Some(placements),
+        });
+    }
+    let sim = finish_scenario(&s, reclaimlab_sim::run(&s, &Default::default()))?;
+    Ok(HostAndSim {
+        host,
+        sim,
+        background,
+        placements: None,
+    })
+}
