@@ -16,31 +16,7 @@ pub const MAX_MMS: usize = 2;
 /// Most base pages (one frame per page; bitmasks are u8).
 pub const MAX_PAGES: usize = 8;
 
-/// Which architecture's TLB semantics.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Arch {
-    /// IPI shootdowns to the batch cpumask; lazy CPUs skipped and caught by `tlb_gen` at switch.
-    X86,
-    /// Broadcast TLBI issued at `arch_tlbbatch_add_pending`, completed by the DSB at flush.
-    Arm64,
-}
-
-impl Arch {
-    pub fn parse(s: &str) -> Result<Arch, String> {
-        match s {
-            "x86" | "x86_64" | "x86-64" => Ok(Arch::X86),
-            "arm64" | "aarch64" => Ok(Arch::Arm64),
-            _ => Err(format!("unknown arch {s:?}: one of x86, arm64")),
-        }
-    }
-    pub fn name(self) -> &'static str {
-        match self {
-            Arch::X86 => "x86",
-            Arch::Arm64 => "arm64",
-        }
-    }
-}
+pub use reclaimlab_core::Arch;
 
 /// A deliberate bug planted in the model, to show the checker would notice its absence.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]

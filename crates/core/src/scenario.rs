@@ -80,12 +80,7 @@ pub enum Target {
     Host { cpus: usize, memory_bytes: u64 },
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Arch {
-    X86,
-    Arm64,
-}
+pub use crate::arch::Arch;
 
 /// `"all"` (unpinned; the scheduler places threads) or an explicit CPU per worker/thread,
 /// assigned round-robin when there are more workers than entries.
@@ -385,16 +380,8 @@ impl Scenario {
             .map_or("x86", |p| p.profile.machine.arch.as_str());
         let machine = Machine {
             cpus: src.u64_or("machine.cpus", 2)? as usize,
-            arch: match src.str_or("machine.arch", arch_default)?.as_str() {
-                "x86" | "x86_64" => Arch::X86,
-                "arm64" | "aarch64" => Arch::Arm64,
-                other => {
-                    return Err(src.err(
-                        "machine.arch",
-                        format!("unknown arch {}: use x86 or arm64", clip(other)),
-                    ))
-                }
-            },
+            arch: Arch::parse(&src.str_or("machine.arch", arch_default)?)
+                .map_err(|e| src.err("machine.arch", e))?,
             memory_bytes: src.size_or("machine.memory", 32 << 30)?,
             invlpgb: src.bool_or("machine.invlpgb", false)?,
             profile: src.str_opt("machine.profile")?,
@@ -408,10 +395,7 @@ impl Scenario {
         }
         if let Some(p) = &profile {
             let want = p.profile.machine.arch.as_str();
-            let have = match machine.arch {
-                Arch::X86 => "x86",
-                Arch::Arm64 => "arm64",
-            };
+            let have = machine.arch.name();
             if want != have {
                 return Err(src.err(
                     "machine.arch",

@@ -131,7 +131,7 @@ fn simulate_with(
         scn.memcg.swappiness as u64,
         scn.run.seed,
     );
-    k.set_arch((&scn.machine.arch).into());
+    k.set_arch(scn.machine.arch);
     k.cost = cost::CostTable::for_scenario(scn)?;
     k.swap.data = cfg
         .page_data

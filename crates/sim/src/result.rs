@@ -220,10 +220,7 @@ pub fn build(
         machine: MachineInfo {
             cpus: scn.machine.cpus,
             memory_bytes: scn.machine.memory_bytes,
-            arch: match scn.machine.arch {
-                reclaimlab_core::scenario::Arch::X86 => "x86".into(),
-                reclaimlab_core::scenario::Arch::Arm64 => "arm64".into(),
-            },
+            arch: scn.machine.arch.name().into(),
             cgroup: "sim".into(),
             swap: SwapInfo {
                 kind: "sim".into(),
