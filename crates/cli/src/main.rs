@@ -856,16 +856,7 @@ fn run(mut cli: Cli) -> Result<ExitCode> {
             })
         }
         Cmd::Policies => {
-            use reclaimlab_core::policy::{Patch, PRESETS};
-            outln!("Kernel presets (--kernel):");
-            for (name, patches, what) in PRESETS {
-                let p: Vec<&str> = patches.iter().map(|p| p.name()).collect();
-                outln!("  {name:<6} {what} [{}]", p.join(", "));
-            }
-            outln!("Policies (--patch, or PRESET+NAME):");
-            for p in Patch::ALL {
-                outln!("  {:<24} {}", p.name(), p.summary());
-            }
+            outln!("{}", reclaimlab_core::policy::listing().trim_end());
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Profiles { name, json } => {

@@ -492,7 +492,9 @@ impl Scenario {
             patches: src.str_list_or("kernel.patches", &[])?,
         };
 
-        if let Err(e) = crate::policy::KernelPolicy::new(&kernel.preset, &kernel.patches) {
+        if let Err(e) = crate::policy::KernelPolicy::new(&kernel.preset, &kernel.patches)
+            .and_then(|k| k.check_arch(machine.arch))
+        {
             let key = if e.contains("preset") {
                 "kernel.preset"
             } else {

@@ -138,7 +138,7 @@ fn simulate_with(
         .unwrap_or_else(|| drivers::zram::PageData::of(&scn.workload));
     k.wb.global_dirtyable = scn.machine.memory_bytes / PAGE;
     k.arm64_tlbi_range = arch::arm64_tlbi_range(scn)?;
-    if scn.machine.invlpgb && k.policy.uses_invlpgb {
+    if scn.machine.invlpgb && k.policy.settings.uses_invlpgb {
         k.invlpgb = Some(arch::x86::invlpgb::Invlpgb::new(scn.machine.cpus));
     }
     setup(&mut k);

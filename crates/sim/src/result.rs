@@ -1,5 +1,6 @@
 //! Build the shared result document (reclaimlab.result/1) from a finished simulation.
 
+use crate::config::Patch;
 use crate::kernel::Kernel;
 use reclaimlab_core::result::{MachineInfo, ResultDoc, RunResult, SwapInfo, Throughput, SCHEMA};
 use reclaimlab_core::Scenario;
@@ -97,11 +98,11 @@ pub fn build(
         extra.insert("tlbsync".into(), j(s.tlbsyncs));
         extra.insert("global_asids".into(), j(s.global_asids));
     }
-    if k.policy.luf {
+    if k.has(Patch::Luf) {
         extra.insert("luf_deferred_pages".into(), j(k.luf.deferred_pages));
         extra.insert("luf_flushes".into(), j(k.luf.flushes));
     }
-    if k.policy.mglru {
+    if k.has(Patch::Mglru) {
         let g = &k.lruvec.lrugen;
         extra.insert("mglru_max_seq".into(), j(g.max_seq));
         extra.insert("mglru_aging".into(), j(g.nr_aging));

@@ -30,7 +30,7 @@ pub fn simulate(
     if scn.memcg.limit_bytes >= scn.machine.memory_bytes {
         k.memcg.limit = u64::MAX / 2;
     }
-    let wsf = k.policy.watermark_scale_factor;
+    let wsf = k.policy.settings.watermark_scale_factor;
     k.pgdat = Pgdat::new(scn.machine.memory_bytes / PAGE, wsf);
     k.ra.ra_pages = w.readahead_pages;
     k.ra.sparse = w.sparse;
