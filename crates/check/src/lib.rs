@@ -27,8 +27,7 @@ mod search;
 pub mod sim_replay;
 
 pub use model::{
-    Arch, Behaviour, Choice, Event, Folio, FolioKind, KernelStep, Model, Mutation, StoreVia,
-    Violation,
+    Arch, Choice, Event, Folio, FolioKind, KernelStep, Model, Mutation, StoreVia, Violation,
 };
 pub use reclaimlab_core::policy::{KernelPolicy, Patch};
 
@@ -85,12 +84,12 @@ pub fn parse_policy(spec: &str) -> Result<KernelPolicy, String> {
 /// The names `parse_policy` accepts, one line each.
 pub fn policy_help() -> String {
     let mut s = String::from("policy = PRESET[+PATCH...]\n  presets:");
-    for (name, _, about) in reclaimlab_core::policy::PRESETS {
-        s += &format!("\n    {name:<8} {about}");
+    for preset in reclaimlab_core::policy::PRESETS {
+        s += &format!("\n    {:<8} {}", preset.name, preset.summary);
     }
     s += "\n  patches:";
     for p in Patch::ALL {
-        let note = if modelled(p) {
+        let note = if p.row().in_check {
             ""
         } else {
             " [no effect in check]"
@@ -98,18 +97,6 @@ pub fn policy_help() -> String {
         s += &format!("\n    {:<26} {}{note}", p.name(), p.summary());
     }
     s
-}
-
-fn modelled(p: Patch) -> bool {
-    matches!(
-        p,
-        Patch::TlbBatch
-            | Patch::BatchDirtyFlush
-            | Patch::FileLargeFolioUnmap
-            | Patch::UnsafeDeferDirtyFlush
-            | Patch::Luf
-            | Patch::LufWritable
-    )
 }
 
 impl CheckConfig {
@@ -138,19 +125,11 @@ impl CheckConfig {
         })
     }
 
-    pub fn behaviour(&self) -> Behaviour {
-        Behaviour {
-            tlb_batch: self.policy.has(Patch::TlbBatch),
-            batch_dirty_flush: self.policy.has(Patch::BatchDirtyFlush),
-            file_batch_unmap: self.policy.has(Patch::FileLargeFolioUnmap),
-            unsafe_defer_dirty_flush: self.policy.has(Patch::UnsafeDeferDirtyFlush),
-            luf: self.policy.has_luf(),
-            luf_writable: self.policy.has(Patch::LufWritable),
-        }
-    }
-
     /// Validate the scope and build the model.
     pub fn model(&self) -> Result<Model, String> {
+        self.policy
+            .check_arch(self.arch)
+            .map_err(|e| format!("--arch {}: {e}", self.arch))?;
         if self.invlpgb && self.arch != Arch::X86 {
             return Err(
                 "--invlpgb: INVLPGB is an x86 (AMD) instruction; arm64 broadcasts its TLBIs anyway"
@@ -220,7 +199,7 @@ impl CheckConfig {
             folios,
             page_folio,
             mapped,
-            behaviour: self.behaviour(),
+            patches: self.policy.in_force(),
             mutation: self.mutation,
             free_batch: self.free_batch,
             dirty_batch: self.dirty_batch,
@@ -235,8 +214,8 @@ impl CheckConfig {
 
     fn notes(&self) -> Vec<String> {
         let mut n = Vec::new();
-        for p in &self.policy.patches {
-            if !modelled(*p) {
+        for p in self.policy.patches.iter() {
+            if !p.row().in_check {
                 n.push(format!(
                     "patch {} is accepted but has no effect in this model (it changes neither which PTEs are cleared nor when flushes happen in shrink_folio_list)",
                     p.name()

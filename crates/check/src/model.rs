@@ -16,31 +16,8 @@ pub const MAX_MMS: usize = 2;
 /// Most base pages (one frame per page; bitmasks are u8).
 pub const MAX_PAGES: usize = 8;
 
-/// Which architecture's TLB semantics.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Arch {
-    /// IPI shootdowns to the batch cpumask; lazy CPUs skipped and caught by `tlb_gen` at switch.
-    X86,
-    /// Broadcast TLBI issued at `arch_tlbbatch_add_pending`, completed by the DSB at flush.
-    Arm64,
-}
-
-impl Arch {
-    pub fn parse(s: &str) -> Result<Arch, String> {
-        match s {
-            "x86" | "x86_64" | "x86-64" => Ok(Arch::X86),
-            "arm64" | "aarch64" => Ok(Arch::Arm64),
-            _ => Err(format!("unknown arch {s:?}: one of x86, arm64")),
-        }
-    }
-    pub fn name(self) -> &'static str {
-        match self {
-            Arch::X86 => "x86",
-            Arch::Arm64 => "arm64",
-        }
-    }
-}
+use reclaimlab_core::policy::{Patch, PatchSet};
+pub use reclaimlab_core::Arch;
 
 /// A deliberate bug planted in the model, to show the checker would notice its absence.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -92,25 +69,6 @@ impl Mutation {
     }
 }
 
-/// The reclaim behaviour switches the checker models (derived from a `KernelPolicy`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct Behaviour {
-    /// Seed 003 / 4.3+: `should_defer_flush` may batch the unmap flush (`TTU_BATCH_FLUSH`).
-    pub tlb_batch: bool,
-    /// Seed 000: dirty folios are unmapped and collected (unlocked), then one
-    /// `try_to_unmap_flush_dirty` precedes their pageouts.
-    pub batch_dirty_flush: bool,
-    /// Seed 001: a file large folio's run of PTEs is cleared in one `try_to_unmap_one` step.
-    pub file_batch_unmap: bool,
-    /// The 2015 RFC's first form: `try_to_unmap_flush_dirty` does nothing before pageout.
-    pub unsafe_defer_dirty_flush: bool,
-    /// LUF: the flush of a folio whose every mapping is read-only is left to the frame's
-    /// reallocation (which this scope never reaches: freed frames stay free).
-    pub luf: bool,
-    /// `luf-writable`: LUF for writable mappings too (unsafe).
-    pub luf_writable: bool,
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum FolioKind {
@@ -144,7 +102,8 @@ pub struct Model {
     pub page_folio: [u8; MAX_PAGES],
     /// Which vpages each mm maps (vpage index == frame index).
     pub mapped: [u8; MAX_MMS],
-    pub behaviour: Behaviour,
+    /// Every patch in force, the implied ones included (`KernelPolicy::in_force`).
+    pub patches: PatchSet,
     pub mutation: Option<Mutation>,
     /// `free_folios` batch size: `try_to_unmap_flush` + `free_unref_folios` when it fills (31).
     pub free_batch: u8,
@@ -483,6 +442,11 @@ impl Model {
         self.mutation != Some(Mutation::IgnoreRemap) && self.folio_mapped(s, f)
     }
 
+    /// Whether the modelled kernel carries patch `p`: what every decision point asks.
+    fn has(&self, p: Patch) -> bool {
+        self.patches.has(p)
+    }
+
     fn folio_mapped(&self, s: &State, f: u8) -> bool {
         let mask = self.folios[f as usize].mask();
         (0..self.mms as usize).any(|m| s.pte_present[m] & mask != 0)
@@ -800,7 +764,7 @@ impl Model {
     /// `should_defer_flush`: TTU_BATCH_FLUSH and the arch agrees (x86: another CPU in the
     /// mm's cpumask; arm64: always).
     fn should_defer_flush(&self, s: &State, m: usize) -> bool {
-        self.behaviour.tlb_batch
+        self.has(Patch::TlbBatch)
             && match self.arch {
                 Arch::X86 => s.cpumask[m] & !1 != 0,
                 Arch::Arm64 => true,
@@ -887,11 +851,11 @@ impl Model {
     /// LUF's unmap decision: every mapping of folio `f` is read-only (write-protected by a
     /// completed mprotect in each mm that maps it), or the unsafe variant, which defers all.
     fn luf_may_defer(&self, s: &State, f: u8) -> bool {
-        if !self.behaviour.luf {
+        if !self.has(Patch::Luf) {
             return false;
         }
         let pages = self.folios[f as usize].mask();
-        self.behaviour.luf_writable
+        self.has(Patch::LufWritable)
             || (0..self.mms as usize)
                 .all(|m| self.mapped[m] & pages == 0 || s.wp[m] & pages == pages)
     }
@@ -920,7 +884,7 @@ impl Model {
             }
         };
         s.batched_pending |= 1 << m;
-        if self.behaviour.luf_writable {
+        if self.has(Patch::LufWritable) {
             d + " (UNSAFE: writable mappings too)"
         } else {
             d + " (every mapping read-only)"
@@ -1004,7 +968,7 @@ impl Model {
     }
 
     fn try_to_unmap_flush_dirty(&self, s: &mut State) -> Detail {
-        if self.behaviour.unsafe_defer_dirty_flush {
+        if self.has(Patch::UnsafeDeferDirtyFlush) {
             return det!(
                 self,
                 "UNSAFE policy: skipped (writable={}, flush stays pending)",
@@ -1119,7 +1083,7 @@ impl Model {
                     "dirty file folio: PG_reclaim, activate (the flusher writes it), folio_unlock"
                         .into()
                 }
-                _ if self.behaviour.batch_dirty_flush => {
+                _ if self.has(Patch::BatchDirtyFlush) => {
                     s.f_locked &= !fb;
                     s.dirty_batch |= fb;
                     if s.dirty_batch.count_ones() as u8 >= self.dirty_batch {
@@ -1175,7 +1139,7 @@ impl Model {
                 // The PTE run cleared by this call: one PTE, or (seed 001, file large folio) the
                 // run of present PTEs from p to the end of the folio.
                 let mut run = 1u8 << p;
-                if self.behaviour.file_batch_unmap && fo.kind == FolioKind::File && fo.nr > 1 {
+                if self.has(Patch::FileLargeFolioUnmap) && fo.kind == FolioKind::File && fo.nr > 1 {
                     let mut q = p + 1;
                     while q < fo.first + fo.nr && s.pte_present[m] & (1 << q) != 0 {
                         run |= 1 << q;

@@ -98,7 +98,7 @@ pub fn replay_in_sim(cfg: &CheckConfig, cx: &Counterexample) -> SimReplay {
 fn try_replay(cfg: &CheckConfig, cx: &Counterexample) -> Result<SimReplay, String> {
     let model = cfg.model()?;
     let steps = to_sim_steps(&model, cx)?;
-    let policy = Policy::from_kernel_policy(&cfg.policy).map_err(|e| e.to_string())?;
+    let policy = Policy::from_kernel_policy(&cfg.policy);
     let m = Machine::anon(policy, model.cpus as usize, model.pages as u64);
     let out = m.run(&steps)?;
     Ok(SimReplay {

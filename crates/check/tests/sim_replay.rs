@@ -4,7 +4,7 @@
 
 use reclaimlab_check::sim_replay::{replay_in_sim, to_sim_steps};
 use reclaimlab_check::{check, CheckConfig, Verdict};
-use reclaimlab_sim::config::Policy;
+use reclaimlab_sim::config::{Patch, Policy};
 use reclaimlab_sim::oracle::Finding;
 use reclaimlab_sim::replay::{Machine, Step};
 
@@ -66,10 +66,8 @@ fn same_interleaving_under_6_18_loses_nothing_in_the_simulator() {
         .run(&steps)
         .unwrap();
     assert!(safe.findings.is_empty(), "{:?}", safe.findings);
-    let unsafe_policy = Policy {
-        unsafe_defer_dirty_flush: true,
-        ..Policy::linux_6_18()
-    };
+    let mut unsafe_policy = Policy::linux_6_18();
+    unsafe_policy.set(Patch::UnsafeDeferDirtyFlush, true);
     let lost = Machine::anon(unsafe_policy, 2, 1).run(&steps).unwrap();
     assert!(matches!(
         lost.findings[..],
@@ -81,11 +79,9 @@ fn same_interleaving_under_6_18_loses_nothing_in_the_simulator() {
 fn store_after_the_batch_flush_faults_and_loses_nothing() {
     // Even the unsafe policy flushes before free_unref_folios: a store after the free
     // faults, reads the page back from swap, and nothing is lost.
-    let unsafe_policy = Policy {
-        unsafe_defer_dirty_flush: true,
-        free_batch: 31,
-        ..Policy::linux_6_18()
-    };
+    let mut unsafe_policy = Policy::linux_6_18();
+    unsafe_policy.set(Patch::UnsafeDeferDirtyFlush, true);
+    unsafe_policy.settings.free_batch = 31;
     let mut m = Machine::anon(unsafe_policy, 2, 1);
     let store = |expect| Step::Store {
         cpu: 1,

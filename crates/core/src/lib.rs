@@ -1,5 +1,6 @@
 //! Shared by both backends: scenario files, the result schema, statistics and the compare table.
 
+pub mod arch;
 pub mod compare;
 pub mod foreign;
 pub mod mismatch;
@@ -16,6 +17,7 @@ pub mod units;
 pub mod validate;
 pub mod workload;
 
+pub use arch::Arch;
 pub use result::{MachineInfo, ResultDoc, RunResult, SwapInfo, Throughput, SCHEMA};
 pub use scenario::{Scenario, Target, Workload};
 pub use source::{ScenarioError, Source};

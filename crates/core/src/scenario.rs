@@ -83,12 +83,7 @@ pub enum Target {
     Host { cpus: usize, memory_bytes: u64 },
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Arch {
-    X86,
-    Arm64,
-}
+pub use crate::arch::Arch;
 
 /// `"all"` (unpinned; the scheduler places threads) or an explicit CPU per worker/thread,
 /// assigned round-robin when there are more workers than entries.
@@ -253,7 +248,7 @@ impl Scenario {
             "more swap than 52 bits of RAM could ever page out is not a configuration",
         )?;
         let run = Scenario::read_run(&src)?;
-        let kernel = Scenario::read_kernel(&src)?;
+        let kernel = Scenario::read_kernel(&src, machine.arch)?;
         let kind = src
             .str_opt("workload.kind")?
             .ok_or_else(|| ScenarioError(format!("{}: missing key workload.kind", src.file())))?;
@@ -296,16 +291,8 @@ impl Scenario {
             .map_or("x86", |p| p.profile.machine.arch.as_str());
         let machine = Machine {
             cpus: src.u64_or("machine.cpus", 2)? as usize,
-            arch: match src.str_or("machine.arch", arch_default)?.as_str() {
-                "x86" | "x86_64" => Arch::X86,
-                "arm64" | "aarch64" => Arch::Arm64,
-                other => {
-                    return Err(src.err(
-                        "machine.arch",
-                        format!("unknown arch {}: use x86 or arm64", clip(other)),
-                    ))
-                }
-            },
+            arch: Arch::parse(&src.str_or("machine.arch", arch_default)?)
+                .map_err(|e| src.err("machine.arch", e))?,
             memory_bytes: src.size_or("machine.memory", 32 << 30)?,
             invlpgb: src.bool_or("machine.invlpgb", false)?,
             profile: src.str_opt("machine.profile")?,
@@ -319,10 +306,7 @@ impl Scenario {
         }
         if let Some(p) = &profile {
             let want = p.profile.machine.arch.as_str();
-            let have = match machine.arch {
-                Arch::X86 => "x86",
-                Arch::Arm64 => "arm64",
-            };
+            let have = machine.arch.name();
             if want != have {
                 return Err(src.err(
                     "machine.arch",
@@ -410,14 +394,17 @@ impl Scenario {
         Ok(run)
     }
 
-    /// `kernel.preset` and `kernel.patches`, checked against the policies known.
-    fn read_kernel(src: &Source) -> Result<Kernel, ScenarioError> {
+    /// `kernel.preset` and `kernel.patches`, checked against the policies known and the
+    /// machine's architecture.
+    fn read_kernel(src: &Source, arch: Arch) -> Result<Kernel, ScenarioError> {
         let kernel = Kernel {
             preset: src.str_or("kernel.preset", "6.18")?,
             patches: src.str_list_or("kernel.patches", &[])?,
         };
 
-        if let Err(e) = crate::policy::KernelPolicy::new(&kernel.preset, &kernel.patches) {
+        if let Err(e) = crate::policy::KernelPolicy::new(&kernel.preset, &kernel.patches)
+            .and_then(|k| k.check_arch(arch))
+        {
             let key = if e.contains("preset") {
                 "kernel.preset"
             } else {

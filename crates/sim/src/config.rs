@@ -1,7 +1,7 @@
-//! Simulator tunables (`[sim]` in a scenario) and the kernel policy: the decision points a
-//! patch series changes. A later policy (batch-dirty-flush, file-large-folio-unmap, arm64, ...)
-//! adds a field here and one branch at the decision point that reads it.
+//! Simulator tunables (`[sim]` in a scenario) and the kernel policy the simulator models.
 
+use reclaimlab_core::policy::KernelPolicy;
+pub use reclaimlab_core::policy::{Patch, PatchSet, Settings};
 use reclaimlab_core::Scenario;
 
 /// How much checking runs during the simulation (the end-of-run invariants always run).
@@ -91,112 +91,51 @@ pub struct SimConfig {
 
 pub use reclaimlab_core::start_placement::StartCpus;
 
-/// Kernel behaviour at the decision points the seed series change (Linux 6.18 on x86 here).
+/// The kernel the simulator models: the patches in force, asked at each decision point
+/// (`Kernel::has`), and the preset's settings. Both come from the policy table
+/// (reclaimlab_core::policy); a new policy needs no field here.
 #[derive(Clone, Debug)]
 pub struct Policy {
-    /// Name shown in the result (`6.18`, later `6.18+batch-dirty-flush`).
+    /// Name shown in the result (`6.18`, `6.18+batch-dirty-flush`).
     pub name: String,
-    /// TTU_BATCH_FLUSH from shrink_folio_list (deferred flush, since 4.3; seed 003).
-    pub tlb_batch: bool,
-    /// folio_batch size of shrink_folio_list's free list (PAGEVEC/folio_batch: 31).
-    pub free_batch: usize,
-    /// x86 tlb_single_page_flush_ceiling.
-    pub single_page_flush_ceiling: u64,
-    /// flush_tlb_range passes freed_tables = true (since 3ef938c35035).
-    pub range_flush_freed_tables: bool,
-    /// Seed 000 (batch-dirty-flush): dirty folios are collected into a folio_batch and one
-    /// try_to_unmap_flush_dirty covers the batch before their pageouts.
-    pub batch_dirty_flush: bool,
-    /// Seed 001 (file-large-folio-unmap): folio_unmap_pte_batch batches file folios, so
-    /// try_to_unmap_one clears a file large folio's PTE run in one step.
-    pub file_large_folio_unmap: bool,
-    /// `unsafe-defer-dirty-flush`: try_to_unmap_flush_dirty does nothing, so pageout can
-    /// start while a CPU still holds a writable translation (for the oracle and `check`).
-    pub unsafe_defer_dirty_flush: bool,
-    /// Seed 004 (clear-flush-young-ptes): folio_referenced_one checks a large folio's PTE run
-    /// in one step (folio_pte_batch) and clears its young bits with one
-    /// clear_flush_young_ptes (arm64: one TLBI over the run); 6.18 steps per PTE.
-    pub clear_flush_young_ptes: bool,
-    /// The multi-gen LRU (CONFIG_LRU_GEN, enabled): memcg reclaim goes to
-    /// lru_gen_shrink_lruvec (mm/lru_gen.rs).
-    pub mglru: bool,
-    /// Seed 002 (mglru-dirty-reactivate): sort_folio no longer bumps dirty/writeback file
-    /// folios to min_seq + 1; shrink_folio_list reactivates them and evict_folios wakes the
-    /// flusher after a batch that was all unqueued dirty.
-    pub mglru_dirty_reactivate: bool,
-    /// The kernel carries the INVLPGB series (6.15+): it uses broadcast invalidation when the
-    /// machine has it (`machine.invlpgb`; arch/x86/invlpgb.rs).
-    pub uses_invlpgb: bool,
-    /// LUF (`luf`): try_to_unmap defers the flush of a folio whose every mapping was
-    /// read-only past its free, to the folio's next allocation (mm/luf.rs).
-    pub luf: bool,
-    /// `luf-writable`: LUF that defers writable mappings too (deliberately unsafe).
-    pub luf_writable: bool,
-    /// vm.watermark_scale_factor (10 since 4.6); 0 = the older rule low = min + min/4,
-    /// high = min + min/2 (mm/page_alloc.rs).
-    pub watermark_scale_factor: u64,
+    /// Every patch in force, the implied ones included.
+    pub patches: PatchSet,
+    pub settings: Settings,
 }
 
 impl Policy {
     pub fn linux_6_18() -> Policy {
+        Policy::from_kernel_policy(&KernelPolicy::parse("6.18").expect("a shipped preset"))
+    }
+
+    /// Resolve `kernel.preset` + `kernel.patches` through the shared registry.
+    pub fn from_scenario(scn: &Scenario) -> anyhow::Result<Policy> {
+        let kp = KernelPolicy::new(&scn.kernel.preset, &scn.kernel.patches)
+            .map_err(|e| anyhow::anyhow!(e))?;
+        Ok(Policy::from_kernel_policy(&kp))
+    }
+
+    /// The simulator's view of a resolved `PRESET[+PATCH...]`.
+    pub fn from_kernel_policy(kp: &KernelPolicy) -> Policy {
         Policy {
-            name: "6.18".into(),
-            tlb_batch: true,
-            free_batch: 31,
-            single_page_flush_ceiling: 33,
-            range_flush_freed_tables: true,
-            batch_dirty_flush: false,
-            file_large_folio_unmap: false,
-            unsafe_defer_dirty_flush: false,
-            clear_flush_young_ptes: false,
-            mglru: false,
-            mglru_dirty_reactivate: false,
-            uses_invlpgb: true,
-            luf: false,
-            luf_writable: false,
-            watermark_scale_factor: 10,
+            name: kp.to_string(),
+            patches: kp.in_force(),
+            settings: kp.settings,
         }
     }
 
-    /// Resolve `kernel.preset` + `kernel.patches` through the shared registry
-    /// (reclaimlab_core::policy).
-    pub fn from_scenario(scn: &Scenario) -> anyhow::Result<Policy> {
-        use reclaimlab_core::policy::KernelPolicy;
-        let kp = KernelPolicy::new(&scn.kernel.preset, &scn.kernel.patches)
-            .map_err(|e| anyhow::anyhow!(e))?;
-        Policy::from_kernel_policy(&kp)
+    pub fn has(&self, p: Patch) -> bool {
+        self.patches.has(p)
     }
 
-    /// The simulator's decision points for a resolved `PRESET[+PATCH...]`.
-    pub fn from_kernel_policy(
-        kp: &reclaimlab_core::policy::KernelPolicy,
-    ) -> anyhow::Result<Policy> {
-        use reclaimlab_core::policy::Patch;
-        let tlb_batch = kp.has(Patch::TlbBatch);
-        Ok(Policy {
-            name: kp.to_string(),
-            tlb_batch,
-            // 4.x freed the whole list after one try_to_unmap_flush at the end of
-            // shrink_page_list (mem_cgroup_uncharge_list; try_to_unmap_flush;
-            // free_hot_cold_page_list); a list holds at most SWAP_CLUSTER_MAX (32) folios, so
-            // 32 means no intermediate flush. The 31-folio batch flush is much later.
-            free_batch: if kp.preset == "4.2" { 32 } else { 31 },
-            range_flush_freed_tables: kp.preset != "4.2",
-            batch_dirty_flush: kp.has(Patch::BatchDirtyFlush),
-            file_large_folio_unmap: kp.has(Patch::FileLargeFolioUnmap),
-            unsafe_defer_dirty_flush: kp.has(Patch::UnsafeDeferDirtyFlush),
-            clear_flush_young_ptes: kp.has(Patch::ClearFlushYoungPtes),
-            // The series changes MGLRU's code: it implies MGLRU.
-            mglru: kp.has(Patch::Mglru) || kp.has(Patch::MglruDirtyReactivate),
-            mglru_dirty_reactivate: kp.has(Patch::MglruDirtyReactivate),
-            uses_invlpgb: kp.uses_invlpgb(),
-            // luf-writable is LUF with a wider condition: it implies LUF.
-            luf: kp.has_luf(),
-            luf_writable: kp.has(Patch::LufWritable),
-            // watermark_scale_factor arrived in 4.6.
-            watermark_scale_factor: if kp.preset == "4.2" { 0 } else { 10 },
-            ..Policy::linux_6_18()
-        })
+    /// Turn a patch on (with what it implies) or off, for a test's what-if.
+    pub fn set(&mut self, p: Patch, on: bool) {
+        if on {
+            self.patches.insert(p);
+            self.patches = self.patches.with_implied();
+        } else {
+            self.patches.remove(p);
+        }
     }
 }
 

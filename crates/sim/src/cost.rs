@@ -272,7 +272,7 @@ impl CostTable {
     /// The table a scenario runs with: the arch's built-in one with `machine.profile`'s costs
     /// laid over it.
     pub fn for_scenario(scn: &reclaimlab_core::Scenario) -> anyhow::Result<CostTable> {
-        let mut t = CostTable::for_arch((&scn.machine.arch).into());
+        let mut t = CostTable::for_arch(scn.machine.arch);
         if let Some(p) = &scn.profile {
             t.overlay(
                 p.profile
@@ -342,10 +342,7 @@ mod tests {
     fn every_shipped_profile_names_only_known_costs() {
         for (name, _) in SHIPPED {
             let p = shipped(name);
-            let mut t = CostTable::for_arch(match p.machine.arch.as_str() {
-                "arm64" => crate::arch::Arch::Arm64,
-                _ => crate::arch::Arch::X86,
-            });
+            let mut t = CostTable::for_arch(crate::arch::Arch::parse(&p.machine.arch).unwrap());
             t.overlay(p.costs.iter().map(|(k, c)| (k.as_str(), c.ns)))
                 .unwrap_or_else(|e| panic!("{name}: {e}"));
         }

@@ -222,7 +222,7 @@ impl Kernel {
             folios: FolioTable::new(),
             lruvec: {
                 let mut l = Lruvec::new();
-                if policy.mglru {
+                if policy.has(crate::config::Patch::Mglru) {
                     l.lrugen = crate::mm::lru_gen::LruGen::init();
                 }
                 l
@@ -277,6 +277,11 @@ impl Kernel {
 
     pub fn nr_cpus(&self) -> usize {
         self.cpus.len()
+    }
+
+    /// Whether the modelled kernel carries patch `p`: what every decision point asks.
+    pub fn has(&self, p: crate::config::Patch) -> bool {
+        self.policy.has(p)
     }
 
     pub fn paranoid(&self) -> bool {

@@ -149,14 +149,14 @@ fn start_kernel(scn: &Scenario, cfg: &SimConfig, policy: Policy) -> anyhow::Resu
         scn.memcg.swappiness as u64,
         scn.run.seed,
     );
-    k.set_arch((&scn.machine.arch).into());
+    k.set_arch(scn.machine.arch);
     k.cost = cost::CostTable::for_scenario(scn)?;
     k.swap.data = cfg
         .page_data
         .unwrap_or_else(|| drivers::zram::PageData::of(&scn.workload));
     k.wb.global_dirtyable = scn.machine.memory_bytes / PAGE;
     k.arm64_tlbi_range = arch::arm64_tlbi_range(scn)?;
-    if scn.machine.invlpgb && k.policy.uses_invlpgb {
+    if scn.machine.invlpgb && k.policy.settings.uses_invlpgb {
         k.invlpgb = Some(arch::x86::invlpgb::Invlpgb::new(scn.machine.cpus));
     }
     Ok(k)

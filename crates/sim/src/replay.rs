@@ -8,7 +8,7 @@
 //! in the mm's cpumask), CPUs 1.. run threads of one mm whose pages are present, clean,
 //! writable and not in any TLB; each page is an order-0 anon folio, already isolated.
 
-use crate::config::{Policy, SimConfig};
+use crate::config::{Patch, Policy, SimConfig};
 use crate::kernel::{Backing, CpuId, Kernel, MmId};
 use crate::mm::folio::{pg, Pfn};
 use crate::mm::memory::Access;
@@ -139,7 +139,7 @@ impl Machine {
             }
             Step::TryToUnmap { folio } => {
                 let pfn = self.pfn(folio)?;
-                let flags = if self.k.policy.tlb_batch {
+                let flags = if self.k.has(Patch::TlbBatch) {
                     TTU_BATCH_FLUSH
                 } else {
                     0

@@ -1,5 +1,6 @@
 //! Build the shared result document (reclaimlab.result/1) from a finished simulation.
 
+use crate::config::Patch;
 use crate::kernel::Kernel;
 use reclaimlab_core::result::{MachineInfo, ResultDoc, RunResult, SwapInfo, Throughput, SCHEMA};
 use reclaimlab_core::Scenario;
@@ -47,10 +48,7 @@ pub fn build(
         machine: MachineInfo {
             cpus: scn.machine.cpus,
             memory_bytes: scn.machine.memory_bytes,
-            arch: match scn.machine.arch {
-                reclaimlab_core::scenario::Arch::X86 => "x86".into(),
-                reclaimlab_core::scenario::Arch::Arm64 => "arm64".into(),
-            },
+            arch: scn.machine.arch.name().into(),
             cgroup: "sim".into(),
             swap: SwapInfo {
                 kind: "sim".into(),
@@ -226,7 +224,7 @@ fn tlb_extra(k: &Kernel, extra: &mut Extra) {
         extra.insert("tlbsync".into(), j(s.tlbsyncs));
         extra.insert("global_asids".into(), j(s.global_asids));
     }
-    if k.policy.luf {
+    if k.has(Patch::Luf) {
         extra.insert("luf_deferred_pages".into(), j(k.luf.deferred_pages));
         extra.insert("luf_flushes".into(), j(k.luf.flushes));
     }
@@ -234,7 +232,7 @@ fn tlb_extra(k: &Kernel, extra: &mut Extra) {
 
 /// Multi-gen LRU (when the kernel policy runs it): aging and the dirty folios eviction met.
 fn mglru_extra(k: &Kernel, extra: &mut Extra) {
-    if k.policy.mglru {
+    if k.has(Patch::Mglru) {
         let g = &k.lruvec.lrugen;
         extra.insert("mglru_max_seq".into(), j(g.max_seq));
         extra.insert("mglru_aging".into(), j(g.nr_aging));

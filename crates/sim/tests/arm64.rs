@@ -6,7 +6,7 @@ mod common;
 use common::cfg;
 use reclaimlab_core::ResultDoc;
 use reclaimlab_sim::arch::Arch;
-use reclaimlab_sim::config::Policy;
+use reclaimlab_sim::config::{Patch, Policy};
 use reclaimlab_sim::kernel::{Backing, File, Kernel};
 use reclaimlab_sim::mm::memory::Access;
 use reclaimlab_sim::mm::pgtable::*;
@@ -17,7 +17,7 @@ use reclaimlab_sim::mm::rmap::{TlbUbc, TTU_BATCH_FLUSH};
 /// pages 0 and 16.
 fn mapped_file(arch: Arch, order: u8, young_patch: bool) -> (Kernel, u32, u32) {
     let mut policy = Policy::linux_6_18();
-    policy.clear_flush_young_ptes = young_patch;
+    policy.set(Patch::ClearFlushYoungPtes, young_patch);
     let mut k = Kernel::new(cfg(order), policy, 3, 1024, 1 << 20, 60, 1);
     k.set_arch(arch);
     k.files.push(File { cache: vec![0; 64] });
@@ -88,7 +88,7 @@ fn x86_batch_skips_the_lazy_cpu_where_arm64_broadcasts() {
 #[test]
 fn batched_unmap_of_a_contpte_block_needs_no_unfold() {
     let (mut k, f0, _) = mapped_file(Arch::Arm64, 4, false);
-    k.policy.file_large_folio_unmap = true;
+    k.policy.set(Patch::FileLargeFolioUnmap, true);
     let mut ubc = TlbUbc::new(3);
     assert!(k.try_to_unmap(0, &mut ubc, f0, TTU_BATCH_FLUSH));
     k.try_to_unmap_flush(0, &mut ubc);

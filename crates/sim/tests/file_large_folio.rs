@@ -5,7 +5,7 @@ mod common;
 
 use common::cfg;
 use reclaimlab_core::ResultDoc;
-use reclaimlab_sim::config::Policy;
+use reclaimlab_sim::config::{Patch, Policy};
 use reclaimlab_sim::kernel::{Backing, File, Kernel};
 use reclaimlab_sim::mm::folio::pg;
 use reclaimlab_sim::mm::memory::Access;
@@ -16,7 +16,7 @@ use reclaimlab_sim::mm::rmap::{TlbUbc, TTU_BATCH_FLUSH};
 /// CPU 0. Returns the kernel and the folio of page 0.
 fn mapped_file(order: u8, patch: bool) -> (Kernel, u32) {
     let mut policy = Policy::linux_6_18();
-    policy.file_large_folio_unmap = patch;
+    policy.set(Patch::FileLargeFolioUnmap, patch);
     let mut k = Kernel::new(cfg(order), policy, 2, 1024, 1 << 20, 60, 1);
     k.files.push(File { cache: vec![0; 64] });
     let mm = k.mm_alloc(64, Backing::File(0), false);

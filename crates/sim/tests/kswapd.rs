@@ -7,7 +7,7 @@ mod common;
 use common::cfg;
 use reclaimlab_core::ResultDoc;
 use reclaimlab_sim::arch::x86::tlb::ArchTlbBatch;
-use reclaimlab_sim::config::Policy;
+use reclaimlab_sim::config::{Patch, Policy};
 use reclaimlab_sim::kernel::{Backing, File, Kernel};
 use reclaimlab_sim::mm::page_alloc::Pgdat;
 use reclaimlab_sim::sched::RunQueues;
@@ -174,9 +174,9 @@ fn kswapd_unmaps(policy: Policy) -> (u64, u64, u64) {
 #[test]
 fn unbatched_kswapd_sends_an_ipi_per_remote_page_batched_one_per_batch() {
     let mut old = Policy::linux_6_18();
-    old.tlb_batch = false;
-    old.free_batch = 15;
-    old.range_flush_freed_tables = false;
+    old.set(Patch::TlbBatch, false);
+    old.settings.free_batch = 15;
+    old.settings.range_flush_freed_tables = false;
     let (ipis, unmapped, own) = kswapd_unmaps(old);
     assert!(unmapped > 20, "kswapd unmapped {unmapped} pages of mm 1");
     // 4.2: ptep_clear_flush per PTE; mm 1 runs on CPU 1, so each page is one IPI there.

@@ -3,7 +3,7 @@
 
 mod common;
 
-use reclaimlab_sim::config::{Policy, SimConfig};
+use reclaimlab_sim::config::{Patch, Policy, SimConfig};
 use reclaimlab_sim::kernel::{Backing, Kernel};
 use reclaimlab_sim::mm::memory::Access;
 use reclaimlab_sim::mm::pgtable::*;
@@ -266,7 +266,7 @@ fn ceiling_turns_large_ranges_into_full_flushes() {
 fn batch_dirty_flush_sends_one_ipi_per_batch_where_618_sends_one_per_folio() {
     let ipis = |batch: bool| {
         let mut p = Policy::linux_6_18();
-        p.batch_dirty_flush = batch;
+        p.set(Patch::BatchDirtyFlush, batch);
         let mut k = Kernel::new(cfg(), p, 2, 1024, 1 << 20, 60, 1);
         let mm = dirty_mm_on(&mut k, 1, 20);
         let _ = dirty_mm_on(&mut k, 0, 1);

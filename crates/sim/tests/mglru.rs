@@ -4,7 +4,7 @@
 mod common;
 
 use common::{cfg, sim_with};
-use reclaimlab_sim::config::Policy;
+use reclaimlab_sim::config::{Patch, Policy};
 use reclaimlab_sim::kernel::{Backing, File, Kernel};
 use reclaimlab_sim::mm::folio::{pg, Pfn};
 use reclaimlab_sim::mm::lru_gen::{folio_lru_gen, gen_list, lru_gen_from_seq};
@@ -15,8 +15,8 @@ const PAGES: u64 = 256;
 
 fn policy(reactivate: bool) -> Policy {
     let mut p = Policy::linux_6_18();
-    p.mglru = true;
-    p.mglru_dirty_reactivate = reactivate;
+    p.set(Patch::Mglru, true);
+    p.set(Patch::MglruDirtyReactivate, reactivate);
     p
 }
 

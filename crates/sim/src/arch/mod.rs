@@ -13,20 +13,7 @@ use crate::kernel::{CpuId, Kernel, MmId};
 use x86::tlb::ArchTlbBatch;
 
 /// The simulated machine's architecture (`machine.arch`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Arch {
-    X86,
-    Arm64,
-}
-
-impl From<&reclaimlab_core::scenario::Arch> for Arch {
-    fn from(a: &reclaimlab_core::scenario::Arch) -> Arch {
-        match a {
-            reclaimlab_core::scenario::Arch::X86 => Arch::X86,
-            reclaimlab_core::scenario::Arch::Arm64 => Arch::Arm64,
-        }
-    }
-}
+pub use reclaimlab_core::Arch;
 
 /// `sim.arm64_tlbi_range` (default true): whether the simulated arm64 CPUs have
 /// FEAT_TLBIRANGE (ARMv8.4; Neoverse N2/V1 and later do, N1-era servers do not). Without it a

@@ -12,6 +12,7 @@
 //! filter, no mm skipping); folio_update_gen moves the folio to its new generation at once
 //! instead of at the next sort_folio; one zone; no memcg LRU (one memcg).
 
+use crate::config::Patch;
 use crate::kernel::{CpuId, Kernel};
 use crate::mm::folio::*;
 use crate::mm::lru::Lruvec;
@@ -602,7 +603,7 @@ impl Kernel {
             }
             return true;
         }
-        if self.policy.mglru_dirty_reactivate {
+        if self.has(Patch::MglruDirtyReactivate) {
             return false;
         }
         let dirty = f.test(pg::DIRTY);
@@ -676,7 +677,7 @@ impl Kernel {
         self.vmstat.pgrefill += sorted;
         if ty == 1 {
             self.vmstat.pgscan_file += isolated;
-            if !self.policy.mglru_dirty_reactivate {
+            if !self.has(Patch::MglruDirtyReactivate) {
                 gs.file_taken += isolated;
             }
         } else {
@@ -745,7 +746,7 @@ impl Kernel {
             } else {
                 self.vmstat.pgsteal_anon += reclaimed;
             }
-            if self.policy.mglru_dirty_reactivate
+            if self.has(Patch::MglruDirtyReactivate)
                 && !skip_retry
                 && stat.nr_unqueued_dirty == isolated
             {
@@ -816,7 +817,7 @@ impl Kernel {
         let g = self.lrugen();
         g.max_dirty_bumped_pass = g.max_dirty_bumped_pass.max(gs.bumped);
         // Before seed 002: wake the flusher only when every file folio taken was dirty.
-        if !self.policy.mglru_dirty_reactivate
+        if !self.has(Patch::MglruDirtyReactivate)
             && gs.unqueued_dirty > 0
             && gs.unqueued_dirty == gs.file_taken
         {

@@ -16,6 +16,7 @@
 //! stale writable entry after pageout's copy is lost (`check` and the oracle catch it).
 
 use crate::arch::x86::tlb::ArchTlbBatch;
+use crate::config::Patch;
 use crate::kernel::{CpuId, Kernel, MmId};
 use crate::mm::folio::Pfn;
 
@@ -48,10 +49,10 @@ impl Kernel {
     /// unsafe variant, which does not ask).
     pub fn luf_may_defer(&self, mm: MmId, pfn: Pfn, first: u64, end: u64) -> bool {
         use crate::mm::pgtable::{pte_pfn, pte_present, PTE_WRITE};
-        if !self.policy.luf {
+        if !self.has(Patch::Luf) {
             return false;
         }
-        self.policy.luf_writable
+        self.has(Patch::LufWritable)
             || self.mms[mm].ptes[first as usize..end as usize]
                 .iter()
                 .all(|&p| !(pte_present(p) && pte_pfn(p) == pfn) || p & PTE_WRITE == 0)

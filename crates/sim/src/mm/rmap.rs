@@ -4,6 +4,7 @@
 //! are those of pages index..index + nr that hold its pfn.
 
 use crate::arch::x86::tlb::ArchTlbBatch;
+use crate::config::Patch;
 use crate::kernel::{Backing, CpuId, Kernel, MmId};
 use crate::mm::folio::{pg, Pfn};
 use crate::mm::pgtable::*;
@@ -72,7 +73,7 @@ impl Kernel {
             self.referenced_steps += 1;
             return self.pmdp_clear_flush_young(cpu, mm, first) as u32;
         }
-        let batch = self.policy.clear_flush_young_ptes && nr_pages > 1;
+        let batch = self.has(Patch::ClearFlushYoungPtes) && nr_pages > 1;
         let mapped = |k: &Kernel, vp: u64| {
             let pte = k.mms[mm].ptes[vp as usize];
             pte_present(pte) && pte_pfn(pte) == pfn
@@ -143,7 +144,7 @@ impl Kernel {
         let f = *self.folios.get(pfn);
         let anon = f.is_anon();
         let nr_pages = f.nr_pages();
-        let batch = self.policy.file_large_folio_unmap && !f.test(pg::SWAPBACKED) && nr_pages > 1;
+        let batch = self.has(Patch::FileLargeFolioUnmap) && !f.test(pg::SWAPBACKED) && nr_pages > 1;
         self.charge(cpu, self.cost.rmap_walk);
         if self.pmd_mapped(mm, first) {
             // TTU_SPLIT_HUGE_PMD: a file PMD is zapped with its own flush (huge_memory.rs).
@@ -201,7 +202,8 @@ impl Kernel {
                 self.set_tlb_ubc_flush_pending(cpu, ubc, mm, pteval, vp, vp + nr);
             } else {
                 // flush_tlb_range (tlb-batch off: flush_tlb_page, as before 4.3).
-                let freed = self.policy.range_flush_freed_tables && self.policy.tlb_batch;
+                let freed =
+                    self.policy.settings.range_flush_freed_tables && self.has(Patch::TlbBatch);
                 self.flush_tlb_mm_range(cpu, mm, vp, vp + nr, freed);
             }
             dirty |= pteval & PTE_DIRTY != 0;
@@ -234,7 +236,7 @@ impl Kernel {
 
     /// try_to_unmap_flush_dirty: flush only if a dirty PTE was deferred.
     pub fn try_to_unmap_flush_dirty(&mut self, cpu: CpuId, ubc: &mut TlbUbc) {
-        if self.policy.unsafe_defer_dirty_flush {
+        if self.has(Patch::UnsafeDeferDirtyFlush) {
             // The 2015 RFC's first form: the dirty flush is left to the batch flush after
             // pageout (deliberately unsafe; `check` must catch it).
             if ubc.writable {

@@ -2,6 +2,7 @@
 //! docs/sim-model.md). Memcg limit reclaim runs synchronously on the charging CPU and charges
 //! its clock as it goes, so the IPIs it sends are timed at the point they happen.
 
+use crate::config::Patch;
 use crate::kernel::{CpuId, Kernel};
 use crate::mm::folio::*;
 use crate::mm::pgtable::*;
@@ -217,7 +218,7 @@ impl Kernel {
     /// shrink_lruvec: scan the lists in SWAP_CLUSTER_MAX chunks, then age anon if needed.
     #[allow(clippy::needless_range_loop)]
     fn shrink_lruvec(&mut self, cpu: CpuId, sc: &mut ScanControl) {
-        if self.policy.mglru {
+        if self.has(Patch::Mglru) {
             // lru_gen_enabled() && !root_reclaim(sc): memcg reclaim.
             self.lru_gen_shrink_lruvec(cpu, sc);
             return;
@@ -367,7 +368,7 @@ impl Kernel {
         // Every folio taken was dirty and not queued for I/O: the flushers are not keeping
         // up, so wake them (WB_REASON_VMSCAN); on cgroup v1 (!writeback_throttling_sane)
         // the reclaimer also sleeps in reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK).
-        if !self.policy.mglru && stat.nr_unqueued_dirty == nr_scanned {
+        if !self.has(Patch::Mglru) && stat.nr_unqueued_dirty == nr_scanned {
             self.wakeup_flusher_threads(cpu);
             if self.cfg.cgroup_v1 {
                 self.reclaim_throttle_writeback(cpu);
@@ -385,7 +386,7 @@ impl Kernel {
 
     /// folio_check_references (classic LRU).
     fn folio_check_references(&mut self, cpu: CpuId, pfn: Pfn) -> FolioRef {
-        if self.policy.mglru {
+        if self.has(Patch::Mglru) {
             return match self.lru_gen_check_references(cpu, pfn) {
                 None => FolioRef::Reclaim,
                 Some(true) => FolioRef::Activate,
@@ -498,11 +499,11 @@ impl Kernel {
         let mut ubc = TlbUbc::new(self.nr_cpus());
         let mut stat = ReclaimStat::default();
         let mut ret = Vec::new();
-        let mut free = Vec::with_capacity(self.policy.free_batch);
+        let mut free = Vec::with_capacity(self.policy.settings.free_batch);
         let mut dirty = Vec::new();
         let mut nr_reclaimed = 0;
         let mut pgactivate = 0;
-        let ttu = if self.policy.tlb_batch {
+        let ttu = if self.has(Patch::TlbBatch) {
             TTU_BATCH_FLUSH
         } else {
             0
@@ -587,12 +588,12 @@ impl Kernel {
                     self.folios.get_mut(pfn).clear(pg::LOCKED);
                     ret.push(pfn);
                     continue;
-                } else if self.policy.batch_dirty_flush {
+                } else if self.has(Patch::BatchDirtyFlush) {
                     // Seed 000: collect dirty folios (unlocked while they wait), one flush for
                     // the batch before their pageouts.
                     self.folios.get_mut(pfn).clear(pg::LOCKED);
                     dirty.push(pfn);
-                    if dirty.len() == self.policy.free_batch {
+                    if dirty.len() == self.policy.settings.free_batch {
                         nr_reclaimed += self.pageout_batch(
                             cpu, &mut ubc, &mut dirty, &mut free, &mut stat, &mut ret,
                         );
@@ -656,7 +657,7 @@ impl Kernel {
     fn free_it(&mut self, cpu: CpuId, ubc: &mut TlbUbc, pfn: Pfn, free: &mut Vec<Pfn>) -> u64 {
         self.remove_mapping(cpu, pfn);
         free.push(pfn);
-        if free.len() == self.policy.free_batch {
+        if free.len() == self.policy.settings.free_batch {
             self.free_folio_batch(cpu, ubc, free);
         }
         self.folios.get(pfn).nr_pages()

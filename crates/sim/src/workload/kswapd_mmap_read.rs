@@ -26,7 +26,7 @@ impl super::Workload for KswapdMmapRead {
         if scn.memcg.limit_bytes >= scn.machine.memory_bytes {
             k.memcg.limit = u64::MAX / 2;
         }
-        let wsf = k.policy.watermark_scale_factor;
+        let wsf = k.policy.settings.watermark_scale_factor;
         k.pgdat = Pgdat::new(scn.machine.memory_bytes / PAGE, wsf);
         k.ra.ra_pages = self.readahead_pages;
         k.ra.sparse = self.sparse;

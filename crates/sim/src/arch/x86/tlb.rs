@@ -239,7 +239,7 @@ impl Kernel {
         self.mms[mm].tlb_gen += 1;
         let new_gen = self.mms[mm].tlb_gen;
         // get_flush_tlb_info: ranges above the ceiling become full flushes.
-        let (start, end) = if end - start > self.policy.single_page_flush_ceiling {
+        let (start, end) = if end - start > self.policy.settings.single_page_flush_ceiling {
             (0, TLB_FLUSH_ALL)
         } else {
             (start, end)
