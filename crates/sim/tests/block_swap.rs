@@ -277,3 +277,29 @@ fn bad_swap_keys_are_errors_naming_the_key() {
     let e = err(&["swap.device=block", "swap.page_cluster=40"]);
     assert!(e.contains("swap.page_cluster"), "{e}");
 }
+
+#[test]
+fn a_completion_wakes_its_sleeper_through_select_task_rq_fair_from_the_irq_cpu() {
+    let (mut k, mut rqs) = common::machine(2, 2);
+    // Task 1 runs on CPU 0 and sleeps on a read that completes at 1 ms, its interrupt on CPU 1.
+    k.enqueue(&mut rqs, 0, 1, 0);
+    k.block_task_woken_by(&mut rqs, 0, 1_000_000, Some(1));
+    assert_eq!(k.cpus[0].curr, None);
+    // Its previous CPU is idle at the completion: wake_affine_idle keeps it there.
+    k.run_next_timer(&mut rqs);
+    assert_eq!(k.tasks[1].cpu, Some(0));
+    assert_eq!(k.se(1).nr_migrations, 0);
+    assert_eq!(k.sched.io_wakeups, vec![0, 1]);
+    // It sleeps again; meanwhile task 0 takes CPU 0. The idle interrupt CPU (sharing the
+    // cache) is where the wake-up places it now.
+    k.cpus[0].clock = 2_000_000;
+    k.block_task_woken_by(&mut rqs, 0, 3_000_000, Some(1));
+    k.enqueue(&mut rqs, 0, 0, 2_000_000);
+    k.run_next_timer(&mut rqs);
+    assert_eq!(k.tasks[1].cpu, Some(1));
+    assert_eq!(k.se(1).nr_migrations, 1);
+    assert_eq!(k.sched.io_wakeups, vec![0, 2]);
+    assert!(k.sched.io_waker.is_empty());
+    k.check_sched(&rqs, "test");
+    assert_invariants(&mut k);
+}
