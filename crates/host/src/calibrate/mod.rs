@@ -1033,6 +1033,48 @@ pub fn derive_all(ms: &[Measurement]) -> (BTreeMap<String, Derived>, Vec<Check>,
             "cold was not slower than warm",
         );
     }
+    if let (Some(one), Some(cl)) = (find(ms, "blk-read-1"), find(ms, "blk-read-cluster")) {
+        // A request's time = its latency + a transfer per page: the slope between the 1- and
+        // the 8-page reads is the transfer, the rest of the 1-page request the latency.
+        let per = (blockio::CLUSTER_PAGES - 1) as f64;
+        let transfer: Vec<f64> = paired_diff(&cl.samples, &one.samples)
+            .into_iter()
+            .map(|d| d / per)
+            .collect();
+        let tr = Derived::new(
+            transfer,
+            "O_DIRECT 8-page read minus 1-page read, per extra page (one request in flight, the disk under --dir)",
+            &["blk-read-cluster", "blk-read-1"],
+        );
+        // Without a transfer the split is unknown: no latencies either.
+        let t = tr.as_ref().map(|d| d.ns);
+        put(
+            &mut costs,
+            &mut notes,
+            "swap_page_transfer",
+            tr,
+            "the 8-page read was not slower than the 1-page read",
+        );
+        for (cost, bench, what) in [
+            ("swap_read_latency", "blk-read-1", "read"),
+            ("swap_write_latency", "blk-write-1", "write"),
+        ] {
+            let d = find(ms, bench).zip(t).and_then(|(m, t)| {
+                Derived::new(
+                    m.samples.iter().map(|x| x - t).collect(),
+                    &format!("O_DIRECT 1-page {what}, one request in flight, minus swap_page_transfer (the disk under --dir)"),
+                    &[bench, "blk-read-cluster", "blk-read-1"],
+                )
+            });
+            put(
+                &mut costs,
+                &mut notes,
+                cost,
+                d,
+                "the request took less than its transfer",
+            );
+        }
+    }
     if let Some(gap) = find(ms, "shootdown-receiver-gap") {
         let ipis = median_observed(gap, "tlb_ipis").unwrap_or(0.0);
         let matched = median_observed(gap, "matched_gaps").unwrap_or(0.0);
@@ -1382,6 +1424,34 @@ mod tests {
         assert!(
             notes.iter().any(|n| n.contains("received 0 shootdowns")),
             "{notes:?}"
+        );
+    }
+
+    #[test]
+    fn the_disk_splits_into_a_request_latency_and_a_transfer_per_page() {
+        let ms = vec![
+            m("blk-read-1", &[100_000.0, 102_000.0, 101_000.0]),
+            m("blk-read-cluster", &[114_000.0, 116_000.0, 115_000.0]),
+            m("blk-write-1", &[110_000.0, 111_000.0, 109_000.0]),
+        ];
+        let (costs, _, notes) = derive_all(&ms);
+        // (114 - 100) / 7 = 2 us a page, each sample.
+        assert_eq!(costs["swap_page_transfer"].ns, 2_000.0);
+        assert_eq!(costs["swap_read_latency"].ns, 99_000.0);
+        assert_eq!(costs["swap_write_latency"].ns, 108_000.0);
+        // A cluster read no slower than one page: no transfer, and no latencies from it.
+        let ms = vec![
+            m("blk-read-1", &[100_000.0]),
+            m("blk-read-cluster", &[90_000.0]),
+        ];
+        let (costs, _, notes2) = derive_all(&ms);
+        assert!(!costs.contains_key("swap_page_transfer"), "{notes:?}");
+        assert!(!costs.contains_key("swap_read_latency"));
+        assert!(
+            notes2
+                .iter()
+                .any(|n| n.starts_with("swap_page_transfer not set")),
+            "{notes2:?}"
         );
     }
 }
