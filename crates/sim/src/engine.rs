@@ -160,6 +160,11 @@ impl ClockQueue {
         self.v.sort_unstable();
     }
 
+    /// The smallest clock queued (a lower bound: a CPU may have moved on).
+    fn peek_clock(&self) -> Option<u64> {
+        self.v.get(self.head).map(|&(c, _)| c)
+    }
+
     fn pop(&mut self) -> Option<(u64, CpuId)> {
         let x = self.v.get(self.head).copied()?;
         self.head += 1;
@@ -261,6 +266,13 @@ impl Kernel {
                         .then_some((c.clock, i))
                 }));
             }
+            // A sleeper whose sleep ends inside the window wakes in it, in time order as in
+            // run_until, and runs beside the reclaimer (a worker back from its swap-in read is
+            // running, not lazy, when the reclaimer's flush comes).
+            if self.window_timer_due(cpu, until, queue.peek_clock()) {
+                self.with_rqs(|k, rqs| k.run_next_timer(rqs));
+                continue;
+            }
             let Some((clock, c)) = queue.pop() else {
                 break;
             };
@@ -291,6 +303,9 @@ impl Kernel {
             }
             self.engine_step(c, t);
             self.preempt_steps += 1;
+            // A step that ends in a sleep (a read, reclaim_throttle) blocks the task now, as
+            // run_until does: it must not run on through its wait.
+            self.sleep_after_engine_step(c, t);
             if self.swap.block.is_some() {
                 // A swap-in read the step waits for puts the task to sleep now, not after
                 // its next step (waits of the file paths are still taken after the window).
@@ -316,6 +331,27 @@ impl Kernel {
                 self.with_rqs(|k, rqs| k.block_task_woken_by(rqs, cpu, at, waker));
             }
         }
+    }
+
+    /// Whether the earliest timer fires inside the reclaim preemption window of `reclaimer`
+    /// (whose clock is `until`): it is due (at or before `until` and the queued CPUs' smallest
+    /// clock `head`), and its wake-up lands on an idle CPU other than the reclaimer's. A wake-up
+    /// onto the reclaimer's or a busy CPU may preempt, a context switch that waits for the
+    /// window to close; the timers after it wait too, in order.
+    fn window_timer_due(&self, reclaimer: CpuId, until: u64, head: Option<u64>) -> bool {
+        let Some(&(at, t)) = self.sched.timers.first() else {
+            return false;
+        };
+        if at > until || head.is_some_and(|h| at > h) {
+            return false;
+        }
+        let waker = match self.sched.io_waker.get(&t) {
+            Some(&w) => w,
+            None => self.sched.se[t].last_cpu.unwrap_or(0),
+        };
+        let prev = self.sched.se[t].last_cpu.unwrap_or(waker);
+        let target = self.select_task_rq_fair(&self.runner.rqs, t, prev, waker);
+        target != reclaimer && self.cpus[target].curr.is_none()
     }
 
     /// One step of task `t` on `cpu`.
