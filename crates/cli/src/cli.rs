@@ -132,7 +132,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub repeat: u64,
     /// Set up swap for the run and take it down after: zram:SIZE (e.g. zram:4G), or
-    /// file:SIZE[:DIR], a swap file on a disk filesystem, i.e. a block swap device (DIR
+    /// `file:SIZE[:DIR]`, a swap file on a disk filesystem, i.e. a block swap device (DIR
     /// defaults to /var/tmp). Default: the swap that is on, and an anonymous scenario
     /// refuses to start without any.
     #[arg(long, value_name = "zram:SIZE|file:SIZE")]
@@ -260,7 +260,7 @@ pub struct ValidateArgs {
     /// Host repetitions.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub repeat: u64,
-    /// Swap for the host runs: zram:SIZE or file:SIZE[:DIR] (see `bench --help`).
+    /// Swap for the host runs: zram:SIZE or `file:SIZE[:DIR]` (see `bench --help`).
     #[arg(long, value_name = "zram:SIZE|file:SIZE")]
     pub swap: Option<reclaimlab_host::SwapRequest>,
     /// Use this host result instead of running the host backend. With --suite, FILE is a
