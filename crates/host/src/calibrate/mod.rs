@@ -941,19 +941,42 @@ fn median_observed(m: &Measurement, key: &str) -> Option<f64> {
 pub fn derive_all(ms: &[Measurement]) -> (BTreeMap<String, Derived>, Vec<Check>, Vec<String>) {
     let mut costs = BTreeMap::new();
     let mut notes = Vec::new();
-    let direct = |m: &str, source: &str| {
-        find(ms, m).and_then(|x| Derived::new(x.samples.clone(), source, &[m]))
-    };
-    let diff = |a: &str, b: &str, source: &str| {
-        let (x, y) = (find(ms, a)?, find(ms, b)?);
-        Derived::new(paired_diff(&x.samples, &y.samples), source, &[a, b])
-    };
+    derive_cpu_costs(ms, &mut costs, &mut notes);
+    derive_zram_costs(ms, &mut costs, &mut notes);
+    derive_flush_costs(ms, &mut costs, &mut notes);
+    derive_device_costs(ms, &mut costs, &mut notes);
+    derive_ipi_handle(ms, &mut costs, &mut notes);
+    derive_ipi_delivery(ms, &mut costs, &mut notes);
+    paths::derive(ms, &mut costs, &mut notes);
+    cycle::derive(ms, &mut costs, &mut notes);
+    let checks = checks(ms, &costs);
+    (costs, checks, notes)
+}
+
+/// A cost that is one benchmark's samples.
+fn direct(ms: &[Measurement], m: &str, source: &str) -> Option<Derived> {
+    find(ms, m).and_then(|x| Derived::new(x.samples.clone(), source, &[m]))
+}
+
+/// A cost that is one benchmark minus another, paired per sample.
+fn diff(ms: &[Measurement], a: &str, b: &str, source: &str) -> Option<Derived> {
+    let (x, y) = (find(ms, a)?, find(ms, b)?);
+    Derived::new(paired_diff(&x.samples, &y.samples), source, &[a, b])
+}
+
+/// The fault and page costs: the zero-page fault, clearing and storing a page.
+fn derive_cpu_costs(
+    ms: &[Measurement],
+    costs: &mut BTreeMap<String, Derived>,
+    notes: &mut Vec<String>,
+) {
     if find(ms, "anon-read-fault").is_some() {
         put(
-            &mut costs,
-            &mut notes,
+            costs,
+            notes,
             "fault_base",
             direct(
+                ms,
                 "anon-read-fault",
                 "first read fault of an anonymous page (the zero page is mapped: exception, \
                  handle_mm_fault, PTE install; no allocation, zeroing or charge)",
@@ -963,29 +986,39 @@ pub fn derive_all(ms: &[Measurement]) -> (BTreeMap<String, Derived>, Vec<Check>,
     }
     if find(ms, "clear-page").is_some() {
         put(
-            &mut costs,
-            &mut notes,
+            costs,
+            notes,
             "zero_page",
-            direct("clear-page", "rep stosb over a resident, cache-cold 4 KiB page in user space (what clear_page_erms runs)"),
+            direct(ms, "clear-page", "rep stosb over a resident, cache-cold 4 KiB page in user space (what clear_page_erms runs)"),
             "negative median",
         );
         put(
-            &mut costs,
-            &mut notes,
+            costs,
+            notes,
             "touch_page",
             direct(
+                ms,
                 "page-store",
                 "memset of a resident, cache-cold 4 KiB page (a workload's store pass)",
             ),
             "negative median",
         );
     }
+}
+
+/// zram's compression and decompression, by what the page holds.
+fn derive_zram_costs(
+    ms: &[Measurement],
+    costs: &mut BTreeMap<String, Derived>,
+    notes: &mut Vec<String>,
+) {
     if find(ms, "zram-write-pattern").is_some() {
         put(
-            &mut costs,
-            &mut notes,
+            costs,
+            notes,
             "zram_compress",
             diff(
+                ms,
                 "zram-write-pattern",
                 "zram-write-zero",
                 "zram write of a stress-ng-like page minus the same write of a zero page (same-filled: no compression), O_DIRECT, paired per sample",
@@ -993,10 +1026,11 @@ pub fn derive_all(ms: &[Measurement]) -> (BTreeMap<String, Derived>, Vec<Check>,
             "the write difference was negative (noise larger than the compressor)",
         );
         put(
-            &mut costs,
-            &mut notes,
+            costs,
+            notes,
             "zram_decompress",
             diff(
+                ms,
                 "zram-read-pattern",
                 "zram-read-zero",
                 "zram read of a stress-ng-like page minus the same read of a zero page (filled, not decompressed), O_DIRECT, paired per sample",
@@ -1004,28 +1038,45 @@ pub fn derive_all(ms: &[Measurement]) -> (BTreeMap<String, Derived>, Vec<Check>,
             "the read difference was negative (noise larger than the decompressor)",
         );
     }
+}
+
+/// Local TLB flushes: one page (INVLPG) and the whole mm.
+fn derive_flush_costs(
+    ms: &[Measurement],
+    costs: &mut BTreeMap<String, Derived>,
+    notes: &mut Vec<String>,
+) {
     if find(ms, "flush-invlpg-fit").is_some() {
         put(
-            &mut costs,
-            &mut notes,
+            costs,
+            notes,
             "local_flush_one",
-            direct("flush-invlpg-fit", "mprotect of n present minus n none PTEs: slope over n = 1..32 (PTE change + INVLPG) minus slope over n = 40..256 (PTE change)"),
+            direct(ms, "flush-invlpg-fit", "mprotect of n present minus n none PTEs: slope over n = 1..32 (PTE change + INVLPG) minus slope over n = 40..256 (PTE change)"),
             "the fitted difference was negative",
         );
         put(
-            &mut costs,
-            &mut notes,
+            costs,
+            notes,
             "local_flush_all",
-            direct("flush-full-fit", "the same series: intercept over n = 40..256 (a full flush with the flush path's fixed work; the PTE changes are the slope)"),
+            direct(ms, "flush-full-fit", "the same series: intercept over n = 40..256 (a full flush with the flush path's fixed work; the PTE changes are the slope)"),
             "the fitted intercept was negative",
         );
     }
+}
+
+/// The disk: a file read fault's device part, and a block swap device's request latency and transfer.
+fn derive_device_costs(
+    ms: &[Measurement],
+    costs: &mut BTreeMap<String, Derived>,
+    notes: &mut Vec<String>,
+) {
     if find(ms, "file-read-fault-cold").is_some() {
         put(
-            &mut costs,
-            &mut notes,
+            costs,
+            notes,
             "file_read_page",
             diff(
+                ms,
                 "file-read-fault-cold",
                 "file-read-fault-warm",
                 "sequential read sweep of a mapped file not cached minus the same sweep cached, per page (device read and page-cache fill, amortised by readahead)",
@@ -1049,8 +1100,8 @@ pub fn derive_all(ms: &[Measurement]) -> (BTreeMap<String, Derived>, Vec<Check>,
         // Without a transfer the split is unknown: no latencies either.
         let t = tr.as_ref().map(|d| d.ns);
         put(
-            &mut costs,
-            &mut notes,
+            costs,
+            notes,
             "swap_page_transfer",
             tr,
             "the 8-page read was not slower than the 1-page read",
@@ -1067,14 +1118,22 @@ pub fn derive_all(ms: &[Measurement]) -> (BTreeMap<String, Derived>, Vec<Check>,
                 )
             });
             put(
-                &mut costs,
-                &mut notes,
+                costs,
+                notes,
                 cost,
                 d,
                 "the request took less than its transfer",
             );
         }
     }
+}
+
+/// The shootdown receiver's handler time, from its interruptions.
+fn derive_ipi_handle(
+    ms: &[Measurement],
+    costs: &mut BTreeMap<String, Derived>,
+    notes: &mut Vec<String>,
+) {
     if let Some(gap) = find(ms, "shootdown-receiver-gap") {
         let ipis = median_observed(gap, "tlb_ipis").unwrap_or(0.0);
         let matched = median_observed(gap, "matched_gaps").unwrap_or(0.0);
@@ -1087,8 +1146,8 @@ pub fn derive_all(ms: &[Measurement]) -> (BTreeMap<String, Derived>, Vec<Check>,
             ));
         } else if let Some(f) = flush_one {
             put(
-                &mut costs,
-                &mut notes,
+                costs,
+                notes,
                 "ipi_handle",
                 Derived::new(
                     per_sample_matched(gap)
@@ -1107,11 +1166,6 @@ pub fn derive_all(ms: &[Measurement]) -> (BTreeMap<String, Derived>, Vec<Check>,
             );
         }
     }
-    derive_ipi_delivery(ms, &mut costs, &mut notes);
-    paths::derive(ms, &mut costs, &mut notes);
-    cycle::derive(ms, &mut costs, &mut notes);
-    let checks = checks(ms, &costs);
-    (costs, checks, notes)
 }
 
 /// `ipi_delivery`: what the sender of a one-target shootdown waits for beyond the receiver's
