@@ -1222,8 +1222,16 @@ fn derive_ipi_delivery(
 }
 
 fn checks(ms: &[Measurement], costs: &BTreeMap<String, Derived>) -> Vec<Check> {
-    use derive::{check, check_values};
     let mut v = Vec::new();
+    ipi_checks(ms, costs, &mut v);
+    reclaim_checks(ms, costs, &mut v);
+    contention_checks(ms, costs, &mut v);
+    v
+}
+
+/// The shootdown round trip against the simulator's IPI charges.
+fn ipi_checks(ms: &[Measurement], costs: &BTreeMap<String, Derived>, v: &mut Vec<Check>) {
+    use derive::check_values;
     let c64 = |x: u64| x as f64;
     let rt_charges = "ipi_send + ipi_delivery + ipi_handle + local_flush_one (flush_tlb_multi's wait for the ack)";
     let rt = |t: &reclaimlab_sim::cost::CostTable| {
@@ -1275,6 +1283,12 @@ fn checks(ms: &[Measurement], costs: &BTreeMap<String, Derived>) -> Vec<Check> {
             }
         }
     }
+}
+
+/// Reclaim per page, by page type, against the charges of its path.
+fn reclaim_checks(ms: &[Measurement], costs: &BTreeMap<String, Derived>, v: &mut Vec<Check>) {
+    use derive::check;
+    let c64 = |x: u64| x as f64;
     let file_path = |t: &reclaimlab_sim::cost::CostTable| c64(t.isolate_folio + t.remove_mapping);
     if let Some(m) = find(ms, "reclaim-file-order0") {
         v.push(check(
@@ -1330,6 +1344,11 @@ fn checks(ms: &[Measurement], costs: &BTreeMap<String, Derived>) -> Vec<Check> {
              shares only in part",
         ));
     }
+}
+
+/// Two CPUs at once: reclaim contention and whether the two vCPUs run together.
+fn contention_checks(ms: &[Measurement], costs: &BTreeMap<String, Derived>, v: &mut Vec<Check>) {
+    use derive::{check, check_values};
     // Thread CPU times where the raw document has them; older documents only had the
     // reclaimers' wall times added ("-two-cpus-cpu"), which counts a reclaimer's waits too.
     let pair = match (
@@ -1374,7 +1393,6 @@ fn checks(ms: &[Measurement], costs: &BTreeMap<String, Derived>) -> Vec<Check> {
             "above 1: the hypervisor does not run the two vCPUs at the same time all the time; every two-CPU figure here (shootdowns, contention) carries that",
         ));
     }
-    v
 }
 
 #[cfg(test)]
