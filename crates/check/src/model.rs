@@ -1105,154 +1105,30 @@ impl Model {
         }
     }
 
+    /// One step of reclaim on CPU 0: the phase `s.pc` names, each a kernel function (or the
+    /// part of `shrink_folio_list` between two of them) that runs as one atomic step.
     fn reclaim_step(&self, s: &mut State) -> (Event, Option<Violation>) {
         let pc = s.pc;
         let f = pc.folio;
-        let fb = 1u8 << f;
         let (function, detail, viol): (&'static str, Detail, Option<Violation>) = match pc.phase {
-            Phase::Lock => {
-                let fo = self.folios[f as usize];
-                s.f_locked |= fb;
-                let mut d = det!(self, "folio {f} ({:?}, {} page(s)) locked", fo.kind, fo.nr);
-                if fo.kind == FolioKind::Anon && s.f_swapcache & fb == 0 {
-                    s.f_swapcache |= fb;
-                    s.f_dirty |= fb;
-                    d += "; folio_alloc_swap: added to swap cache; folio_mark_dirty";
-                }
-                match self.next_unmap(s, f, 0, 0) {
-                    Some((m, p)) => {
-                        s.pc.mm = m;
-                        s.pc.page = p;
-                        self.goto(s, Phase::Unmap, f);
-                    }
-                    None => {
-                        d += "; not mapped; ";
-                        d += &self.after_unmap(s, f);
-                    }
-                }
-                ("folio_trylock", d, None)
-            }
-            Phase::Unmap => {
-                let fo = self.folios[f as usize];
-                let m = pc.mm as usize;
-                let p = pc.page;
-                // The PTE run cleared by this call: one PTE, or (seed 001, file large folio) the
-                // run of present PTEs from p to the end of the folio.
-                let mut run = 1u8 << p;
-                if self.has(Patch::FileLargeFolioUnmap) && fo.kind == FolioKind::File && fo.nr > 1 {
-                    let mut q = p + 1;
-                    while q < fo.first + fo.nr && s.pte_present[m] & (1 << q) != 0 {
-                        run |= 1 << q;
-                        q += 1;
-                    }
-                }
-                let dirty = if self.mutation == Some(Mutation::BatchDirtyFirstPteOnly) {
-                    s.pte_dirty[m] & (1 << p) != 0
-                } else {
-                    s.pte_dirty[m] & run != 0
-                };
-                s.pte_present[m] &= !run;
-                s.pte_dirty[m] &= !run;
-                let mut d = det!(
-                    self,
-                    "folio {f}: get_and_clear_ptes mm{m} {} (dirty={dirty}); ",
-                    list(run, "p")
-                );
-                if self.should_defer_flush(s, m) && self.luf_may_defer(s, f) {
-                    d += &self.luf_defer(s, m, run);
-                } else if self.should_defer_flush(s, m) {
-                    d += &self.set_tlb_ubc_flush_pending(s, m, run, dirty);
-                } else {
-                    d += &self.flush_tlb_range(s, m, run);
-                }
-                if dirty {
-                    s.f_dirty |= fb;
-                    d += "; folio_mark_dirty";
-                }
-                let last = run.ilog2() as u8;
-                match self.next_unmap(s, f, pc.mm, last + 1) {
-                    Some((m2, p2)) => {
-                        s.pc.mm = m2;
-                        s.pc.page = p2;
-                    }
-                    None => {
-                        d += "; ";
-                        d += &self.after_unmap(s, f);
-                    }
-                }
-                ("try_to_unmap_one", d, None)
-            }
+            Phase::Lock => ("folio_trylock", self.folio_trylock(s, f), None),
+            Phase::Unmap => ("try_to_unmap_one", self.try_to_unmap_one(s, f), None),
             Phase::FlushDirty => {
                 let d = self.try_to_unmap_flush_dirty(s);
                 self.goto(s, Phase::Pageout, f);
-                (
-                    "try_to_unmap_flush_dirty",
-                    det!(self, "before folio {f}'s pageout: {d}"),
-                    None,
-                )
+                let d = det!(self, "before folio {f}'s pageout: {d}");
+                ("try_to_unmap_flush_dirty", d, None)
             }
-            Phase::Pageout | Phase::BatchPageout => {
-                let mut d = det!(self, "");
-                if pc.phase == Phase::BatchPageout {
-                    s.dirty_batch &= !fb;
-                    s.f_locked |= fb;
-                    d += "folio_lock again; ";
-                }
-                if self.refs_mapped(s, f) {
-                    // is_page_cache_freeable: the mapping's references make pageout keep it.
-                    s.f_locked &= !fb;
-                    d += &det!(
-                        self,
-                        "folio {f} was mapped again by a fault: PAGE_KEEP, folio_unlock"
-                    );
-                    self.next_folio(s, Some(f));
-                } else {
-                    let fo = self.folios[f as usize];
-                    s.f_dirty &= !fb;
-                    s.unsaved &= !fo.mask();
-                    s.f_locked &= !fb;
-                    d += &det!(self,
-                        "folio {f}: folio_clear_dirty_for_io; {} copies {} to {} (snapshot), folio_unlock; synchronous write done",
-                        match fo.kind {
-                            FolioKind::Anon => "swap_writeout",
-                            FolioKind::File => "->writepage",
-                        },
-                        list(fo.mask(), "p"),
-                        match fo.kind {
-                            FolioKind::Anon => "swap",
-                            FolioKind::File => "the file",
-                        }
-                    );
-                    self.goto(s, Phase::RemoveMapping, f);
-                }
+            Phase::Pageout => ("pageout", self.pageout(s, f), None),
+            Phase::BatchPageout => {
+                // The dirty batch (seed 000) unlocked its folios: lock again before pageout.
+                s.dirty_batch &= !(1 << f);
+                s.f_locked |= 1 << f;
+                let mut d = det!(self, "folio_lock again; ");
+                d += &self.pageout(s, f);
                 ("pageout", d, None)
             }
-            Phase::RemoveMapping => {
-                s.f_locked |= fb;
-                let d = if self.refs_mapped(s, f) || s.f_dirty & fb != 0 {
-                    s.f_locked &= !fb;
-                    self.next_folio(s, Some(f));
-                    det!(self,
-                        "folio {f}: refcount freeze fails (mapped) or folio dirty again: keep, folio_unlock"
-                    )
-                } else {
-                    s.f_removed |= fb;
-                    s.free_batch |= fb;
-                    if s.free_batch.count_ones() as u8 >= self.free_batch {
-                        self.goto(s, Phase::FreeBatchFlush, f);
-                    } else {
-                        self.next_folio(s, Some(f));
-                    }
-                    det!(self,
-                        "folio {f}: refcount frozen, deleted from the {} cache; added to free_folios",
-                        match self.folios[f as usize].kind {
-                            FolioKind::Anon => "swap",
-                            FolioKind::File => "page",
-                        }
-                    )
-                };
-                ("__remove_mapping", d, None)
-            }
+            Phase::RemoveMapping => ("__remove_mapping", self.remove_mapping(s, f), None),
             Phase::FreeBatchFlush | Phase::FinalFlush => {
                 let d = self.try_to_unmap_flush(s);
                 let next = if pc.phase == Phase::FinalFlush {
@@ -1264,43 +1140,11 @@ impl Model {
                 ("try_to_unmap_flush", d, None)
             }
             Phase::FreeBatchFree | Phase::FinalFree => {
-                let mut viol = None;
-                for g in bits(s.free_batch) {
-                    let mask = self.folios[g as usize].mask();
-                    if viol.is_none() {
-                        if let Some(p) = bits(s.unsaved & mask).next() {
-                            viol = Some(Violation::LostWrite { page: p, folio: g });
-                        }
-                    }
-                    s.freed |= mask;
-                }
-                let d = det!(self, "frees folios {}", list(s.free_batch, "f"));
-                s.free_batch = 0;
-                if pc.phase == Phase::FreeBatchFree {
-                    self.next_folio(s, Some(f));
-                } else if pc.pass + 1 < self.passes {
-                    s.pc.pass += 1;
-                    self.main_loop_from(s, 0);
-                } else {
-                    self.goto(s, Phase::Done, 0);
-                }
+                let (d, viol) = self.free_unref_folios(s);
+                self.after_free(s, pc);
                 ("free_unref_folios", d, viol)
             }
-            Phase::BatchFlushDirty => {
-                let d = self.try_to_unmap_flush_dirty(s);
-                s.pc.batch = true;
-                let g = s.dirty_batch.trailing_zeros() as u8;
-                self.goto(s, Phase::BatchPageout, g);
-                (
-                    "try_to_unmap_flush_dirty",
-                    det!(
-                        self,
-                        "once for the dirty batch {}: {d}",
-                        list(s.dirty_batch, "f")
-                    ),
-                    None,
-                )
-            }
+            Phase::BatchFlushDirty => ("try_to_unmap_flush_dirty", self.flush_dirty_batch(s), None),
             Phase::Done => unreachable!("reclaim is done"),
         };
         (
@@ -1309,6 +1153,192 @@ impl Model {
                 detail: detail.into_string(),
             },
             viol,
+        )
+    }
+
+    /// shrink_folio_list's head: `folio_trylock`, then for an anon folio `folio_alloc_swap`
+    /// (add_to_swap) and `folio_mark_dirty`, then on to `try_to_unmap` if it is mapped.
+    fn folio_trylock(&self, s: &mut State, f: u8) -> Detail {
+        let fo = self.folios[f as usize];
+        let fb = 1u8 << f;
+        s.f_locked |= fb;
+        let mut d = det!(self, "folio {f} ({:?}, {} page(s)) locked", fo.kind, fo.nr);
+        if fo.kind == FolioKind::Anon && s.f_swapcache & fb == 0 {
+            s.f_swapcache |= fb;
+            s.f_dirty |= fb;
+            d += "; folio_alloc_swap: added to swap cache; folio_mark_dirty";
+        }
+        self.unmap_next(s, f, (0, 0), "; not mapped; ", &mut d);
+        d
+    }
+
+    /// try_to_unmap's rmap walk: the next mapping of folio `f` at or after `from` (mm, page)
+    /// becomes the next `try_to_unmap_one`; with none left, shrink_folio_list decides.
+    fn unmap_next(&self, s: &mut State, f: u8, from: (u8, u8), sep: &str, d: &mut Detail) {
+        match self.next_unmap(s, f, from.0, from.1) {
+            Some((m, p)) => {
+                s.pc.mm = m;
+                s.pc.page = p;
+                self.goto(s, Phase::Unmap, f);
+            }
+            None => {
+                *d += sep;
+                *d += &self.after_unmap(s, f);
+            }
+        }
+    }
+
+    /// The PTEs one `try_to_unmap_one` call clears from page `p` of mm `m`: one PTE, or
+    /// (seed 001, file large folio) the run of present PTEs from `p` to the folio's end, as
+    /// `folio_pte_batch` finds it.
+    fn folio_pte_batch(&self, s: &State, f: u8, m: usize, p: u8) -> u8 {
+        let fo = self.folios[f as usize];
+        let mut run = 1u8 << p;
+        if self.has(Patch::FileLargeFolioUnmap) && fo.kind == FolioKind::File && fo.nr > 1 {
+            let mut q = p + 1;
+            while q < fo.first + fo.nr && s.pte_present[m] & (1 << q) != 0 {
+                run |= 1 << q;
+                q += 1;
+            }
+        }
+        run
+    }
+
+    /// `try_to_unmap_one` on (s.pc.mm, s.pc.page): get_and_clear_ptes, then a deferred
+    /// (batched) or immediate TLB flush, and the PTE's dirty bit moved to the folio.
+    fn try_to_unmap_one(&self, s: &mut State, f: u8) -> Detail {
+        let pc = s.pc;
+        let m = pc.mm as usize;
+        let p = pc.page;
+        let run = self.folio_pte_batch(s, f, m, p);
+        let dirty = if self.mutation == Some(Mutation::BatchDirtyFirstPteOnly) {
+            s.pte_dirty[m] & (1 << p) != 0
+        } else {
+            s.pte_dirty[m] & run != 0
+        };
+        s.pte_present[m] &= !run;
+        s.pte_dirty[m] &= !run;
+        let mut d = det!(
+            self,
+            "folio {f}: get_and_clear_ptes mm{m} {} (dirty={dirty}); ",
+            list(run, "p")
+        );
+        if self.should_defer_flush(s, m) && self.luf_may_defer(s, f) {
+            d += &self.luf_defer(s, m, run);
+        } else if self.should_defer_flush(s, m) {
+            d += &self.set_tlb_ubc_flush_pending(s, m, run, dirty);
+        } else {
+            d += &self.flush_tlb_range(s, m, run);
+        }
+        if dirty {
+            s.f_dirty |= 1 << f;
+            d += "; folio_mark_dirty";
+        }
+        let last = run.ilog2() as u8;
+        self.unmap_next(s, f, (pc.mm, last + 1), "; ", &mut d);
+        d
+    }
+
+    /// `pageout` of a locked dirty folio: PAGE_KEEP if a fault mapped it again
+    /// (is_page_cache_freeable), else `folio_clear_dirty_for_io`, the synchronous write
+    /// (swap_writeout or ->writepage) and `folio_unlock`, then on to `__remove_mapping`.
+    fn pageout(&self, s: &mut State, f: u8) -> Detail {
+        let fb = 1u8 << f;
+        s.f_locked &= !fb;
+        if self.refs_mapped(s, f) {
+            // is_page_cache_freeable: the mapping's references make pageout keep it.
+            self.next_folio(s, Some(f));
+            return det!(
+                self,
+                "folio {f} was mapped again by a fault: PAGE_KEEP, folio_unlock"
+            );
+        }
+        let fo = self.folios[f as usize];
+        s.f_dirty &= !fb;
+        s.unsaved &= !fo.mask();
+        self.goto(s, Phase::RemoveMapping, f);
+        let (writer, target) = match fo.kind {
+            FolioKind::Anon => ("swap_writeout", "swap"),
+            FolioKind::File => ("->writepage", "the file"),
+        };
+        det!(self,
+            "folio {f}: folio_clear_dirty_for_io; {writer} copies {} to {target} (snapshot), folio_unlock; synchronous write done",
+            list(fo.mask(), "p")
+        )
+    }
+
+    /// Relock and `__remove_mapping`: the refcount freeze fails while the folio is mapped or
+    /// dirty again; else it leaves the swap/page cache and joins free_folios, whose batch
+    /// being full means `try_to_unmap_flush` + `free_unref_folios` now.
+    fn remove_mapping(&self, s: &mut State, f: u8) -> Detail {
+        let fb = 1u8 << f;
+        s.f_locked |= fb;
+        if self.refs_mapped(s, f) || s.f_dirty & fb != 0 {
+            s.f_locked &= !fb;
+            self.next_folio(s, Some(f));
+            return det!(self,
+                "folio {f}: refcount freeze fails (mapped) or folio dirty again: keep, folio_unlock"
+            );
+        }
+        s.f_removed |= fb;
+        s.free_batch |= fb;
+        if s.free_batch.count_ones() as u8 >= self.free_batch {
+            self.goto(s, Phase::FreeBatchFlush, f);
+        } else {
+            self.next_folio(s, Some(f));
+        }
+        det!(
+            self,
+            "folio {f}: refcount frozen, deleted from the {} cache; added to free_folios",
+            match self.folios[f as usize].kind {
+                FolioKind::Anon => "swap",
+                FolioKind::File => "page",
+            }
+        )
+    }
+
+    /// `free_unref_folios` of the free batch: a page freed while holding a store its
+    /// swap/file copy lacks is a lost write (the first one found is reported).
+    fn free_unref_folios(&self, s: &mut State) -> (Detail, Option<Violation>) {
+        let mut viol = None;
+        for g in bits(s.free_batch) {
+            let mask = self.folios[g as usize].mask();
+            if viol.is_none() {
+                if let Some(p) = bits(s.unsaved & mask).next() {
+                    viol = Some(Violation::LostWrite { page: p, folio: g });
+                }
+            }
+            s.freed |= mask;
+        }
+        let d = det!(self, "frees folios {}", list(s.free_batch, "f"));
+        s.free_batch = 0;
+        (d, viol)
+    }
+
+    /// Where shrink_folio_list goes after freeing: on down the list after a full batch, or at
+    /// the list's end another pass (the caller's retry) or done.
+    fn after_free(&self, s: &mut State, pc: Pc) {
+        if pc.phase == Phase::FreeBatchFree {
+            self.next_folio(s, Some(pc.folio));
+        } else if pc.pass + 1 < self.passes {
+            s.pc.pass += 1;
+            self.main_loop_from(s, 0);
+        } else {
+            self.goto(s, Phase::Done, 0);
+        }
+    }
+
+    /// Seed 000: one `try_to_unmap_flush_dirty` for the whole dirty batch, then the batch's
+    /// pageouts in folio order.
+    fn flush_dirty_batch(&self, s: &mut State) -> Detail {
+        let d = self.try_to_unmap_flush_dirty(s);
+        s.pc.batch = true;
+        let g = s.dirty_batch.trailing_zeros() as u8;
+        self.goto(s, Phase::BatchPageout, g);
+        det!(
+            self,
+            "once for the dirty batch {}: {d}",
+            list(s.dirty_batch, "f")
         )
     }
 

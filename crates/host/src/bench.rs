@@ -8,7 +8,7 @@ use crate::trace::Tracer;
 use crate::workload::{for_scenario, Env, HostConfig, HostWorkload, Meter};
 use crate::{swap, BenchOptions, SwapRequest};
 use anyhow::{bail, Result};
-use reclaimlab_core::{MachineInfo, ResultDoc, RunResult, Scenario, SCHEMA};
+use reclaimlab_core::{MachineInfo, ResultDoc, RunResult, Scenario, SwapInfo, SCHEMA};
 use std::time::Duration;
 
 /// Root and a memory controller, or an error saying what is missing.
@@ -29,6 +29,32 @@ pub fn kernel_release() -> String {
 }
 
 pub fn bench(scn: &Scenario, opts: &BenchOptions) -> Result<ResultDoc> {
+    let (cfg, root, mut wl) = prepare(scn)?;
+    sweep_leftovers(&root, wl.as_ref(), opts);
+    let cleanup = Cleanup::new();
+    let set_up = set_up(&cleanup, &root, scn, opts)?;
+    let ctx = RunCtx {
+        scn,
+        root: &root,
+        cleanup: &cleanup,
+        tracer: set_up.tracer.as_ref(),
+        sched: set_up.sched.as_ref(),
+        cfg: &cfg,
+    };
+    let runs = ctx.repetitions(wl.as_mut(), opts)?;
+    let errors = cleanup.run_all();
+    if !errors.is_empty() {
+        bail!(
+            "the run finished but clean-up failed:\n{}",
+            errors.join("\n")
+        );
+    }
+    Ok(result_doc(scn, &root, set_up.swap, wl.as_ref(), runs))
+}
+
+/// Read the scenario's host keys, check for root and a memory controller, and build the
+/// workload: every key is read, and a bad one rejected, before anything changes.
+fn prepare(scn: &Scenario) -> Result<(HostConfig, MemcgRoot, Box<dyn HostWorkload>)> {
     crate::workload::reject_sim_only(scn)?;
     scn.skip_section("sim");
     // The swap device is the one the machine has or `--swap` sets up.
@@ -44,6 +70,11 @@ pub fn bench(scn: &Scenario, opts: &BenchOptions) -> Result<ResultDoc> {
     // Every key has been read now: fail on an unknown one before changing anything.
     scn.finish()?;
     wl.check()?;
+    Ok((cfg, root, wl))
+}
+
+/// Undo what killed benches left behind (devices, memcgs, data and swap files, tracing).
+fn sweep_leftovers(root: &MemcgRoot, wl: &dyn HostWorkload, opts: &BenchOptions) {
     let mut data_dirs: Vec<&std::path::Path> = wl.data_dir().into_iter().collect();
     // Swap files of killed benches (not swap any more) are swept where they were made.
     if let Some(SwapRequest::File { dir, .. }) = &opts.swap {
@@ -53,15 +84,30 @@ pub fn bench(scn: &Scenario, opts: &BenchOptions) -> Result<ResultDoc> {
         eprintln!("reclaimlab: {m}");
     }
     for m in crate::leftovers::sweep(
-        &root,
+        root,
         &data_dirs,
         crate::trace::mounted(),
         Duration::from_secs(5),
     ) {
         eprintln!("reclaimlab: {m}");
     }
+}
 
-    let cleanup = Cleanup::new();
+/// What the machine-wide set-up gives the repetitions.
+struct SetUp {
+    swap: SwapInfo,
+    tracer: Option<Tracer>,
+    /// The scheduler trace, or why there is none.
+    sched: Result<SchedTrace, String>,
+}
+
+/// The machine-wide changes every repetition shares, each registered with `cleanup` for undo.
+fn set_up(
+    cleanup: &Cleanup,
+    root: &MemcgRoot,
+    scn: &Scenario,
+    opts: &BenchOptions,
+) -> Result<SetUp> {
     // The set-up journal (crate::state): opened before the first change, removed by the last
     // undo action, so a SIGKILL anywhere in between leaves the next bench a record.
     cleanup.apply(
@@ -69,20 +115,7 @@ pub fn bench(scn: &Scenario, opts: &BenchOptions) -> Result<ResultDoc> {
         || crate::state::open_in(std::path::Path::new(crate::state::DIR)).map(|_| ()),
         crate::state::close,
     )?;
-    let swap_kind = match &opts.swap {
-        Some(SwapRequest::Zram { bytes }) => {
-            swap::setup_zram(&cleanup, *bytes)?;
-            "zram"
-        }
-        Some(SwapRequest::File { bytes, dir }) => {
-            swap::setup_file(&cleanup, *bytes, dir)?;
-            "file"
-        }
-        None if !swap::active().is_empty() => "existing",
-        None if scn.workload.is_anon() => return Err(swap::no_swap_error(&scn.name)),
-        None => "none",
-    };
-    let swap_info = swap::info(swap_kind);
+    let swap = swap::info(set_up_swap(cleanup, scn, opts)?);
     if root.needs_subtree_memory() {
         let r2 = root.clone();
         cleanup.apply(
@@ -92,45 +125,46 @@ pub fn bench(scn: &Scenario, opts: &BenchOptions) -> Result<ResultDoc> {
         )?;
     }
     let tracer = if opts.trace {
-        Some(Tracer::setup(&cleanup)?)
+        Some(Tracer::setup(cleanup)?)
     } else {
         None
     };
     // Cheap, so always on; a machine without it still runs, with a note.
-    let sched = SchedTrace::setup(&cleanup)
+    let sched = SchedTrace::setup(cleanup)
         .map_err(|e| format!("no scheduler trace ({e:#}): placement.processes has no CPUs"));
+    Ok(SetUp {
+        swap,
+        tracer,
+        sched,
+    })
+}
 
-    let repeat = opts.repeat.max(1);
-    let ctx = RunCtx {
-        scn,
-        root: &root,
-        cleanup: &cleanup,
-        tracer: tracer.as_ref(),
-        sched: sched.as_ref(),
-        cfg: &cfg,
-    };
-    let mut runs = opts.prior.clone();
-    runs.truncate(repeat);
-    for i in runs.len()..repeat {
-        let progress = |f: f64| {
-            if let Some(p) = opts.progress {
-                p(i, repeat, f.clamp(0.0, 1.0))
-            }
-        };
-        let r = ctx.run_once(wl.as_mut(), i, &progress)?;
-        if let Some(f) = opts.on_run {
-            f(i, &r)?;
+/// Swap as `--swap` asks (zram or a file), else the machine's own; an anon workload without
+/// any is an error. Returns the kind, for `machine.swap`.
+fn set_up_swap(cleanup: &Cleanup, scn: &Scenario, opts: &BenchOptions) -> Result<&'static str> {
+    Ok(match &opts.swap {
+        Some(SwapRequest::Zram { bytes }) => {
+            swap::setup_zram(cleanup, *bytes)?;
+            "zram"
         }
-        runs.push(r);
-        progress(1.0);
-    }
-    let errors = cleanup.run_all();
-    if !errors.is_empty() {
-        bail!(
-            "the run finished but clean-up failed:\n{}",
-            errors.join("\n")
-        );
-    }
+        Some(SwapRequest::File { bytes, dir }) => {
+            swap::setup_file(cleanup, *bytes, dir)?;
+            "file"
+        }
+        None if !swap::active().is_empty() => "existing",
+        None if scn.workload.is_anon() => return Err(swap::no_swap_error(&scn.name)),
+        None => "none",
+    })
+}
+
+/// The result document of the runs.
+fn result_doc(
+    scn: &Scenario,
+    root: &MemcgRoot,
+    swap: SwapInfo,
+    wl: &dyn HostWorkload,
+    runs: Vec<RunResult>,
+) -> ResultDoc {
     let (cpus, memory_bytes) = crate::machine_limits();
     let mut doc = ResultDoc {
         schema: SCHEMA.into(),
@@ -143,7 +177,7 @@ pub fn bench(scn: &Scenario, opts: &BenchOptions) -> Result<ResultDoc> {
             memory_bytes,
             arch: std::env::consts::ARCH.into(),
             cgroup: root.version.as_str().into(),
-            swap: swap_info,
+            swap,
         },
         config: scn.to_json(),
         workload_command: wl.command(),
@@ -152,7 +186,7 @@ pub fn bench(scn: &Scenario, opts: &BenchOptions) -> Result<ResultDoc> {
         ..Default::default()
     };
     doc.summarize();
-    Ok(doc)
+    doc
 }
 
 /// What every repetition shares.
@@ -167,6 +201,32 @@ struct RunCtx<'a> {
 }
 
 impl RunCtx<'_> {
+    /// The repetitions still to run after `opts.prior` (a resumed bench), each reported to
+    /// `opts.on_run` as it ends.
+    fn repetitions(
+        &self,
+        wl: &mut dyn HostWorkload,
+        opts: &BenchOptions,
+    ) -> Result<Vec<RunResult>> {
+        let repeat = opts.repeat.max(1);
+        let mut runs = opts.prior.clone();
+        runs.truncate(repeat);
+        for i in runs.len()..repeat {
+            let progress = |f: f64| {
+                if let Some(p) = opts.progress {
+                    p(i, repeat, f.clamp(0.0, 1.0))
+                }
+            };
+            let r = self.run_once(wl, i, &progress)?;
+            if let Some(f) = opts.on_run {
+                f(i, &r)?;
+            }
+            runs.push(r);
+            progress(1.0);
+        }
+        Ok(runs)
+    }
+
     /// One repetition in a fresh memcg, removed before it returns.
     fn run_once(
         &self,

@@ -258,111 +258,18 @@ pub fn record(before: &Scan, after: &Scan, own_pid: i32) -> ForeignLoad {
         _ => 0.0,
     };
     let ncpu = after.busy.len().max(before.busy.len());
-    let workload = workload_pids(before, after, own_pid);
+    let w = Window {
+        before,
+        after,
+        own_pid,
+        workload: workload_pids(before, after, own_pid),
+    };
     let mut user = Acc::new(ncpu);
     let mut kth = Acc::new(ncpu);
-    let (mut wl_tasks, mut wl_ns) = (0u64, 0u64);
-    // Per user process: its living threads' run time in the window.
-    let mut threads_ns: BTreeMap<i32, u64> = BTreeMap::new();
-    for (tid, a) in &after.tasks {
-        let b = before.tasks.get(tid).filter(|b| b.pid == a.pid);
-        let (r0, w0, s0) = b.map_or((0, 0, 0), |b| (b.run_ns, b.wait_ns, b.slices));
-        let (dr, dw, ds) = (
-            a.run_ns.saturating_sub(r0),
-            a.wait_ns.saturating_sub(w0),
-            a.slices.saturating_sub(s0),
-        );
-        if workload.contains(&a.pid) {
-            wl_tasks += 1;
-            wl_ns += dr;
-            continue;
-        }
-        if !a.kthread {
-            *threads_ns.entry(a.pid).or_default() += dr;
-        }
-        let acc = if a.kthread { &mut kth } else { &mut user };
-        acc.seen += 1;
-        if ds == 0 && dr == 0 {
-            continue;
-        }
-        acc.ran += 1;
-        acc.run_ns += dr;
-        acc.wait_ns += dw;
-        acc.slices += ds;
-        acc.nice.push(a.nice);
-        if let Some(c) = acc.by_cpu.get_mut(a.cpu) {
-            *c += dr as f64 / 1e9;
-        }
-        acc.top.push((a.comm.clone(), dr as f64 / 1e9));
-        if !a.kthread {
-            if let Some(Some(g)) = after.procs.get(&a.pid).map(|p| p.group) {
-                acc.groups.insert(g);
-                acc.group_nice.push(match g {
-                    Group::Autogroup(_, n) => n,
-                    Group::Session(_) => 0,
-                });
-            }
-        }
-    }
-    // Tasks that ended in the window. Threads seen only in the first scan are counted; their
-    // time, and that of threads born and ended in the window, is read from process totals:
-    // - a living process's utime + stime covers its ended threads: its growth less its living
-    //   threads' run time is theirs;
-    // - a process that ended and was reaped by a living one is in the reaper's cutime +
-    //   cstime with its whole life: less what it (and its own reaped children) had by the
-    //   first scan.
-    // Process totals are in ticks, each read rounded down (utime and stime apart): an excess
-    // under 2 ticks is rounding.
-    let (mut gone_ns, mut gone_slices) = (0u64, 0u64);
-    for (tid, b) in &before.tasks {
-        if after.tasks.contains_key(tid) || workload.contains(&b.pid) {
-            continue;
-        }
-        if b.kthread {
-            kth.seen += 1;
-            continue;
-        }
-        user.seen += 1;
-        user.exited_tasks += 1;
-        gone_ns += b.run_ns;
-        gone_slices += b.slices;
-    }
-    let mut gone_before_ticks = 0u64;
-    for (pid, p) in &before.procs {
-        if p.group.is_some() && !after.procs.contains_key(pid) && !workload.contains(pid) {
-            gone_before_ticks += p.ticks + p.children_ticks;
-        }
-    }
-    let (mut reaped_ticks, mut ended_threads) = (0u64, 0.0f64);
-    for (pid, p1) in &after.procs {
-        if workload.contains(pid) || p1.group.is_none() {
-            continue;
-        }
-        let p0 = before.procs.get(pid).copied().unwrap_or_default();
-        let own = p1.ticks.saturating_sub(p0.ticks) as f64 / USER_HZ;
-        let living = threads_ns.get(pid).copied().unwrap_or(0) as f64 / 1e9;
-        ended_threads += (own - living - 2.0 / USER_HZ).max(0.0);
-        // bench's own reaped children are the workload.
-        if *pid != own_pid && before.procs.contains_key(pid) {
-            reaped_ticks += p1.children_ticks.saturating_sub(p0.children_ticks);
-        }
-    }
-    let reaped = (reaped_ticks.saturating_sub(gone_before_ticks) as f64 / USER_HZ).max(0.0);
-    user.exited = ended_threads + reaped;
-    // Their runs: at the mean slice length the ended threads had by the first scan, else the
-    // living tasks'.
-    let slice_s = if gone_slices > 0 && gone_ns > 0 {
-        gone_ns as f64 / 1e9 / gone_slices as f64
-    } else if user.slices > 0 && user.run_ns > 0 {
-        user.run_ns as f64 / 1e9 / user.slices as f64
-    } else {
-        0.0
-    };
-    user.exited_slices = if slice_s > 0.0 {
-        (user.exited / slice_s).round() as u64
-    } else {
-        0
-    };
+    let living = w.living_tasks(&mut user, &mut kth);
+    let (gone_ns, gone_slices) = w.ended_tasks(&mut user, &mut kth);
+    user.exited = w.exited_seconds(&living.threads_ns);
+    user.exited_slices = exited_slices(&user, gone_ns, gone_slices);
     let busy: Vec<f64> = after
         .busy
         .iter()
@@ -370,7 +277,7 @@ pub fn record(before: &Scan, after: &Scan, own_pid: i32) -> ForeignLoad {
         .map(|(a, b)| a.saturating_sub(*b) as f64 / USER_HZ)
         .collect();
     let (u, k) = (user.class(), kth.class());
-    let workload_cpu = wl_ns as f64 / 1e9;
+    let workload_cpu = living.workload_ns as f64 / 1e9;
     let accounted = workload_cpu + u.cpu_seconds + u.exited_cpu_seconds + k.cpu_seconds;
     ForeignLoad {
         window_seconds: window,
@@ -379,10 +286,131 @@ pub fn record(before: &Scan, after: &Scan, own_pid: i32) -> ForeignLoad {
         unaccounted_busy_seconds: busy.iter().sum::<f64>() - accounted,
         user: u,
         kthreads: k,
-        workload_tasks: wl_tasks,
+        workload_tasks: living.workload_tasks,
         workload_cpu_seconds: workload_cpu,
         cpu_busy_seconds: busy,
         forks: after.forks.saturating_sub(before.forks),
+    }
+}
+
+/// The two scans of a window and the workload's processes in it.
+struct Window<'a> {
+    before: &'a Scan,
+    after: &'a Scan,
+    own_pid: i32,
+    workload: BTreeSet<i32>,
+}
+
+/// The tasks living at the second scan, beyond what they add to the classes.
+struct Living {
+    workload_tasks: u64,
+    workload_ns: u64,
+    /// Per user process: its living threads' run time in the window.
+    threads_ns: BTreeMap<i32, u64>,
+}
+
+impl Window<'_> {
+    /// The tasks of the second scan, by their growth since the first (all of it for a task
+    /// born in the window): the workload's are summed apart, the others go to their class.
+    fn living_tasks(&self, user: &mut Acc, kth: &mut Acc) -> Living {
+        let mut living = Living {
+            workload_tasks: 0,
+            workload_ns: 0,
+            threads_ns: BTreeMap::new(),
+        };
+        for (tid, a) in &self.after.tasks {
+            let b = self.before.tasks.get(tid).filter(|b| b.pid == a.pid);
+            let (r0, w0, s0) = b.map_or((0, 0, 0), |b| (b.run_ns, b.wait_ns, b.slices));
+            let (dr, dw, ds) = (
+                a.run_ns.saturating_sub(r0),
+                a.wait_ns.saturating_sub(w0),
+                a.slices.saturating_sub(s0),
+            );
+            if self.workload.contains(&a.pid) {
+                living.workload_tasks += 1;
+                living.workload_ns += dr;
+                continue;
+            }
+            if !a.kthread {
+                *living.threads_ns.entry(a.pid).or_default() += dr;
+            }
+            let acc = if a.kthread { &mut *kth } else { &mut *user };
+            acc.add_task(a, (dr, dw, ds), self.after);
+        }
+        living
+    }
+
+    /// Tasks that ended in the window. Threads seen only in the first scan are counted, and
+    /// their run time and slices by then returned (ns, slices).
+    fn ended_tasks(&self, user: &mut Acc, kth: &mut Acc) -> (u64, u64) {
+        let (mut gone_ns, mut gone_slices) = (0u64, 0u64);
+        for (tid, b) in &self.before.tasks {
+            if self.after.tasks.contains_key(tid) || self.workload.contains(&b.pid) {
+                continue;
+            }
+            if b.kthread {
+                kth.seen += 1;
+                continue;
+            }
+            user.seen += 1;
+            user.exited_tasks += 1;
+            gone_ns += b.run_ns;
+            gone_slices += b.slices;
+        }
+        (gone_ns, gone_slices)
+    }
+
+    /// The ended user tasks' CPU seconds in the window. Their time, and that of threads born
+    /// and ended in the window, is read from process totals:
+    /// - a living process's utime + stime covers its ended threads: its growth less its
+    ///   living threads' run time is theirs;
+    /// - a process that ended and was reaped by a living one is in the reaper's cutime +
+    ///   cstime with its whole life: less what it (and its own reaped children) had by the
+    ///   first scan.
+    ///
+    /// Process totals are in ticks, each read rounded down (utime and stime apart): an
+    /// excess under 2 ticks is rounding.
+    fn exited_seconds(&self, threads_ns: &BTreeMap<i32, u64>) -> f64 {
+        let (before, after) = (self.before, self.after);
+        let mut gone_before_ticks = 0u64;
+        for (pid, p) in &before.procs {
+            if p.group.is_some() && !after.procs.contains_key(pid) && !self.workload.contains(pid) {
+                gone_before_ticks += p.ticks + p.children_ticks;
+            }
+        }
+        let (mut reaped_ticks, mut ended_threads) = (0u64, 0.0f64);
+        for (pid, p1) in &after.procs {
+            if self.workload.contains(pid) || p1.group.is_none() {
+                continue;
+            }
+            let p0 = before.procs.get(pid).copied().unwrap_or_default();
+            let own = p1.ticks.saturating_sub(p0.ticks) as f64 / USER_HZ;
+            let living = threads_ns.get(pid).copied().unwrap_or(0) as f64 / 1e9;
+            ended_threads += (own - living - 2.0 / USER_HZ).max(0.0);
+            // bench's own reaped children are the workload.
+            if *pid != self.own_pid && before.procs.contains_key(pid) {
+                reaped_ticks += p1.children_ticks.saturating_sub(p0.children_ticks);
+            }
+        }
+        let reaped = (reaped_ticks.saturating_sub(gone_before_ticks) as f64 / USER_HZ).max(0.0);
+        ended_threads + reaped
+    }
+}
+
+/// The ended user tasks' runs: their CPU time at the mean slice length the ended threads had
+/// by the first scan (`gone_ns` over `gone_slices`), else the living tasks'.
+fn exited_slices(user: &Acc, gone_ns: u64, gone_slices: u64) -> u64 {
+    let slice_s = if gone_slices > 0 && gone_ns > 0 {
+        gone_ns as f64 / 1e9 / gone_slices as f64
+    } else if user.slices > 0 && user.run_ns > 0 {
+        user.run_ns as f64 / 1e9 / user.slices as f64
+    } else {
+        0.0
+    };
+    if slice_s > 0.0 {
+        (user.exited / slice_s).round() as u64
+    } else {
+        0
     }
 }
 
@@ -418,6 +446,34 @@ impl Acc {
             exited: 0.0,
             exited_tasks: 0,
             exited_slices: 0,
+        }
+    }
+
+    /// A task of the second scan that is not the workload's: seen; if it ran in the window
+    /// (`d`: run ns, wait ns, slices grown), its time, nice, last CPU and group.
+    fn add_task(&mut self, a: &TaskReading, d: (u64, u64, u64), after: &Scan) {
+        let (dr, dw, ds) = d;
+        self.seen += 1;
+        if ds == 0 && dr == 0 {
+            return;
+        }
+        self.ran += 1;
+        self.run_ns += dr;
+        self.wait_ns += dw;
+        self.slices += ds;
+        self.nice.push(a.nice);
+        if let Some(c) = self.by_cpu.get_mut(a.cpu) {
+            *c += dr as f64 / 1e9;
+        }
+        self.top.push((a.comm.clone(), dr as f64 / 1e9));
+        if !a.kthread {
+            if let Some(Some(g)) = after.procs.get(&a.pid).map(|p| p.group) {
+                self.groups.insert(g);
+                self.group_nice.push(match g {
+                    Group::Autogroup(_, n) => n,
+                    Group::Session(_) => 0,
+                });
+            }
         }
     }
 
