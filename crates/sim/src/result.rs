@@ -159,6 +159,10 @@ fn extra(k: &Kernel, sim_seconds: f64) -> Extra {
         "placement".into(),
         crate::sched::stats::report(k, sim_seconds),
     );
+    if k.sched.wakelist_ipis > 0 {
+        // Call-function IPIs of remote wake-ups (ttwu_queue_wakelist), part of the CAL count.
+        extra.insert("wakelist_ipis".into(), j(k.sched.wakelist_ipis));
+    }
     // Shared-lock waits (locking.rs) and call-function interrupts (smp.rs).
     for (key, v) in k.lock_stats().into_iter().chain(k.smp_stats()) {
         extra.insert(key.into(), j(v));

@@ -166,6 +166,8 @@ pub struct Sched {
     /// wake-ups by such completions per waking CPU.
     pub io_waker: std::collections::BTreeMap<TaskId, CpuId>,
     pub io_wakeups: Vec<u64>,
+    /// Wake-ups that went through the target's wake list with an IPI (ttwu_queue_wakelist).
+    pub wakelist_ipis: u64,
     /// Per CPU: time spent running tasks.
     pub busy_ns: Vec<u64>,
     pub background: Option<background::BackgroundLoad>,
@@ -413,7 +415,24 @@ impl Kernel {
         if self.sched.se[t].last_cpu.is_some_and(|c| c != cpu) {
             self.sched.wake_migrations += 1;
         }
+        if self.ttwu_queue_cond(rqs, waker, cpu) {
+            // ttwu_queue_wakelist: the wake-up is queued on the target's wake list and the
+            // target is sent a call-function IPI (counted in /proc/interrupts' CAL line). Only
+            // counted: the woken task starts at `now` as before.
+            self.irq.function_call_interrupts[cpu] += 1;
+            self.sched.wakelist_ipis += 1;
+        }
         self.activate_task(rqs, t, cpu, now);
+    }
+
+    /// ttwu_queue_cond (kernel/sched/core.c, 6.18): a wake-up from another CPU goes through the
+    /// target's wake list, with an IPI, when the two CPUs do not share a last-level cache or
+    /// the target has nothing to run (`nr_running` 0: idle). An idle CPU polling for work would
+    /// take it without an IPI (call_function_single_prep_ipi); the model's idle CPUs halt.
+    fn ttwu_queue_cond(&self, rqs: &RunQueues, waker: CpuId, cpu: CpuId) -> bool {
+        waker != cpu
+            && (!self.cpus_share_cache(waker, cpu)
+                || (self.cpus[cpu].curr.is_none() && rqs.rq[cpu].is_empty()))
     }
 
     /// activate_task + wakeup_preempt for a woken or new task placed on `cpu`.
