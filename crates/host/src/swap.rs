@@ -237,7 +237,6 @@ fn in_ram(dir: &Path) -> Result<bool> {
 /// step registers its undo: swapoff, then the file removed.
 pub fn setup_file(cleanup: &Cleanup, bytes: u64, dir: &Path) -> Result<PathBuf> {
     use std::os::unix::fs::OpenOptionsExt;
-    use std::os::unix::io::AsRawFd;
     if !dir.is_dir() {
         bail!("--swap file: {} is not a directory", dir.display());
     }
@@ -262,9 +261,9 @@ pub fn setup_file(cleanup: &Cleanup, bytes: u64, dir: &Path) -> Result<PathBuf> 
         },
         move || std::fs::remove_file(&p2).context("removing the swap file"),
     )?;
-    // SAFETY: a valid open fd; fallocate allocates real blocks (swapon refuses holes).
-    if unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, bytes as libc::off_t) } != 0 {
-        return Err(std::io::Error::last_os_error()).context(format!(
+    // Real blocks: swapon refuses a file with holes.
+    if let Err(e) = crate::workers::allocate(&file, bytes) {
+        return Err(e).context(format!(
             "allocating {} bytes for {} (a filesystem without fallocate cannot hold this swap \
              file)",
             bytes,

@@ -345,12 +345,7 @@ impl Kernel {
         if at > until || head.is_some_and(|h| at > h) {
             return false;
         }
-        let waker = match self.sched.io_waker.get(&t) {
-            Some(&w) => w,
-            None => self.sched.se[t].last_cpu.unwrap_or(0),
-        };
-        let prev = self.sched.se[t].last_cpu.unwrap_or(waker);
-        let target = self.select_task_rq_fair(&self.runner.rqs, t, prev, waker);
+        let target = self.wake_target(&self.runner.rqs, t, self.timer_waker(t));
         target != reclaimer && self.cpus[target].curr.is_none()
     }
 

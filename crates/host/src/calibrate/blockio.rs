@@ -5,7 +5,7 @@
 //! (no unwritten extents, so every read reaches the device). Their difference per extra page
 //! separates a request's fixed cost from its transfer.
 
-use super::mem::{ns_since, pin, Data, PAGE};
+use super::mem::{ns_since, pin, Data, Region, PAGE};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use std::os::fd::AsRawFd;
@@ -25,29 +25,6 @@ pub struct BlockIo {
     pub write_cluster: Vec<f64>,
 }
 
-/// A page-aligned buffer for O_DIRECT.
-struct Aligned {
-    ptr: *mut u8,
-    layout: std::alloc::Layout,
-}
-
-impl Aligned {
-    fn new(bytes: usize) -> Result<Aligned> {
-        let layout = std::alloc::Layout::from_size_align(bytes, PAGE)?;
-        // SAFETY: a non-zero size with a valid alignment.
-        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
-        anyhow::ensure!(!ptr.is_null(), "allocating an aligned I/O buffer");
-        Ok(Aligned { ptr, layout })
-    }
-}
-
-impl Drop for Aligned {
-    fn drop(&mut self) {
-        // SAFETY: allocated with this layout in new().
-        unsafe { std::alloc::dealloc(self.ptr, self.layout) }
-    }
-}
-
 /// A xorshift step: the offsets are pseudo-random but the same every run.
 fn next(x: &mut u64) -> u64 {
     *x ^= *x << 13;
@@ -59,7 +36,7 @@ fn next(x: &mut u64) -> u64 {
 /// Mean ns per request of `reqs` O_DIRECT requests of `pages` pages each.
 fn timed(
     fd: i32,
-    buf: &Aligned,
+    buf: &Region,
     file_pages: usize,
     pages: usize,
     reqs: usize,
@@ -76,12 +53,17 @@ fn timed(
             if write {
                 libc::pwrite(
                     fd,
-                    buf.ptr as *const libc::c_void,
+                    buf.page(0) as *const libc::c_void,
                     bytes,
                     off as libc::off_t,
                 )
             } else {
-                libc::pread(fd, buf.ptr as *mut libc::c_void, bytes, off as libc::off_t)
+                libc::pread(
+                    fd,
+                    buf.page(0) as *mut libc::c_void,
+                    bytes,
+                    off as libc::off_t,
+                )
             }
         };
         if n != bytes as isize {
@@ -105,7 +87,8 @@ pub fn measure(path: &Path, file_pages: usize, reqs: usize, samples: usize) -> R
         .open(path)
         .with_context(|| format!("opening {} with O_DIRECT", path.display()))?;
     let fd = f.as_raw_fd();
-    let buf = Aligned::new(CLUSTER_PAGES * PAGE)?;
+    // Page-aligned, as O_DIRECT needs.
+    let buf = Region::anon(CLUSTER_PAGES)?;
     let mut seed = 0x9e37_79b9_7f4a_7c15u64;
     let mut out = BlockIo::default();
     for _ in 0..samples {

@@ -83,11 +83,7 @@ fn unwritten_sweep_file(path: &Path, order: &[usize]) -> Result<f64> {
             .create_new(true)
             .open(path)
             .with_context(|| format!("creating {}", path.display()))?;
-        // SAFETY: a valid fd.
-        let r = unsafe { libc::fallocate(f.as_raw_fd(), 0, 0, (pages * PAGE) as libc::off_t) };
-        if r != 0 {
-            return Err(std::io::Error::last_os_error()).context("fallocate");
-        }
+        crate::workers::allocate(&f, (pages * PAGE) as u64).context("fallocate")?;
     }
     let m = Mapping::map(path, false)?;
     let t = Instant::now();

@@ -31,6 +31,12 @@ pub fn check_dir(dir: &str) -> Result<()> {
     Ok(())
 }
 
+/// fallocate(2) of `bytes` from offset 0, mode 0: real (unwritten) blocks, no holes.
+pub fn allocate(f: &std::fs::File, bytes: u64) -> std::io::Result<()> {
+    let mode = nix::fcntl::FallocateFlags::empty();
+    nix::fcntl::fallocate(f.as_raw_fd(), mode, 0, bytes as libc::off_t).map_err(Into::into)
+}
+
 /// Create `dir/reclaimlab-<pid>-<index>.dat` of `bytes`, allocated (fallocate) but never
 /// read, so none of it is in the page cache until the worker maps it. Run the returned undo at
 /// the end of the repetition (clean-up removes it on every other path).
@@ -52,10 +58,7 @@ pub fn create_data_file(
                     .create_new(true)
                     .open(&path)
                     .with_context(|| format!("creating {}", path.display()))?;
-                // SAFETY: valid fd.
-                let r = unsafe { libc::fallocate(f.as_raw_fd(), 0, 0, bytes as libc::off_t) };
-                if r != 0 {
-                    let e = std::io::Error::last_os_error();
+                if let Err(e) = allocate(&f, bytes) {
                     let _ = std::fs::remove_file(&path);
                     return Err(e).with_context(|| format!("fallocate {} bytes", bytes));
                 }

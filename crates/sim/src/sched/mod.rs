@@ -387,17 +387,29 @@ impl Kernel {
         let Some((at, t)) = self.sched.timers.pop_first() else {
             return;
         };
-        let waker = match self.sched.io_waker.remove(&t) {
-            Some(w) => {
-                if self.sched.io_wakeups.len() <= w {
-                    self.sched.io_wakeups.resize(self.nr_cpus(), 0);
-                }
-                self.sched.io_wakeups[w] += 1;
-                w
+        let waker = self.timer_waker(t);
+        if self.sched.io_waker.remove(&t).is_some() {
+            if self.sched.io_wakeups.len() <= waker {
+                self.sched.io_wakeups.resize(self.nr_cpus(), 0);
             }
-            None => self.sched.se[t].last_cpu.unwrap_or(0),
-        };
+            self.sched.io_wakeups[waker] += 1;
+        }
         self.try_to_wake_up(rqs, t, waker, at);
+    }
+
+    /// The CPU task `t`'s timer wakes it from: a device completion's interrupt CPU, else the
+    /// CPU it slept on.
+    pub(crate) fn timer_waker(&self, t: TaskId) -> CpuId {
+        match self.sched.io_waker.get(&t) {
+            Some(&w) => w,
+            None => self.sched.se[t].last_cpu.unwrap_or(0),
+        }
+    }
+
+    /// select_task_rq_fair for waking `t` from `waker`: its previous CPU, else the waker's.
+    pub(crate) fn wake_target(&self, rqs: &RunQueues, t: TaskId, waker: CpuId) -> CpuId {
+        let prev = self.sched.se[t].last_cpu.unwrap_or(waker);
+        self.select_task_rq_fair(rqs, t, prev, waker)
     }
 
     /// try_to_wake_up: choose the CPU (select_task_rq_fair), then enqueue; the woken task
@@ -410,8 +422,7 @@ impl Kernel {
         let se = &mut self.sched.se[t];
         se.sleeping = false;
         se.wakeups += 1;
-        let prev = se.last_cpu.unwrap_or(waker);
-        let cpu = self.select_task_rq_fair(rqs, t, prev, waker);
+        let cpu = self.wake_target(rqs, t, waker);
         if self.sched.se[t].last_cpu.is_some_and(|c| c != cpu) {
             self.sched.wake_migrations += 1;
         }
