@@ -160,6 +160,22 @@ pub struct CostTable {
     /// bandwidth): ~2 GB/s, a PCIe 3.0 x4 NVMe drive's sequential rate (swap bios carry up
     /// to SWAP_CLUSTER_MAX pages, so bandwidth, not IOPS, bounds them): 2 us. Estimate.
     pub swap_page_transfer: u64,
+    /// One cache line fetched from another CPU's cache because that CPU wrote it last (a
+    /// locked section after another CPU's, locking.rs). Same-socket core-to-core transfer
+    /// latencies on current x86 servers are ~40-100 ns; 60 ns. Estimate, not measured
+    /// (calibrate's `line-turn` measures it on a machine).
+    pub line_transfer: u64,
+    /// __remove_mapping's part under the page cache lock for a file folio (i_lock and
+    /// xa_lock_irq: the refcount freeze, workingset_eviction's shadow, page_cache_delete and
+    /// its statistics): about half of `remove_mapping`, whose other half (the uncharge and the
+    /// free) runs unlocked. The locked part is charged out of `remove_mapping`, not on top.
+    /// ~100 ns. Estimate (perf on this project's test machine put about as many reclaim
+    /// samples in this section as in the lru_lock sections; see docs/cost-model.md).
+    pub page_cache_delete_locked: u64,
+    /// __filemap_add_folio's section under xas_lock_irq for a new folio (xas_store of its
+    /// slots, nrpages, the NR_FILE_PAGES statistics): the mirror of the delete's xarray work,
+    /// ~50 ns. Estimate, not measured.
+    pub page_cache_insert_locked: u64,
 }
 
 impl CostTable {
@@ -211,6 +227,9 @@ impl CostTable {
             swap_read_latency: 80_000,
             swap_write_latency: 20_000,
             swap_page_transfer: 2_000,
+            line_transfer: 60,
+            page_cache_delete_locked: 100,
+            page_cache_insert_locked: 50,
         }
     }
 

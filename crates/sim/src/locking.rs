@@ -1,9 +1,19 @@
-//! Shared spinlocks as queues in simulated time (kernel/locking/spinlock.c, and the lruvec's
-//! `lru_lock` users in mm/vmscan.c and mm/swap.c).
+//! Shared spinlocks as queues in simulated time (kernel/locking/spinlock.c): the lruvec's
+//! `lru_lock` (its users in mm/vmscan.c and mm/swap.c) and each file's `i_pages` lock (the
+//! page cache's xa_lock: __filemap_add_folio in mm/filemap.c, __remove_mapping in
+//! mm/vmscan.c).
 //!
 //! A lock is the list of intervals during which some CPU holds it. A CPU that wants it at its
 //! clock `t` for `hold` ns takes the earliest free slot starting at or after `t` that fits the
 //! whole hold, spins (its clock advances) until the slot starts, then holds it.
+//!
+//! A section is also longer when the CPU before it in the lock's order was another one: the
+//! lock word and the data the lock guards (list heads, counters, the xarray's root) were last
+//! written there, so each of those cache lines is fetched from that CPU's cache before the
+//! section's work can go on (`line_transfer` ns each; the number of lines a section touches is
+//! its call site's, from the kernel source). Two CPUs reclaiming one memcg thus lengthen each
+//! other's sections, which queueing for unchanged sections cannot give (calibrate's
+//! `contention` family measures it: twice the CPU per page for no gain in wall time).
 //!
 //! Why intervals rather than "free at": the engine steps the CPU with the smallest clock, but a
 //! step (a whole direct reclaim, unless `sim.interleave = "folio"`) runs that CPU's clock ahead
@@ -19,12 +29,37 @@
 //!   sees the lock free. Steps run ahead by about one reclaim call, far fewer holds.
 //! * Spinning is FIFO-free: whoever is processed first gets the slot (the kernel's queued
 //!   spinlock is FIFO among waiters that are spinning at the same time).
+//! * A section placed in a gap before a later-placed hold of another CPU lengthens itself if
+//!   its predecessor was remote, but the section after it is not lengthened in turn.
+//! * The lines a section transfers are all or none: the model does not follow single lines
+//!   (an xarray node both CPUs touched, a folio at the LRU's end), only "another CPU held
+//!   this lock last".
 
 use crate::kernel::{CpuId, Kernel};
-use crate::timeline::{BlockTimeline, Timeline};
+use crate::timeline::{BlockTimeline, History, Timeline};
 
 /// Holds remembered per lock (see the module doc).
 pub const LOCK_HISTORY: usize = 4096;
+/// Holders remembered per lock, to find who held it last before a new section: as many as
+/// the holds, since a CPU whose step ran ahead leaves a run of its own holds that a lagging
+/// CPU's sections land among.
+const HOLDER_HISTORY: usize = LOCK_HISTORY;
+
+/// Cache lines a lru_lock section writes that the previous holder wrote too: the lock word
+/// and the lruvec's list heads (struct lruvec: lists[] then lru_lock, two lines), and the
+/// per-memcg LRU sizes (mem_cgroup_per_node.lru_zone_size, update_lru_size). Estimate from
+/// the structures' layout, not measured.
+pub const LRU_LOCK_LINES: u64 = 3;
+/// Lines __remove_mapping's section writes for a file folio: the inode's i_lock (taken
+/// before xa_lock_irq), the address_space's xa_lock with xa_head and nrpages
+/// (page_cache_delete), and workingset_eviction's nonresident_age counter of the memcg's
+/// lruvec and of its parent (workingset_age_nonresident walks up the hierarchy). The xarray
+/// leaf node is not counted: two CPUs rarely free slots of one node at the same time.
+/// Estimate from the source, not measured.
+pub const PAGE_CACHE_DELETE_LINES: u64 = 4;
+/// Lines __filemap_add_folio's xas_lock_irq section writes: the xa_lock with xa_head, and
+/// nrpages with the mapping's other counters. Estimate from the source, not measured.
+pub const PAGE_CACHE_INSERT_LINES: u64 = 2;
 /// folio_batch capacity (PAGEVEC_SIZE, include/linux/pagevec.h): the per-CPU lru_add batch
 /// takes lru_lock once per this many folios.
 pub const FOLIO_BATCH_SIZE: u32 = 31;
@@ -49,8 +84,13 @@ pub struct SpinLock {
     pub acquired: u64,
     pub contended: u64,
     pub wait_ns: u64,
-    /// Total hold time (ns).
+    /// Total hold time (ns), line transfers included.
     pub hold_ns: u64,
+    /// Sections whose previous holder was another CPU, and the cache lines they fetched.
+    pub remote_handoffs: u64,
+    pub line_transfers: u64,
+    /// The latest holds' (end, CPU), sorted by end.
+    holders: History<(u64, CpuId)>,
 }
 
 impl Default for SpinLock {
@@ -72,28 +112,88 @@ impl SpinLock {
             contended: 0,
             wait_ns: 0,
             hold_ns: 0,
+            remote_handoffs: 0,
+            line_transfers: 0,
+            holders: History::new(),
         }
     }
 
     /// Acquire at time `t` for `hold` ns: returns the time the hold starts (>= t), the start
     /// of the first gap at or after `t` that fits the hold.
     pub fn acquire(&mut self, t: u64, hold: u64) -> u64 {
-        let s = match &self.holds {
-            Holds::Flat(h) => h.first_fit(t, hold),
-            Holds::Blocks(h) => h.first_fit(t, hold),
-        };
+        self.acquire_section(t, 0, hold, Section::default()).0
+    }
+
+    /// Acquire at time `t` on `cpu` for a section of `hold` ns of work that writes
+    /// `sec.lines` cache lines the previous holder wrote: if that holder was another CPU, each
+    /// line costs `sec.transfer` ns more. Returns the hold's start and its length.
+    pub fn acquire_section(&mut self, t: u64, cpu: CpuId, hold: u64, sec: Section) -> (u64, u64) {
+        let mut s = self.first_fit(t, hold);
+        let mut len = hold;
+        if sec.lines > 0 && self.holder_before(s).is_some_and(|c| c != cpu) {
+            len += sec.lines * sec.transfer;
+            s = self.first_fit(t, len);
+            self.remote_handoffs += 1;
+            self.line_transfers += sec.lines;
+        }
         self.acquired += 1;
-        self.hold_ns += hold;
+        self.hold_ns += len;
         if s > t {
             self.contended += 1;
             self.wait_ns += s - t;
         }
         match &mut self.holds {
-            Holds::Flat(h) => h.add(s, s + hold),
-            Holds::Blocks(h) => h.add(s, s + hold),
+            Holds::Flat(h) => h.add(s, s + len),
+            Holds::Blocks(h) => h.add(s, s + len),
         }
-        s
+        self.note_holder(s + len, cpu);
+        (s, len)
     }
+
+    fn first_fit(&self, t: u64, len: u64) -> u64 {
+        match &self.holds {
+            Holds::Flat(h) => h.first_fit(t, len),
+            Holds::Blocks(h) => h.first_fit(t, len),
+        }
+    }
+
+    /// The CPU whose remembered hold ended last at or before `s`.
+    fn holder_before(&self, s: u64) -> Option<CpuId> {
+        let h = self.holders.as_slice();
+        let i = crate::timeline::partition_point_back(h, |&(end, _)| end <= s);
+        i.checked_sub(1).map(|i| h[i].1)
+    }
+
+    fn note_holder(&mut self, end: u64, cpu: CpuId) {
+        let h = self.holders.as_slice();
+        let i = crate::timeline::partition_point_back(h, |&(e, _)| e <= end);
+        if i == h.len() {
+            self.holders.push_back((end, cpu));
+        } else {
+            self.holders.insert(i, (end, cpu));
+        }
+        if self.holders.len() > HOLDER_HISTORY {
+            self.holders.pop_front();
+        }
+    }
+}
+
+/// What a section costs beyond its work when the lock comes from another CPU.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Section {
+    /// Cache lines written under the lock that the previous holder wrote too.
+    pub lines: u64,
+    /// ns to fetch one such line from another CPU's cache (`line_transfer`).
+    pub transfer: u64,
+}
+
+/// Which of the model's locks a section takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockId {
+    /// The memcg lruvec's lru_lock.
+    LruLock,
+    /// The page cache lock (mapping->i_pages) of the model's file with this index.
+    IPages(usize),
 }
 
 /// The model's shared locks and the per-CPU lru_add batches.
@@ -101,6 +201,9 @@ impl SpinLock {
 pub struct Locks {
     /// lruvec->lru_lock of the (single) memcg lruvec, taken with spin_lock_irq.
     pub lru_lock: SpinLock,
+    /// Each file's mapping->i_pages lock (xa_lock_irq), by file index, made on first use.
+    pub i_pages: Vec<SpinLock>,
+    nr_cpus: usize,
     /// Folios added to each CPU's lru_add folio_batch since its last drain.
     pub lru_add_pending: Vec<u32>,
 }
@@ -109,7 +212,22 @@ impl Locks {
     pub fn new(nr_cpus: usize) -> Locks {
         Locks {
             lru_lock: SpinLock::new(nr_cpus),
+            i_pages: Vec::new(),
+            nr_cpus,
             lru_add_pending: vec![0; nr_cpus],
+        }
+    }
+
+    fn lock(&mut self, id: LockId) -> &mut SpinLock {
+        match id {
+            LockId::LruLock => &mut self.lru_lock,
+            LockId::IPages(file) => {
+                if self.i_pages.len() <= file {
+                    let n = self.nr_cpus;
+                    self.i_pages.resize_with(file + 1, || SpinLock::new(n));
+                }
+                &mut self.i_pages[file]
+            }
         }
     }
 }
@@ -119,11 +237,29 @@ impl Kernel {
     /// the CPU spins until the lock is free, then holds it. Interrupts are off from the first
     /// spin to the unlock, so an IPI arriving meanwhile waits (kernel/smp.rs, `IrqOff`).
     pub fn lru_lock_irq_section(&mut self, cpu: CpuId, hold: u64) {
+        self.lock_irq_section(cpu, LockId::LruLock, hold, LRU_LOCK_LINES);
+    }
+
+    /// A section under `lock` taken with interrupts off (spin_lock_irq / xa_lock_irq) for
+    /// `hold` ns of work writing `lines` cache lines the lock guards: the CPU spins until the
+    /// lock is free, fetches the lines if another CPU held it last, and holds it. Interrupts
+    /// are off from the first spin to the unlock, so an IPI arriving meanwhile waits.
+    pub fn lock_irq_section(&mut self, cpu: CpuId, lock: LockId, hold: u64, lines: u64) {
         let t = self.cpus[cpu].clock;
-        let start = self.locks.lru_lock.acquire(t, hold);
-        let end = start + hold;
+        let sec = Section {
+            lines,
+            transfer: self.cost.line_transfer,
+        };
+        let (start, len) = self.locks.lock(lock).acquire_section(t, cpu, hold, sec);
+        let end = start + len;
         self.smp.irq_off[cpu].push(t, end);
         self.cpus[cpu].clock = end;
+    }
+
+    /// __filemap_add_folio's xas_lock_irq section for a new folio in `file`'s page cache.
+    pub fn page_cache_insert_locked(&mut self, cpu: CpuId, file: usize) {
+        let hold = self.cost.page_cache_insert_locked;
+        self.lock_irq_section(cpu, LockId::IPages(file), hold, PAGE_CACHE_INSERT_LINES);
     }
 
     /// folio_batch_add_and_move for the lru_add batch (mm/swap.c): `nr` folios join this CPU's
@@ -149,21 +285,67 @@ impl Kernel {
         }
     }
 
-    /// Lock statistics for the result's `extra`.
+    /// Lock statistics for the result's `extra` (the i_pages locks of all files summed).
     pub fn lock_stats(&self) -> Vec<(&'static str, u64)> {
         let l = &self.locks.lru_lock;
+        let ip = |f: fn(&SpinLock) -> u64| self.locks.i_pages.iter().map(f).sum::<u64>();
         vec![
             ("lru_lock_acquired", l.acquired),
             ("lru_lock_contended", l.contended),
             ("lru_lock_wait_ns", l.wait_ns),
             ("lru_lock_hold_ns", l.hold_ns),
+            ("lru_lock_remote_handoffs", l.remote_handoffs),
+            ("i_pages_lock_acquired", ip(|l| l.acquired)),
+            ("i_pages_lock_contended", ip(|l| l.contended)),
+            ("i_pages_lock_wait_ns", ip(|l| l.wait_ns)),
+            ("i_pages_lock_hold_ns", ip(|l| l.hold_ns)),
+            ("i_pages_lock_remote_handoffs", ip(|l| l.remote_handoffs)),
+            (
+                "lock_line_transfers",
+                l.line_transfers + ip(|l| l.line_transfers),
+            ),
         ]
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::SpinLock;
+    use super::{Section, SpinLock};
+
+    const SEC: Section = Section {
+        lines: 3,
+        transfer: 60,
+    };
+
+    #[test]
+    fn a_section_after_another_cpus_hold_fetches_its_lines_and_after_its_own_does_not() {
+        let mut l = SpinLock::new(2);
+        // Nobody held it before: no transfer.
+        assert_eq!(l.acquire_section(0, 0, 100, SEC), (0, 100));
+        // CPU 0 again: its own lines are still in its cache.
+        assert_eq!(l.acquire_section(200, 0, 100, SEC), (200, 100));
+        // CPU 1 after CPU 0: three lines fetched, 180 ns more.
+        assert_eq!(l.acquire_section(400, 1, 100, SEC), (400, 280));
+        // CPU 0 wants it at 450, inside CPU 1's hold: waits until 680, then fetches too.
+        assert_eq!(l.acquire_section(450, 0, 100, SEC), (680, 280));
+        assert_eq!((l.remote_handoffs, l.line_transfers), (2, 6));
+        assert_eq!((l.contended, l.wait_ns), (1, 230));
+        assert_eq!(l.hold_ns, 100 + 100 + 280 + 280);
+    }
+
+    #[test]
+    fn the_previous_holder_is_the_one_before_the_slot_in_time_not_in_processing_order() {
+        let mut l = SpinLock::new(2);
+        // CPU 0's step ran ahead: holds at 1000 and 2000.
+        l.acquire_section(1000, 0, 100, SEC);
+        l.acquire_section(2000, 0, 100, SEC);
+        // CPU 1, processed later, at 1500: its predecessor is CPU 0's hold ending at 1100.
+        assert_eq!(l.acquire_section(1500, 1, 100, SEC), (1500, 280));
+        // CPU 1 at 10: nothing ended before it, so nothing to fetch.
+        assert_eq!(l.acquire_section(10, 1, 100, SEC), (10, 100));
+        // CPU 1 at 1790: after its own hold ending at 1780.
+        assert_eq!(l.acquire_section(1790, 1, 100, SEC), (1790, 100));
+    }
 
     #[test]
     fn a_later_request_waits_for_the_hold_and_an_earlier_one_takes_the_gap_before_it() {

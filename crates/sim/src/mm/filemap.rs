@@ -51,6 +51,7 @@ impl Kernel {
             self.workingset_refault(pfn, slot & PTE_LOW_MASK);
         }
         self.lruvec.add(&mut self.folios, pfn);
+        self.page_cache_insert_locked(cpu, file);
         for p in start..start + nr {
             self.files[file].cache[p as usize] = PTE_SWPCACHE | pfn;
         }

@@ -430,6 +430,7 @@ impl Kernel {
         }
         self.lru_add_fault(pfn);
         self.lru_add_batch(cpu, 1);
+        self.page_cache_insert_locked(cpu, file);
         for p in start..start + nr {
             self.files[file].cache[p as usize] = PTE_SWPCACHE | pfn;
         }

@@ -406,6 +406,7 @@ impl Kernel {
                 self.workingset_refault(pfn, slot & PTE_LOW_MASK);
             }
             self.lruvec.add(&mut self.folios, pfn);
+            self.page_cache_insert_locked(cpu, file);
             for p in first..first + nr {
                 self.files[file].cache[p as usize] = PTE_SWPCACHE | pfn;
             }

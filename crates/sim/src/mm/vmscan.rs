@@ -4,6 +4,7 @@
 
 use crate::config::Patch;
 use crate::kernel::{CpuId, Kernel};
+use crate::locking::{LockId, PAGE_CACHE_DELETE_LINES};
 use crate::mm::folio::*;
 use crate::mm::pgtable::*;
 use crate::mm::rmap::{TlbUbc, TTU_BATCH_FLUSH};
@@ -433,7 +434,20 @@ impl Kernel {
 
     /// __remove_mapping: leave a workingset shadow where the folio was.
     pub(crate) fn remove_mapping(&mut self, cpu: CpuId, pfn: Pfn) {
-        self.charge(cpu, self.cost.remove_mapping);
+        let f = *self.folios.get(pfn);
+        if f.test(pg::SWAPCACHE) || f.test(pg::ORPHAN) {
+            // The swap cache's lock is its cluster's (swap_cluster_get_and_lock_irq, 6.18's
+            // swap table), and each CPU allocates from its own cluster: not a shared lock.
+            self.charge(cpu, self.cost.remove_mapping);
+        } else {
+            let locked = self
+                .cost
+                .page_cache_delete_locked
+                .min(self.cost.remove_mapping);
+            let file = f.owner as usize;
+            self.lock_irq_section(cpu, LockId::IPages(file), locked, PAGE_CACHE_DELETE_LINES);
+            self.charge(cpu, self.cost.remove_mapping - locked);
+        }
         if self.folios.get(pfn).test(pg::ORPHAN) {
             // Its mm exited: no page table is left to hold a shadow, only the slot to drop.
             self.orphan_free_swap(pfn);
