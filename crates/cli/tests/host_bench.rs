@@ -503,6 +503,24 @@ fn what_a_sigkilled_bench_left_is_removed_by_the_next_one() {
     assert_clean(&before, &cg, &pids);
 }
 
+/// One process sweeping 16M in an 8M memcg for 2 s, with `extra` arguments, as JSON.
+fn small_anon_sweep<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let base = [
+        "bench",
+        "anon-sweep",
+        "--set",
+        "workload.processes=1",
+        "--set",
+        "workload.bytes=16M",
+        "--set",
+        "memcg.limit=8M",
+        "--set",
+        "run.duration=2s",
+        "--json",
+    ];
+    [&base[..], extra, &swap_args()].concat()
+}
+
 /// Each run records the tasks outside its memcg during the window (`runs[].foreign`): bench's
 /// own threads at least (its placement sampler wakes every 100 ms), the workers not.
 #[test]
@@ -512,24 +530,7 @@ fn bench_records_the_foreign_load_of_its_window() {
         return;
     };
     let before = MachineState::capture(&cg);
-    let args = [
-        &[
-            "bench",
-            "anon-sweep",
-            "--set",
-            "workload.processes=1",
-            "--set",
-            "workload.bytes=16M",
-            "--set",
-            "memcg.limit=8M",
-            "--set",
-            "run.duration=2s",
-            "--json",
-        ][..],
-        &swap_args(),
-    ]
-    .concat();
-    let d = bench_json(&args);
+    let d = bench_json(&small_anon_sweep(&[]));
     let f = &d["runs"][0]["foreign"];
     let w = f["window_seconds"].as_f64().unwrap();
     assert!((1.9..4.0).contains(&w), "{f}");
@@ -627,4 +628,99 @@ fn a_dead_benchs_swap_file_is_taken_down_by_the_next_one() {
         "{err}"
     );
     assert_clean(&before, &cg, &[]);
+}
+
+/// Live tasks whose name starts with `rl-load` (the scenario's foreign load, background.rs).
+fn load_threads() -> usize {
+    let mut n = 0;
+    for p in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(tasks) = std::fs::read_dir(p.path().join("task")) else {
+            continue;
+        };
+        for t in tasks.flatten() {
+            let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+            if comm.starts_with("rl-load") {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+/// `machine.background_load` on the host: bench runs the duty-cycle tasks for the run, outside
+/// the memcg and counted as foreign (not as the workload), and they are gone after it.
+#[test]
+fn bench_runs_the_scenarios_foreign_load_and_stops_it() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(cg) = host_or_skip("background_load", false) else {
+        return;
+    };
+    let before = MachineState::capture(&cg);
+    let d = bench_json(&small_anon_sweep(&[
+        "--set",
+        "machine.background_load.tasks=2",
+        "--set",
+        "machine.background_load.duty=0.4",
+        "--set",
+        "machine.background_load.period=10ms",
+        "--set",
+        "machine.background_load.groups=2",
+        "--set",
+        "machine.background_load.cpus=0",
+    ]));
+    let f = &d["runs"][0]["foreign"];
+    let w = f["window_seconds"].as_f64().unwrap();
+    let top = f["user"]["top"].as_array().unwrap();
+    let load: Vec<f64> = top
+        .iter()
+        .filter(|t| t[0].as_str().unwrap().starts_with("rl-load"))
+        .map(|t| t[1].as_f64().unwrap())
+        .collect();
+    assert_eq!(load.len(), 2, "both load tasks are foreign: {f}");
+    // Both on CPU 0 at 40% each: at most 80% of it between them, and they did run.
+    assert!(load.iter().all(|&s| s > 0.05 * w && s < 0.5 * w), "{f}");
+    assert!(f["user"]["groups"].as_u64().unwrap() >= 2, "{f}");
+    assert_eq!(load_threads(), 0, "the load outlived bench");
+    assert_clean(&before, &cg, &[]);
+}
+
+/// A bench killed with SIGKILL takes its foreign load with it (PR_SET_PDEATHSIG).
+#[test]
+fn a_sigkilled_benchs_foreign_load_dies_with_it() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(cg) = host_or_skip("background_load_killed", false) else {
+        return;
+    };
+    let before = MachineState::capture(&cg);
+    let mut child = bin()
+        .args([
+            "bench",
+            "file-mmap-rw",
+            "--set",
+            "workload.file_bytes=64M",
+            "--set",
+            "memcg.limit=32M",
+            "--set",
+            "run.duration=60s",
+            "--set",
+            "machine.background_load.tasks=1",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let pids = wait_for_workload(&mut child, &cg);
+    assert!(load_threads() >= 1, "the load did not start");
+    send("KILL", pid);
+    wait_exit(&mut child, Duration::from_secs(10));
+    let t = Instant::now();
+    while load_threads() > 0 && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(load_threads(), 0, "the load outlived a killed bench");
+    // What SIGKILL left (the memcg, the data file) goes with the next bench.
+    let o = bin().args(MMAP_RW).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_clean(&before, &cg, &pids);
 }

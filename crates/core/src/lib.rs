@@ -1,6 +1,7 @@
 //! Shared by both backends: scenario files, the result schema, statistics and the compare table.
 
 pub mod arch;
+pub mod background;
 pub mod compare;
 pub mod foreign;
 pub mod mismatch;

@@ -59,9 +59,9 @@ fn prepare(scn: &Scenario) -> Result<(HostConfig, MemcgRoot, Box<dyn HostWorkloa
     scn.skip_section("sim");
     // The swap device is the one the machine has or `--swap` sets up.
     scn.skip_keys(&reclaimlab_core::scenario::SIM_SWAP_KEYS);
-    // The live machine has its own topology and load.
+    // The live machine has its own topology; `machine.background_load` is started for each
+    // run (background.rs) on top of whatever else the machine runs.
     scn.skip_section("machine.topology");
-    scn.skip_section("machine.background_load");
     // ... and its own sched_autogroup_enabled.
     scn.skip_section("sched");
     let cfg = HostConfig::read(scn)?;
@@ -275,8 +275,15 @@ impl RunCtx<'_> {
         if let Err(why) = sched {
             notes.push(why.clone());
         }
+        let load_tasks = match &cfg.background {
+            Some(b) => Some(crate::background::start(b, cleanup)?),
+            None => None,
+        };
         let mut meter = Meter::new(&cg, tracer, sched.ok());
         let out = wl.run(&env, &mut meter)?;
+        if let Some(l) = load_tasks {
+            l.stop()?;
+        }
         notes.append(&mut meter.notes);
         let placement = meter.placement_report.take();
         let foreign = meter.foreign.take();

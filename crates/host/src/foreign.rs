@@ -99,6 +99,8 @@ pub struct ProcReading {
     /// User processes: their group. Kernel threads: None.
     pub group: Option<Group>,
     pub ppid: i32,
+    /// Its session ID (a session leader's is its own PID).
+    pub session: i64,
 }
 
 /// One scan of /proc.
@@ -177,6 +179,7 @@ impl Scan {
                 children_ticks: pst.children_ticks,
                 group,
                 ppid: pst.ppid,
+                session: pst.session,
             },
         );
         let Ok(dir) = std::fs::read_dir(format!("{base}/task")) else {
@@ -232,14 +235,17 @@ fn median_i(mut v: Vec<i32>) -> i32 {
 }
 
 /// The workload's processes: the memcg's at either scan, bench's children (a worker that has
-/// ended but is not reaped yet has already left cgroup.procs), and their descendants.
+/// ended but is not reaped yet has already left cgroup.procs), and their descendants. A child
+/// that leads a session of its own is the scenario's foreign load (background.rs), not the
+/// workload: it stays foreign.
 fn workload_pids(before: &Scan, after: &Scan, own_pid: i32) -> BTreeSet<i32> {
     let mut w: BTreeSet<i32> = before.workload.union(&after.workload).copied().collect();
     loop {
         let n = w.len();
         for scan in [before, after] {
             for (pid, p) in &scan.procs {
-                if p.ppid == own_pid || w.contains(&p.ppid) {
+                let load = p.session == i64::from(*pid);
+                if (p.ppid == own_pid && !load) || w.contains(&p.ppid) {
                     w.insert(*pid);
                 }
             }
@@ -534,6 +540,7 @@ mod tests {
             children_ticks,
             group,
             ppid: 1,
+            session: 1,
         }
     }
 

@@ -3,7 +3,8 @@
 //!
 //! One job per module: [`cgroup`] (memcg v1/v2), [`swap`] (zram), [`counters`]
 //! (/proc/interrupts, /proc/vmstat, memory.stat), [`foreign`] (the tasks outside the run's
-//! memcg during its window), [`trace`] (tracefs instances; tlb:tlb_flush), [`sched_trace`]
+//! memcg during its window), [`background`] (the scenario's own foreign load, started for
+//! each run), [`trace`] (tracefs instances; tlb:tlb_flush), [`sched_trace`]
 //! (the CPUs each workload task ran on), [`stress`]
 //! (stress-ng), [`workers`] (the project's file workloads), [`workload`] (the trait they
 //! implement), [`proc`] (processes we start), [`cleanup`] (undo on every exit path),
@@ -11,6 +12,7 @@
 //! [`bench`](mod@bench) (the repetitions), and [`calibrate`] (this machine's costs for the
 //! simulator, measured).
 
+pub mod background;
 pub mod bench;
 pub mod calibrate;
 pub mod cgroup;

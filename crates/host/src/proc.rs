@@ -166,7 +166,48 @@ pub fn fork_in_memcg(
     what: &str,
     body: impl FnOnce(File, File) -> Result<()>,
 ) -> Result<(Forked, Undo)> {
-    let join = JoinMemcg::new(cg)?;
+    fork_child(ChildSetup::Memcg(JoinMemcg::new(cg)?), cleanup, what, body)
+}
+
+/// What a forked child does first, before its body.
+pub enum ChildSetup {
+    /// Its own process group, inside the memcg (a workload's process).
+    Memcg(JoinMemcg),
+    /// A session of its own (setsid: its own process group and autogroup), outside the memcg
+    /// (the scenario's foreign load).
+    Session,
+}
+
+impl ChildSetup {
+    /// In the child after fork. Only async-signal-safe calls.
+    fn in_child(&self) -> std::io::Result<()> {
+        match self {
+            ChildSetup::Memcg(j) => j.in_child(),
+            ChildSetup::Session => {
+                // SAFETY: plain syscalls; no allocation.
+                unsafe {
+                    if libc::setsid() < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    libc::signal(libc::SIGINT, libc::SIG_DFL);
+                    libc::signal(libc::SIGTERM, libc::SIG_DFL);
+                    libc::signal(libc::SIGHUP, libc::SIG_DFL);
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Fork a child that first does `setup`, then runs `body(from_parent, to_parent)`, exiting 0
+/// on Ok and 1 (after printing the error) on Err. The child is registered for clean-up.
+pub fn fork_child(
+    setup: ChildSetup,
+    cleanup: &Cleanup,
+    what: &str,
+    body: impl FnOnce(File, File) -> Result<()>,
+) -> Result<(Forked, Undo)> {
     let (p_rd, c_wr): (OwnedFd, OwnedFd) = nix::unistd::pipe().context("pipe")?;
     let (c_rd, p_wr): (OwnedFd, OwnedFd) = nix::unistd::pipe().context("pipe")?;
     let parent_fds = [p_rd.as_raw_fd(), p_wr.as_raw_fd()];
@@ -178,9 +219,9 @@ pub fn fork_in_memcg(
             // SAFETY: the child only runs the code below and leaves with _exit.
             match unsafe { nix::unistd::fork() }.context("fork")? {
                 nix::unistd::ForkResult::Child => {
-                    let code = match join.in_child() {
+                    let code = match setup.in_child() {
                         Err(e) => {
-                            raw_eprint(&format!("reclaimlab worker: joining the memcg: {e}\n"));
+                            raw_eprint(&format!("reclaimlab worker: setting up the child: {e}\n"));
                             1
                         }
                         Ok(()) => {

@@ -20,6 +20,8 @@ pub struct HostConfig {
     pub grace: Duration,
     /// The stress-ng binary (`host.stress_ng`).
     pub stress_ng: String,
+    /// The foreign load bench starts for each run (`machine.background_load`), if any.
+    pub background: Option<reclaimlab_core::background::BackgroundLoad>,
 }
 
 impl HostConfig {
@@ -42,6 +44,7 @@ impl HostConfig {
         Ok(HostConfig {
             grace: Duration::from_nanos(grace),
             stress_ng,
+            background: reclaimlab_core::background::BackgroundLoad::from_scenario(scn)?,
         })
     }
 

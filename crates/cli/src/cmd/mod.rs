@@ -52,10 +52,13 @@ pub fn simulate_policy(scenario: &str, sets: &[String], spec: &str) -> Result<Re
     finish_scenario(&s, reclaimlab_sim::run(&s, &Default::default()))
 }
 
-/// The backend has read its own section; now every key must have been used.
+/// The backend has read its own section; now every key must have been used. A backend that
+/// failed says why first: the key it stopped on leaves the keys after it unread, and "unknown
+/// key" for those would hide the real error.
 pub fn finish_scenario(scn: &Scenario, res: Result<ResultDoc>) -> Result<ResultDoc> {
+    let doc = res?;
     scn.finish()?;
-    res
+    Ok(doc)
 }
 
 /// Run `f` on a pool of `jobs` threads (`--jobs`; None: rayon's global pool, one per core).

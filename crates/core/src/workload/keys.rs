@@ -76,7 +76,7 @@ pub(super) fn cpuset_or_pinned(
 }
 
 /// `"all"`, `[0, 1]` or `"0-3,5"`; every CPU must exist on the target machine.
-pub(super) fn cpuset(src: &Source, key: &str, avail: usize) -> Result<CpuSet, ScenarioError> {
+pub(crate) fn cpuset(src: &Source, key: &str, avail: usize) -> Result<CpuSet, ScenarioError> {
     let list = match src.raw(key) {
         None => return Ok(CpuSet::All(AllTag::All)),
         Some(Value::String(s)) if s.value().trim() == "all" => return Ok(CpuSet::All(AllTag::All)),

@@ -5,7 +5,7 @@
 mod anon_sweep;
 mod file_mmap_rw;
 mod file_reclaim;
-mod keys;
+pub(crate) mod keys;
 mod kswapd_mmap_read;
 mod stress_vm;
 mod ycsb_b;

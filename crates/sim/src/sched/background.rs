@@ -10,35 +10,12 @@ use super::autogroup::{nice_to_weight, WORKLOAD_GROUP};
 use super::{Class, RunQueues};
 use crate::cpumask::CpuMask;
 use crate::kernel::{Backing, CpuId, Kernel, TaskId};
-use reclaimlab_core::Scenario;
 
 /// The longest stretch of a background burst taken in one engine step: below an IPI's round
 /// trip (~2 us bare metal, ~20 us in a KVM guest), so a flush sent during a burst sees it.
 const BURST_SLICE_NS: u64 = 2_000;
 
-/// The most `machine.background_load.tasks`.
-pub const MAX_TASKS: u64 = 4096;
-
-/// `machine.background_load.*`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct BackgroundLoad {
-    /// `tasks`: how many foreign tasks.
-    pub tasks: usize,
-    /// `duty`: the fraction of each period a task runs (0 < duty ≤ 1).
-    pub duty: f64,
-    /// `period` (ns).
-    pub period_ns: u64,
-    /// `cpus`: where they may run (None: every CPU).
-    pub cpus: Option<Vec<usize>>,
-    /// `groups`: how many sessions (autogroups) the tasks belong to, spread round-robin.
-    pub groups: usize,
-    /// `nice`: the tasks' nice level (their weight inside their group, or against every
-    /// task with `sched.autogroup = false`).
-    pub nice: i32,
-    /// `group_nice`: the sessions' autogroup nice (`/proc/PID/autogroup`: the group's
-    /// shares).
-    pub group_nice: i32,
-}
+pub use reclaimlab_core::background::{BackgroundLoad, MAX_TASKS};
 
 /// A background task's burst in progress.
 #[derive(Clone, Debug, Default)]
@@ -48,88 +25,6 @@ pub struct BgState {
     pub period_start: u64,
     /// Run time left in this period's burst.
     pub left_ns: u64,
-}
-
-impl BackgroundLoad {
-    /// Read `machine.background_load.*` (None when `tasks` is 0 or unset).
-    pub fn from_scenario(scn: &Scenario) -> anyhow::Result<Option<BackgroundLoad>> {
-        let s = &scn.source;
-        let p = "machine.background_load";
-        let tasks = s.u64_or(&format!("{p}.tasks"), 0)? as usize;
-        let duty = s.f64_or(&format!("{p}.duty"), 0.5)?;
-        let period_ns = s.duration_ns_or(&format!("{p}.period"), 10_000_000)?;
-        let cpus = s.str_or(&format!("{p}.cpus"), "all")?;
-        if !(duty > 0.0 && duty <= 1.0) {
-            return Err(s
-                .err(
-                    &format!("{p}.duty"),
-                    "must be in (0, 1]: the fraction of each period a task runs",
-                )
-                .into());
-        }
-        if period_ns < 100_000 {
-            return Err(s
-                .err(&format!("{p}.period"), "must be at least 100us")
-                .into());
-        }
-        let cpus = if cpus.trim() == "all" {
-            None
-        } else {
-            let l = reclaimlab_core::scenario::parse_cpu_list(&cpus)
-                .map_err(|m| s.err(&format!("{p}.cpus"), m))?;
-            if let Some(bad) = l.iter().find(|&&c| c >= scn.machine.cpus) {
-                return Err(s
-                    .err(
-                        &format!("{p}.cpus"),
-                        format!(
-                            "CPU {bad} does not exist (machine.cpus = {})",
-                            scn.machine.cpus
-                        ),
-                    )
-                    .into());
-            }
-            if l.is_empty() {
-                return Err(s.err(&format!("{p}.cpus"), "empty CPU list").into());
-            }
-            Some(l)
-        };
-        s.check_range(
-            &format!("{p}.tasks"),
-            tasks as u64,
-            0,
-            MAX_TASKS,
-            |v| v.to_string(),
-            "foreign tasks are simulated one by one; more than this is not a machine's load",
-        )?;
-        let groups = s.u64_or(&format!("{p}.groups"), 1)? as usize;
-        if tasks > 0 {
-            s.check_range(
-                &format!("{p}.groups"),
-                groups as u64,
-                1,
-                tasks as u64,
-                |v| v.to_string(),
-                "the tasks are spread over the sessions, and a session without a task is no load",
-            )?;
-        }
-        let why = "a nice level is -20..=19 (sched_prio_to_weight)";
-        let nice = s.i64_in(&format!("{p}.nice"), 0, -20, 19, why)? as i32;
-        let group_nice = s.i64_in(&format!("{p}.group_nice"), 0, -20, 19, why)? as i32;
-        Ok((tasks > 0).then_some(BackgroundLoad {
-            tasks,
-            duty,
-            period_ns,
-            cpus,
-            groups,
-            nice,
-            group_nice,
-        }))
-    }
-
-    /// Run time per period.
-    pub fn run_ns(&self) -> u64 {
-        ((self.period_ns as f64 * self.duty) as u64).max(1)
-    }
 }
 
 impl Kernel {

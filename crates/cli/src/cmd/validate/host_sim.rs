@@ -131,6 +131,17 @@ pub fn host_and_sim(
             d
         }
     };
+    if from.background
+        && sets
+            .iter()
+            .any(|s| s.starts_with("machine.background_load.tasks"))
+    {
+        anyhow::bail!(
+            "--background-from-host with a configuration that sets machine.background_load: \
+             bench started that load itself and the host record counts it among the foreign \
+             tasks, so it would be given to the model twice; drop one of the two"
+        );
+    }
     let mut sets = sets.to_vec();
     let background = if from.background {
         derived_background(&host)?

@@ -1,0 +1,96 @@
+//! Foreign load on a machine (`machine.background_load`): tasks of other programs that wake
+//! every `period`, run for `duty` of it (CPU time) and sleep again, on the given CPUs, at
+//! `nice`, in `groups` sessions of their own. The simulator runs them as tasks
+//! (sim/src/sched/background.rs); `bench` starts them on the host for the run
+//! (host/src/background.rs), so a loaded machine is one setting on both sides.
+
+use crate::Scenario;
+
+/// The most `machine.background_load.tasks`.
+pub const MAX_TASKS: u64 = 4096;
+
+/// `machine.background_load.*`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BackgroundLoad {
+    /// `tasks`: how many foreign tasks.
+    pub tasks: usize,
+    /// `duty`: the fraction of each period a task runs (0 < duty ≤ 1).
+    pub duty: f64,
+    /// `period` (ns).
+    pub period_ns: u64,
+    /// `cpus`: where they may run (None: every CPU).
+    pub cpus: Option<Vec<usize>>,
+    /// `groups`: how many sessions (autogroups) the tasks belong to, spread round-robin.
+    pub groups: usize,
+    /// `nice`: the tasks' nice level (their weight inside their group, or against every
+    /// task with `sched.autogroup = false`).
+    pub nice: i32,
+    /// `group_nice`: the sessions' autogroup nice (`/proc/PID/autogroup`: the group's
+    /// shares).
+    pub group_nice: i32,
+}
+
+impl BackgroundLoad {
+    /// Read `machine.background_load.*` (None when `tasks` is 0 or unset).
+    pub fn from_scenario(scn: &Scenario) -> anyhow::Result<Option<BackgroundLoad>> {
+        let s = &scn.source;
+        let p = "machine.background_load";
+        let tasks = s.u64_or(&format!("{p}.tasks"), 0)? as usize;
+        let duty = s.f64_or(&format!("{p}.duty"), 0.5)?;
+        let period_ns = s.duration_ns_or(&format!("{p}.period"), 10_000_000)?;
+        if !(duty > 0.0 && duty <= 1.0) {
+            return Err(s
+                .err(
+                    &format!("{p}.duty"),
+                    "must be in (0, 1]: the fraction of each period a task runs",
+                )
+                .into());
+        }
+        if period_ns < 100_000 {
+            return Err(s
+                .err(&format!("{p}.period"), "must be at least 100us")
+                .into());
+        }
+        // "all", [0, 1] or "0-3,5", as workload.cpus.
+        let cpus = match crate::workload::keys::cpuset(s, &format!("{p}.cpus"), scn.machine.cpus)? {
+            crate::scenario::CpuSet::All(_) => None,
+            crate::scenario::CpuSet::List(l) => Some(l),
+        };
+        s.check_range(
+            &format!("{p}.tasks"),
+            tasks as u64,
+            0,
+            MAX_TASKS,
+            |v| v.to_string(),
+            "foreign tasks are simulated one by one; more than this is not a machine's load",
+        )?;
+        let groups = s.u64_or(&format!("{p}.groups"), 1)? as usize;
+        if tasks > 0 {
+            s.check_range(
+                &format!("{p}.groups"),
+                groups as u64,
+                1,
+                tasks as u64,
+                |v| v.to_string(),
+                "the tasks are spread over the sessions, and a session without a task is no load",
+            )?;
+        }
+        let why = "a nice level is -20..=19 (sched_prio_to_weight)";
+        let nice = s.i64_in(&format!("{p}.nice"), 0, -20, 19, why)? as i32;
+        let group_nice = s.i64_in(&format!("{p}.group_nice"), 0, -20, 19, why)? as i32;
+        Ok((tasks > 0).then_some(BackgroundLoad {
+            tasks,
+            duty,
+            period_ns,
+            cpus,
+            groups,
+            nice,
+            group_nice,
+        }))
+    }
+
+    /// Run time per period.
+    pub fn run_ns(&self) -> u64 {
+        ((self.period_ns as f64 * self.duty) as u64).max(1)
+    }
+}
