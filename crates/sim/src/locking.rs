@@ -36,14 +36,21 @@
 //!   this lock last".
 
 use crate::kernel::{CpuId, Kernel};
-use crate::timeline::{BlockTimeline, History, Timeline};
+use crate::timeline::{partition_point_back, BlockTimeline, History, Timeline};
 
 /// Holds remembered per lock (see the module doc).
 pub const LOCK_HISTORY: usize = 4096;
-/// Holders remembered per lock, to find who held it last before a new section: as many as
-/// the holds, since a CPU whose step ran ahead leaves a run of its own holds that a lagging
-/// CPU's sections land among.
+/// Holders remembered per lock, to find who held it last before a new section: a CPU whose
+/// step ran ahead leaves a run of its own holds that a lagging CPU's sections land among. A
+/// page-cache lock is taken per page, and two CPUs' runs reach thousands of holds (on the file
+/// suite's random reader, fewer than 4096 remembered undercount the hand-overs); lru_lock is
+/// taken per batch of folios, so far fewer cover the same time, and a longer history there
+/// only costs inserts (a lagging CPU's hold moves every later entry).
 const HOLDER_HISTORY: usize = LOCK_HISTORY;
+/// A remembered holder's CPU in the low bits (65 536 CPUs), its end in the rest (2^48 ns,
+/// 78 hours of simulated time; run.duration is at most a day).
+const HOLDER_CPU_BITS: u32 = 16;
+const LRU_LOCK_HOLDER_HISTORY: usize = HOLDER_HISTORY;
 
 /// Cache lines a lru_lock section writes that the previous holder wrote too: the lock word
 /// and the lruvec's list heads (struct lruvec: lists[] then lru_lock, two lines), and the
@@ -89,8 +96,11 @@ pub struct SpinLock {
     /// Sections whose previous holder was another CPU, and the cache lines they fetched.
     pub remote_handoffs: u64,
     pub line_transfers: u64,
-    /// The latest holds' (end, CPU), sorted by end.
-    holders: History<(u64, CpuId)>,
+    /// The latest holds' (end, CPU), sorted by end (searched from the back: a new hold
+    /// mostly lands near the latest).
+    /// Packed as end << 16 | CPU (8 bytes, so a lagging CPU's insert moves half as much).
+    holders: History<u64>,
+    holder_cap: usize,
 }
 
 impl Default for SpinLock {
@@ -115,6 +125,7 @@ impl SpinLock {
             remote_handoffs: 0,
             line_transfers: 0,
             holders: History::new(),
+            holder_cap: HOLDER_HISTORY,
         }
     }
 
@@ -160,19 +171,21 @@ impl SpinLock {
     /// The CPU whose remembered hold ended last at or before `s`.
     fn holder_before(&self, s: u64) -> Option<CpuId> {
         let h = self.holders.as_slice();
-        let i = crate::timeline::partition_point_back(h, |&(end, _)| end <= s);
-        i.checked_sub(1).map(|i| h[i].1)
+        let i = partition_point_back(h, |&p| p >> HOLDER_CPU_BITS <= s);
+        i.checked_sub(1)
+            .map(|i| (h[i] & ((1 << HOLDER_CPU_BITS) - 1)) as CpuId)
     }
 
     fn note_holder(&mut self, end: u64, cpu: CpuId) {
-        let h = self.holders.as_slice();
-        let i = crate::timeline::partition_point_back(h, |&(e, _)| e <= end);
-        if i == h.len() {
-            self.holders.push_back((end, cpu));
+        debug_assert!(end < 1 << (64 - HOLDER_CPU_BITS) && cpu < 1 << HOLDER_CPU_BITS);
+        let packed = end << HOLDER_CPU_BITS | cpu as u64;
+        let i = partition_point_back(self.holders.as_slice(), |&p| p >> HOLDER_CPU_BITS <= end);
+        if i == self.holders.len() {
+            self.holders.push_back(packed);
         } else {
-            self.holders.insert(i, (end, cpu));
+            self.holders.insert(i, packed);
         }
-        if self.holders.len() > HOLDER_HISTORY {
+        if self.holders.len() > self.holder_cap {
             self.holders.pop_front();
         }
     }
@@ -203,7 +216,6 @@ pub struct Locks {
     pub lru_lock: SpinLock,
     /// Each file's mapping->i_pages lock (xa_lock_irq), by file index, made on first use.
     pub i_pages: Vec<SpinLock>,
-    nr_cpus: usize,
     /// Folios added to each CPU's lru_add folio_batch since its last drain.
     pub lru_add_pending: Vec<u32>,
 }
@@ -211,9 +223,11 @@ pub struct Locks {
 impl Locks {
     pub fn new(nr_cpus: usize) -> Locks {
         Locks {
-            lru_lock: SpinLock::new(nr_cpus),
+            lru_lock: SpinLock {
+                holder_cap: LRU_LOCK_HOLDER_HISTORY,
+                ..SpinLock::new(nr_cpus)
+            },
             i_pages: Vec::new(),
-            nr_cpus,
             lru_add_pending: vec![0; nr_cpus],
         }
     }
@@ -223,8 +237,10 @@ impl Locks {
             LockId::LruLock => &mut self.lru_lock,
             LockId::IPages(file) => {
                 if self.i_pages.len() <= file {
-                    let n = self.nr_cpus;
-                    self.i_pages.resize_with(file + 1, || SpinLock::new(n));
+                    // One file's lock is shared by its readers and whoever reclaims its
+                    // pages, a few CPUs: its holds land near the latest, where one vector is
+                    // cheapest, whatever the machine's size.
+                    self.i_pages.resize_with(file + 1, || SpinLock::new(1));
                 }
                 &mut self.i_pages[file]
             }
