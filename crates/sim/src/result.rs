@@ -2,6 +2,7 @@
 
 use crate::config::Patch;
 use crate::kernel::Kernel;
+use crate::mm::vmstat::{Place, VmEventItem::RECLAIM_NS};
 use reclaimlab_core::result::{MachineInfo, ResultDoc, RunResult, SwapInfo, Throughput, SCHEMA};
 use reclaimlab_core::Scenario;
 use std::collections::BTreeMap;
@@ -80,7 +81,7 @@ fn j(v: u64) -> serde_json::Value {
 
 /// /proc/vmstat's and /proc/interrupts' counters, by the host's names.
 fn counters(k: &Kernel) -> BTreeMap<String, u64> {
-    let mut counters = k.vmstat.to_map();
+    let mut counters = k.vmstat.to_map(Place::Vmstat);
     counters.insert("tlb_shootdowns".into(), k.irq.tlb_shootdowns.iter().sum());
     counters.insert(
         "function_call_interrupts".into(),
@@ -137,15 +138,13 @@ fn memcg_stat(k: &Kernel, counters: &BTreeMap<String, u64>) -> BTreeMap<String, 
 /// that documents without it stay as they were.
 fn extra(k: &Kernel, sim_seconds: f64) -> Extra {
     let mut extra = BTreeMap::new();
-    extra.insert("sim_steps".into(), j(k.steps));
-    extra.insert("direct_reclaims".into(), j(k.direct_reclaims));
+    extra.extend(k.vmstat.json(Place::Extra));
     extra.insert(
         "reclaim_cpu_seconds".into(),
-        serde_json::Value::from(k.reclaim_ns as f64 / 1e9),
+        serde_json::Value::from(k.vmstat[RECLAIM_NS] as f64 / 1e9),
     );
-    extra.insert("stale_tlb_writes".into(), j(k.stale_tlb_writes));
     if k.cfg.interleave == crate::config::Interleave::Folio {
-        extra.insert("reclaim_preempt_steps".into(), j(k.preempt_steps));
+        extra.extend(k.vmstat.json(Place::InterleaveFolio));
     }
     if k.oracle.enabled {
         extra.insert("oracle_lost_writes".into(), j(k.oracle.lost_writes));
@@ -203,8 +202,6 @@ fn swap_block_extra(k: &Kernel, extra: &mut Extra) {
 /// Unmapping and TLB flushing: try_to_unmap's work, each mm's cpumask, the arch's and
 /// policies' own counts.
 fn tlb_extra(k: &Kernel, extra: &mut Extra) {
-    extra.insert("ttu_steps".into(), j(k.ttu_steps));
-    extra.insert("ttu_ptes".into(), j(k.ttu_ptes));
     extra.insert(
         "mm_cpumask_weight".into(),
         serde_json::Value::from(
@@ -216,11 +213,7 @@ fn tlb_extra(k: &Kernel, extra: &mut Extra) {
     );
     if k.arch == crate::arch::Arch::Arm64 {
         // arm64 only, so that x86 documents stay as they were.
-        extra.insert("tlbi_ops".into(), j(k.tlbi_ops));
-        extra.insert("dsb_ish".into(), j(k.dsb_ish));
-        extra.insert("contpte_unfolds".into(), j(k.contpte_unfolds));
-        extra.insert("referenced_steps".into(), j(k.referenced_steps));
-        extra.insert("young_tests".into(), j(k.young_tests));
+        extra.extend(k.vmstat.json(Place::Arm64));
     }
     if let Some(s) = &k.invlpgb {
         // machine.invlpgb runs only, so that other documents stay as they were.

@@ -7,6 +7,7 @@ mod common;
 use reclaimlab_core::ResultDoc;
 use reclaimlab_sim::config::{Policy, SimConfig};
 use reclaimlab_sim::kernel::{Backing, File, Kernel};
+use reclaimlab_sim::mm::vmstat::VmEventItem::*;
 
 fn kernel(cfg: SimConfig, limit_pages: u64) -> Kernel {
     Kernel::new(cfg, Policy::linux_6_18(), 2, limit_pages, 0, 60, 1)
@@ -154,13 +155,13 @@ fn pmd_sized_file_folio_is_mapped_by_one_fault_and_unmapped_with_one_flush() {
         k.context_switch(cpu, Some(t));
     }
     k.user_access(1, mm, 700, false);
-    let faults = k.vmstat.pgfault;
+    let faults = k.vmstat[PGFAULT];
     for vp in 0..1024 {
         k.user_access(0, mm, vp, true);
     }
     // Page 0 faults once (mapping 0..512); page 512..1024 was PMD-mapped read-only by CPU 1's
     // read, so its first store takes one write-protect fault.
-    assert_eq!(k.vmstat.pgfault - faults, 2);
+    assert_eq!(k.vmstat[PGFAULT] - faults, 2);
     assert!(k.pmd_mapped(mm, 0) && k.pmd_mapped(mm, 1023));
     let pfn = pte_pfn(k.mms[mm].ptes[0]);
     let before: u64 = k.irq.tlb_shootdowns.iter().sum();
@@ -242,12 +243,12 @@ fn a_fault_resumed_after_a_throttle_sleep_does_not_read_around_again() {
         let read: u64 = k.ra.folios_by_order.iter().sum();
         if resumed {
             assert_eq!(read, 0, "a second read-around");
-            assert_eq!(k.vmstat.pgmajfault, 0);
+            assert_eq!(k.vmstat[PGMAJFAULT], 0);
             assert_eq!(k.ra.state.first().map_or(0, |s| s.mmap_miss), 0);
             assert!(k.ra.sync_done.is_empty());
         } else {
             assert_eq!(read, 64);
-            assert_eq!(k.vmstat.pgmajfault, 1);
+            assert_eq!(k.vmstat[PGMAJFAULT], 1);
             assert_eq!(k.ra.state[0].mmap_miss, 1);
         }
         // Either way the page is now mapped writable.

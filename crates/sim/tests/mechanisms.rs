@@ -8,6 +8,7 @@ use reclaimlab_sim::kernel::{Backing, Kernel};
 use reclaimlab_sim::mm::memory::Access;
 use reclaimlab_sim::mm::pgtable::*;
 use reclaimlab_sim::mm::rmap::{TlbUbc, TTU_BATCH_FLUSH};
+use reclaimlab_sim::mm::vmstat::VmEventItem::*;
 
 fn cfg() -> SimConfig {
     common::cfg(0)
@@ -58,8 +59,8 @@ fn flush_for_mm_only_on_cpu0_from_cpu0_sends_no_ipi() {
     k.try_to_unmap_flush(0, &mut ubc);
     assert_eq!(tlb_total(&k), 0);
     assert_eq!(cal_total(&k), 0);
-    assert_eq!(k.vmstat.nr_tlb_remote_flush, 0);
-    assert_eq!(k.vmstat.nr_tlb_local_flush_one, 8, "one INVLPG per page");
+    assert_eq!(k.vmstat[NR_TLB_REMOTE_FLUSH], 0);
+    assert_eq!(k.vmstat[NR_TLB_LOCAL_FLUSH_ONE], 8, "one INVLPG per page");
     assert!(k.check_invariants_tlb_only().is_empty());
 }
 
@@ -81,7 +82,7 @@ fn two_cpu_mm_gets_one_ipi_per_batch_not_per_page() {
     k.try_to_unmap_flush(0, &mut ubc);
     assert_eq!(k.irq.tlb_shootdowns, vec![0, 1, 0, 0]);
     assert_eq!(k.irq.function_call_interrupts, vec![0, 1, 0, 0]);
-    assert_eq!(k.vmstat.nr_tlb_remote_flush, 1);
+    assert_eq!(k.vmstat[NR_TLB_REMOTE_FLUSH], 1);
     assert!(k.check_invariants_tlb_only().is_empty());
     // CPU 1's stale entries are gone: touching the pages faults again.
     assert_eq!(k.user_access(1, mm, 3, true), Access::Fault);
@@ -94,7 +95,7 @@ fn dirty_pte_forces_flush_before_pageout() {
     let _ = dirty_mm_on(&mut k, 0, 1);
     // Memcg reclaim from CPU 0: every folio of mm has a dirty PTE cached on CPU 1.
     let before = tlb_total(&k);
-    let pswpout0 = k.vmstat.pswpout;
+    let pswpout0 = k.vmstat[PSWPOUT];
     // Clear the young bits first so folio_check_references lets them go.
     for vp in 0..4 {
         k.mms[mm].ptes[vp] &= !PTE_YOUNG;
@@ -102,7 +103,7 @@ fn dirty_pte_forces_flush_before_pageout() {
     k.mms[1].ptes[0] &= !PTE_YOUNG;
     let reclaimed = k.try_to_free_mem_cgroup_pages(0, 4);
     assert!(reclaimed >= 4, "reclaimed {reclaimed}");
-    let written = k.vmstat.pswpout - pswpout0;
+    let written = k.vmstat[PSWPOUT] - pswpout0;
     let ipis = tlb_total(&k) - before;
     // One flush per written folio of mm (CPU 1 is in its mask); none batched past pageout.
     assert!(written >= 4);
@@ -137,7 +138,7 @@ fn reclaim_read_back_reclaim(synchronous_io: bool) -> (u64, u64, Kernel) {
     for vp in 0..8 {
         k.mms[mm].ptes[vp] &= !PTE_YOUNG;
     }
-    let w0 = k.vmstat.pswpout;
+    let w0 = k.vmstat[PSWPOUT];
     k.try_to_free_mem_cgroup_pages(0, 8);
     assert!(
         k.check_invariants().is_empty(),
@@ -145,7 +146,7 @@ fn reclaim_read_back_reclaim(synchronous_io: bool) -> (u64, u64, Kernel) {
         k.check_invariants()
     );
     let tlb = tlb_total(&k) - after_out;
-    (k.vmstat.pswpout - w0, tlb, k)
+    (k.vmstat[PSWPOUT] - w0, tlb, k)
 }
 
 #[test]
@@ -164,7 +165,7 @@ fn zram_swapin_skips_the_swap_cache_so_rereclaim_writes_again() {
     // the swap cache and frees the slot, so even a page only read since must be written again.
     let (written, _, k) = reclaim_read_back_reclaim(true);
     assert_eq!(written, 8, "every read-back page is paged out again");
-    assert_eq!(k.vmstat.pswpin, 8);
+    assert_eq!(k.vmstat[PSWPIN], 8);
     // A device without SWP_SYNCHRONOUS_IO keeps the swap copy of a read-faulted page: the
     // clean swap-cache folios are freed without pageout.
     let (written, _, _) = reclaim_read_back_reclaim(false);
@@ -186,7 +187,7 @@ fn lazy_cpu_gets_no_ipi_and_flushes_when_it_switches_back() {
     k.try_to_unmap_flush(0, &mut ubc);
     assert_eq!(tlb_total(&k), 0, "lazy CPUs are skipped");
     assert_eq!(
-        k.vmstat.nr_tlb_remote_flush, 1,
+        k.vmstat[NR_TLB_REMOTE_FLUSH], 1,
         "counted on the sender all the same"
     );
     // The stale entry is still there but unusable...
@@ -257,9 +258,9 @@ fn ceiling_turns_large_ranges_into_full_flushes() {
     let mut k = kernel(1, 1024);
     let mm = dirty_mm_on(&mut k, 0, 64);
     k.flush_tlb_mm_range(0, mm, 0, 33, true);
-    assert_eq!(k.vmstat.nr_tlb_local_flush_one, 33);
+    assert_eq!(k.vmstat[NR_TLB_LOCAL_FLUSH_ONE], 33);
     k.flush_tlb_mm_range(0, mm, 0, 34, true);
-    assert_eq!(k.vmstat.nr_tlb_local_flush_all, 1);
+    assert_eq!(k.vmstat[NR_TLB_LOCAL_FLUSH_ALL], 1);
 }
 
 #[test]
@@ -275,9 +276,9 @@ fn batch_dirty_flush_sends_one_ipi_per_batch_where_618_sends_one_per_folio() {
         }
         k.mms[1].ptes[0] &= !PTE_YOUNG;
         let before = tlb_total(&k);
-        let out0 = k.vmstat.pswpout;
+        let out0 = k.vmstat[PSWPOUT];
         k.try_to_free_mem_cgroup_pages(0, 32);
-        assert_eq!(k.vmstat.pswpout - out0, 21, "every dirty folio is written");
+        assert_eq!(k.vmstat[PSWPOUT] - out0, 21, "every dirty folio is written");
         assert!(
             k.check_invariants().is_empty(),
             "{:?}",
@@ -347,14 +348,14 @@ fn populate_read_faults_in_without_a_tlb_fill_and_marks_accessed() {
     // second activates it (folio_mark_accessed).
     assert_eq!(k.user_access(0, mm, 1, true), Access::Fault);
     let pfn = pte_pfn(k.mms[mm].ptes[1]);
-    let act0 = k.vmstat.pgactivate;
+    let act0 = k.vmstat[PGACTIVATE];
     assert_eq!(k.populate_read(0, mm, 1), Access::Walk);
     assert!(k.folios.get(pfn).test(pg::REFERENCED));
     assert!(!k.folios.get(pfn).test(pg::ACTIVE));
     assert_eq!(k.populate_read(0, mm, 1), Access::Walk);
     assert!(k.folios.get(pfn).test(pg::ACTIVE));
     assert!(!k.folios.get(pfn).test(pg::REFERENCED));
-    assert_eq!(k.vmstat.pgactivate, act0 + 1);
+    assert_eq!(k.vmstat[PGACTIVATE], act0 + 1);
     assert!(
         k.check_invariants().is_empty(),
         "{:?}",

@@ -10,6 +10,7 @@ use reclaimlab_sim::mm::folio::{pg, Pfn};
 use reclaimlab_sim::mm::lru_gen::{folio_lru_gen, gen_list, lru_gen_from_seq};
 use reclaimlab_sim::mm::memory::Access;
 use reclaimlab_sim::mm::pgtable::*;
+use reclaimlab_sim::mm::vmstat::VmEventItem::*;
 
 const PAGES: u64 = 256;
 
@@ -91,7 +92,7 @@ fn faults_enter_a_young_generation_and_eviction_takes_the_oldest_first() {
         (128..256).all(|vp| cached(&k, vp)),
         "the young generation is untouched"
     );
-    assert_eq!(k.vmstat.pgsteal_file, reclaimed);
+    assert_eq!(k.vmstat[PGSTEAL_FILE], reclaimed);
     // Page 0 sat at the tail of the oldest generation: it went first.
     assert!(!cached(&k, 0));
     let errs = k.check_invariants();
@@ -173,12 +174,12 @@ fn mglru_bumps_a_dirty_file_folio_to_min_seq_plus_one_with_pg_reclaim() {
         "the batch was not all dirty: no flusher"
     );
     assert_eq!(
-        k.vmstat.nr_vmscan_write, 0,
+        k.vmstat[NR_VMSCAN_WRITE], 0,
         "reclaim does not write file folios"
     );
-    assert_eq!(k.vmstat.nr_vmscan_immediate_reclaim, 0);
+    assert_eq!(k.vmstat[NR_VMSCAN_IMMEDIATE], 0);
     assert_eq!(k.lruvec.lrugen.nr_dirty_bumped, 1);
-    assert!(k.vmstat.pgsteal_file >= 32);
+    assert!(k.vmstat[PGSTEAL_FILE] >= 32);
     let errs = k.check_invariants();
     assert!(errs.is_empty(), "{errs:?}");
 }
@@ -200,10 +201,10 @@ fn dirty_reactivate_sends_a_dirty_folio_through_shrink_folio_list_and_reactivate
     );
     assert!(!f.test(pg::WRITEBACK));
     assert_eq!(
-        k.vmstat.nr_vmscan_write, 0,
+        k.vmstat[NR_VMSCAN_WRITE], 0,
         "reclaim does not write file folios"
     );
-    assert_eq!(k.vmstat.nr_vmscan_immediate_reclaim, 1);
+    assert_eq!(k.vmstat[NR_VMSCAN_IMMEDIATE], 1);
     assert_eq!(k.lruvec.lrugen.nr_dirty_bumped, 0);
     let errs = k.check_invariants();
     assert!(errs.is_empty(), "{errs:?}");
@@ -249,7 +250,7 @@ fn reclaim_reactivates_a_folio_under_writeback_with_pg_reclaim() {
         let f = k.folios.get(pfn_of(&k, vp));
         assert!(f.test(pg::RECLAIM) && f.test(pg::WRITEBACK), "page {vp}");
     }
-    assert!(k.vmstat.pgactivate >= 8, "reactivated");
+    assert!(k.vmstat[PGACTIVATE] >= 8, "reactivated");
     k.cpus[0].clock += 8 * k.cost.file_write_page;
     k.writeback_poll(0);
     // Rotated to the inactive file tail, ready to be freed.

@@ -12,6 +12,7 @@
 use crate::kernel::{CpuId, Kernel, TaskId};
 use crate::mm::memcontrol::MAX_RECLAIM_RETRIES;
 use crate::mm::vmscan::{ScanControl, DEF_PRIORITY, SWAP_CLUSTER_MAX};
+use crate::mm::vmstat::VmEventItem::*;
 use crate::sched::RunQueues;
 
 #[derive(Clone, Debug, Default)]
@@ -172,8 +173,8 @@ impl Kernel {
     /// snapshot_refaults at the end of a reclaim call.
     fn snapshot_refaults(&mut self) {
         self.lruvec.refaults_snapshot = [
-            self.vmstat.workingset_activate_anon,
-            self.vmstat.workingset_activate_file,
+            self.vmstat[WORKINGSET_ACTIVATE_ANON],
+            self.vmstat[WORKINGSET_ACTIVATE_FILE],
         ];
     }
 }
@@ -210,7 +211,7 @@ pub fn report(
     extra.insert("readahead_pages_read".into(), j(k.ra.pages_read));
     let tlb: u64 = k.irq.tlb_shootdowns.iter().sum();
     let cal: u64 = k.irq.function_call_interrupts.iter().sum();
-    let steal = k.vmstat.pgsteal_anon + k.vmstat.pgsteal_file;
+    let steal = k.vmstat[PGSTEAL_ANON] + k.vmstat[PGSTEAL_FILE];
     let rate = |v: u64| f(if secs > 0.0 { v as f64 / secs } else { 0.0 });
     extra.insert("tlb_shootdowns_per_sec".into(), rate(tlb));
     extra.insert("function_call_interrupts_per_sec".into(), rate(cal));

@@ -18,6 +18,7 @@ use crate::mm::folio::*;
 use crate::mm::lru::Lruvec;
 use crate::mm::pgtable::*;
 use crate::mm::vmscan::{ScanControl, DEF_PRIORITY};
+use crate::mm::vmstat::VmEventItem::*;
 
 pub const MIN_NR_GENS: u64 = 2;
 pub const MAX_NR_TIERS: usize = 4;
@@ -253,7 +254,7 @@ impl Kernel {
         self.lruvec.del(&mut self.folios, pfn);
         self.folios.get_mut(pfn).set(pg::ACTIVE);
         self.lruvec.add(&mut self.folios, pfn);
-        self.vmstat.pgactivate += n;
+        self.vmstat.count_vm_events(PGACTIVATE, n);
     }
 
     /// folio_update_gen (the aging walk): the first young PTE only sets PG_referenced; after
@@ -674,14 +675,14 @@ impl Kernel {
         }
         // scan_folios runs under spin_lock_irq(&lruvec->lru_lock) (locking.rs).
         self.lru_lock_irq_section(cpu, nr_folios * self.cost.isolate_folio);
-        self.vmstat.pgrefill += sorted;
+        self.vmstat.count_vm_events(PGREFILL, sorted);
         if ty == 1 {
-            self.vmstat.pgscan_file += isolated;
+            self.vmstat.count_vm_events(PGSCAN_FILE, isolated);
             if !self.has(Patch::MglruDirtyReactivate) {
                 gs.file_taken += isolated;
             }
         } else {
-            self.vmstat.pgscan_anon += isolated;
+            self.vmstat.count_vm_events(PGSCAN_ANON, isolated);
         }
         let scanned = if isolated > 0 || remaining == 0 {
             scanned
@@ -742,9 +743,9 @@ impl Kernel {
             gs.unqueued_dirty += stat.nr_unqueued_dirty;
             sc.nr_reclaimed += reclaimed;
             if ty == 1 {
-                self.vmstat.pgsteal_file += reclaimed;
+                self.vmstat.count_vm_events(PGSTEAL_FILE, reclaimed);
             } else {
-                self.vmstat.pgsteal_anon += reclaimed;
+                self.vmstat.count_vm_events(PGSTEAL_ANON, reclaimed);
             }
             if self.has(Patch::MglruDirtyReactivate)
                 && !skip_retry
@@ -847,9 +848,9 @@ impl Kernel {
         let ty = ty_of(&f);
         let n = f.nr_pages();
         if ty == 1 {
-            self.vmstat.workingset_refault_file += n;
+            self.vmstat.count_vm_events(WORKINGSET_REFAULT_FILE, n);
         } else {
-            self.vmstat.workingset_refault_anon += n;
+            self.vmstat.count_vm_events(WORKINGSET_REFAULT_ANON, n);
         }
         let token = (shadow >> 1) as u64;
         let ws = shadow & 1 != 0;
@@ -862,17 +863,17 @@ impl Kernel {
         let tier = lru_tier_from_refs(refs, ws);
         self.lrugen().refaulted[ty][tier] += n;
         if ty == 1 {
-            self.vmstat.workingset_activate_file += n;
+            self.vmstat.count_vm_events(WORKINGSET_ACTIVATE_FILE, n);
         } else {
-            self.vmstat.workingset_activate_anon += n;
+            self.vmstat.count_vm_events(WORKINGSET_ACTIVATE_ANON, n);
         }
         let fm = self.folios.get_mut(pfn);
         if ws {
             fm.set(pg::WORKINGSET);
             if ty == 1 {
-                self.vmstat.workingset_restore_file += n;
+                self.vmstat.count_vm_events(WORKINGSET_RESTORE_FILE, n);
             } else {
-                self.vmstat.workingset_restore_anon += n;
+                self.vmstat.count_vm_events(WORKINGSET_RESTORE_ANON, n);
             }
         } else {
             fm.flags =

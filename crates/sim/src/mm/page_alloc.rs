@@ -10,6 +10,7 @@
 use crate::kernel::{CpuId, Kernel};
 use crate::mm::memcontrol::MAX_RECLAIM_RETRIES;
 use crate::mm::vmscan::{ScanControl, DEF_PRIORITY, SWAP_CLUSTER_MAX};
+use crate::mm::vmstat::VmEventItem::*;
 use std::collections::BTreeMap;
 
 /// A task's direct reclaim call in progress (do_try_to_free_pages' loop state).
@@ -148,7 +149,7 @@ impl Kernel {
             Some(s) => *s,
             None => {
                 self.pgdat.allocstall += 1;
-                self.direct_reclaims += 1;
+                self.vmstat.count_vm_event(DIRECT_RECLAIMS);
                 DirectReclaim {
                     priority: DEF_PRIORITY,
                     reclaimed: 0,
@@ -168,8 +169,8 @@ impl Kernel {
         if done {
             self.pgdat.direct.remove(&task);
             self.lruvec.refaults_snapshot = [
-                self.vmstat.workingset_activate_anon,
-                self.vmstat.workingset_activate_file,
+                self.vmstat[WORKINGSET_ACTIVATE_ANON],
+                self.vmstat[WORKINGSET_ACTIVATE_FILE],
             ];
             if !self.writeback_queue.is_empty() {
                 self.wakeup_flusher_threads(cpu);
@@ -188,7 +189,8 @@ impl Kernel {
                 },
             );
         }
-        self.reclaim_ns += self.cpus[cpu].clock - t0;
+        self.vmstat
+            .count_vm_events(RECLAIM_NS, self.cpus[cpu].clock - t0);
         done
     }
 }

@@ -25,6 +25,7 @@ use crate::kernel::{CpuId, Kernel, MmId};
 use crate::mm::folio::{pg, Pfn};
 use crate::mm::pgtable::*;
 use crate::mm::swap::{VmaRa, SWAP_RA_ORDER_CEILING};
+use crate::mm::vmstat::VmEventItem::*;
 
 /// SWAP_RA_HITS_MAX (SWAP_RA_HITS_MASK with PAGE_SHIFT 12).
 const SWAP_RA_HITS_MAX: u64 = 63;
@@ -142,7 +143,7 @@ impl Kernel {
             self.lru_add_fault(f);
         }
         self.lru_add_batch(cpu, folios.len() as u32);
-        self.vmstat.pswpin += folios.len() as u64;
+        self.vmstat.count_vm_events(PSWPIN, folios.len() as u64);
         let read = self.swap_read_submit(cpu, &folios);
         self.swap_read_wait(cpu, read, false);
         if self.mms[mm].ptes[vp as usize] == swp_entry_swapcache(pfn) {

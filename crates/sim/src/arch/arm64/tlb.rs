@@ -10,6 +10,7 @@
 
 use crate::arch::x86::tlb::ArchTlbBatch;
 use crate::kernel::{CpuId, Kernel, MmId};
+use crate::mm::vmstat::VmEventItem::*;
 
 /// MAX_DVM_OPS = PTRS_PER_PTE (4 KiB pages): ranges of this many pages or more become one
 /// whole-ASID invalidation (__flush_tlb_range_limit_excess → flush_tlb_mm).
@@ -73,7 +74,7 @@ impl Kernel {
             }
             tlbi_range_ops(pages, self.arm64_tlbi_range)
         };
-        self.tlbi_ops += ops;
+        self.vmstat.count_vm_events(TLBI_OPS, ops);
         self.charge(cpu, ops * self.cost.tlbi_op);
         if excess {
             self.arm64_dsb_ish(cpu);
@@ -82,7 +83,7 @@ impl Kernel {
 
     /// dsb(ish): wait until every TLBI this CPU issued has completed on every PE.
     pub fn arm64_dsb_ish(&mut self, cpu: CpuId) {
-        self.dsb_ish += 1;
+        self.vmstat.count_vm_event(DSB_ISH);
         let ns = self.cost.dsb_ish + self.cost.dsb_ish_per_cpu * self.nr_cpus() as u64;
         self.charge(cpu, ns);
     }

@@ -9,6 +9,7 @@
 use crate::cpumask::CpuMask;
 use crate::kernel::{CpuId, Kernel, MmId};
 use crate::mm::folio::Pfn;
+use crate::mm::vmstat::VmEventItem::*;
 
 pub const TLB_WRITABLE: u8 = 1;
 pub const TLB_DIRTY: u8 = 2;
@@ -291,7 +292,7 @@ impl Kernel {
     /// off; then the sender waits (csd_lock_wait) for the slowest target's call to return.
     /// The target's clock is charged its handler and flush work, whatever it was doing.
     pub fn flush_tlb_multi(&mut self, sender: CpuId, mask: &CpuMask, info: &FlushTlbInfo) {
-        self.vmstat.nr_tlb_remote_flush += 1;
+        self.vmstat.count_vm_event(NR_TLB_REMOTE_FLUSH);
         let t0 = self.cpus[sender].clock;
         let mut sent = 0u64;
         let mut last_ack = t0;
@@ -322,7 +323,7 @@ impl Kernel {
         let remote = cpu != sender;
         if remote {
             self.irq.tlb_shootdowns[cpu] += 1;
-            self.vmstat.nr_tlb_remote_flush_received += 1;
+            self.vmstat.count_vm_event(NR_TLB_REMOTE_FLUSH_RECEIVED);
         }
         let Some(loaded) = self.cpus[cpu].loaded_mm else {
             return 0;
@@ -365,13 +366,13 @@ impl Kernel {
                 // The receiver's fixed work is part of ipi_handle.
                 n * self.cost.local_flush_one
             } else {
-                self.vmstat.nr_tlb_local_flush_one += n;
+                self.vmstat.count_vm_events(NR_TLB_LOCAL_FLUSH_ONE, n);
                 self.cost.flush_tlb_range_fixed + n * self.cost.local_flush_one
             }
         } else {
             self.cpus[cpu].tlb.flush_mm(loaded);
             if !remote {
-                self.vmstat.nr_tlb_local_flush_all += 1;
+                self.vmstat.count_vm_event(NR_TLB_LOCAL_FLUSH_ALL);
             }
             self.cost.local_flush_all
         };

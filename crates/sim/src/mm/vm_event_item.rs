@@ -1,0 +1,98 @@
+//! Every event counter the simulator reports, one line each (include/linux/vm_event_item.h's
+//! enum vm_event_item and mmzone.h's node_stat_item names where the kernel has the counter;
+//! the model's own names for the rest).
+//!
+//! Adding a counter is one line here, `ITEM: Place = "json_name",`, plus the
+//! `count_vm_event(ITEM)` where it happens: the result document then carries it under its name
+//! wherever its [`Place`] is serialised (mm/vmstat.rs, result.rs). Items are grouped by the
+//! subsystem that counts them.
+
+use super::vmstat::Place;
+
+macro_rules! vm_event_items {
+    ($($(#[$doc:meta])* $item:ident: $place:ident = $name:literal,)*) => {
+        /// An event counter: an index into [`super::vmstat::VmEvents`].
+        #[allow(non_camel_case_types, clippy::upper_case_acronyms)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum VmEventItem { $($(#[$doc])* $item,)* }
+
+        /// NR_VM_EVENT_ITEMS.
+        pub const NR_VM_EVENT_ITEMS: usize = VmEventItem::ALL.len();
+
+        impl VmEventItem {
+            /// Every item, in declaration order.
+            pub const ALL: &'static [VmEventItem] = &[$(VmEventItem::$item),*];
+
+            /// The name the result document uses (vmstat_text).
+            pub const fn name(self) -> &'static str {
+                match self { $(VmEventItem::$item => $name,)* }
+            }
+
+            /// Where the result document carries it.
+            pub const fn place(self) -> Place {
+                match self { $(VmEventItem::$item => Place::$place,)* }
+            }
+        }
+    };
+}
+
+vm_event_items! {
+    // /proc/vmstat (enum vm_event_item, node_stat_item).
+    PGFAULT: Vmstat = "pgfault",
+    PGMAJFAULT: Vmstat = "pgmajfault",
+    PGSCAN_ANON: Vmstat = "pgscan_anon",
+    PGSCAN_FILE: Vmstat = "pgscan_file",
+    PGSCAN_DIRECT: Vmstat = "pgscan_direct",
+    PGSTEAL_ANON: Vmstat = "pgsteal_anon",
+    PGSTEAL_FILE: Vmstat = "pgsteal_file",
+    PGSTEAL_DIRECT: Vmstat = "pgsteal_direct",
+    PGREFILL: Vmstat = "pgrefill",
+    PGACTIVATE: Vmstat = "pgactivate",
+    PGDEACTIVATE: Vmstat = "pgdeactivate",
+    PSWPIN: Vmstat = "pswpin",
+    PSWPOUT: Vmstat = "pswpout",
+    NR_VMSCAN_WRITE: Vmstat = "nr_vmscan_write",
+    NR_VMSCAN_IMMEDIATE: Vmstat = "nr_vmscan_immediate_reclaim",
+    WORKINGSET_REFAULT_ANON: Vmstat = "workingset_refault_anon",
+    WORKINGSET_REFAULT_FILE: Vmstat = "workingset_refault_file",
+    WORKINGSET_ACTIVATE_ANON: Vmstat = "workingset_activate_anon",
+    WORKINGSET_ACTIVATE_FILE: Vmstat = "workingset_activate_file",
+    WORKINGSET_RESTORE_ANON: Vmstat = "workingset_restore_anon",
+    WORKINGSET_RESTORE_FILE: Vmstat = "workingset_restore_file",
+    NR_TLB_REMOTE_FLUSH: Vmstat = "nr_tlb_remote_flush",
+    NR_TLB_REMOTE_FLUSH_RECEIVED: Vmstat = "nr_tlb_remote_flush_received",
+    NR_TLB_LOCAL_FLUSH_ALL: Vmstat = "nr_tlb_local_flush_all",
+    NR_TLB_LOCAL_FLUSH_ONE: Vmstat = "nr_tlb_local_flush_one",
+    OOM_KILL: Vmstat = "oom_kill",
+
+    // The engine (engine.rs).
+    /// Engine steps.
+    SIM_STEPS: Extra = "sim_steps",
+    /// Engine steps other CPUs ran inside reclaim preemption windows (sim.interleave=folio).
+    RECLAIM_PREEMPT_STEPS: InterleaveFolio = "reclaim_preempt_steps",
+
+    // Reclaim (mm/vmscan.rs, mm/page_alloc.rs).
+    /// Direct reclaim entries, memcg (try_to_free_mem_cgroup_pages) and global.
+    DIRECT_RECLAIMS: Extra = "direct_reclaims",
+    /// CPU time in direct reclaim; reported as reclaim_cpu_seconds.
+    RECLAIM_NS: Derived = "reclaim_ns",
+
+    // Unmapping and the TLB (mm/rmap.rs, mm/memory.rs).
+    /// try_to_unmap_one steps (each: one get_and_clear_ptes, one set_tlb_ubc_flush_pending
+    /// or flush, one rmap removal) and the PTEs they cleared.
+    TTU_STEPS: Extra = "ttu_steps",
+    TTU_PTES: Extra = "ttu_ptes",
+    /// Writes through a stale TLB entry to a page already unmapped.
+    STALE_TLB_WRITES: Extra = "stale_tlb_writes",
+
+    // arm64 (arch/arm64/tlb.rs, contpte.rs; folio_referenced in mm/rmap.rs).
+    /// TLBI instructions issued and DSB ISH waits.
+    TLBI_OPS: Arm64 = "tlbi_ops",
+    DSB_ISH: Arm64 = "dsb_ish",
+    /// contpte blocks unfolded.
+    CONTPTE_UNFOLDS: Arm64 = "contpte_unfolds",
+    /// folio_referenced_one iterations (page_vma_mapped_walk steps) and the PTE
+    /// test-and-clears of the accessed bit they did.
+    REFERENCED_STEPS: Arm64 = "referenced_steps",
+    YOUNG_TESTS: Arm64 = "young_tests",
+}
