@@ -79,6 +79,11 @@ fn j(v: u64) -> serde_json::Value {
     serde_json::Value::from(v)
 }
 
+/// The map of a `json!({...})` object, to extend with a place's counters.
+fn object(v: &mut serde_json::Value) -> &mut serde_json::Map<String, serde_json::Value> {
+    v.as_object_mut().expect("a JSON object")
+}
+
 /// /proc/vmstat's and /proc/interrupts' counters, by the host's names.
 fn counters(k: &Kernel) -> BTreeMap<String, u64> {
     let mut counters = k.vmstat.to_map(Place::Vmstat);
@@ -162,8 +167,8 @@ fn extra(k: &Kernel, sim_seconds: f64) -> Extra {
         // Call-function IPIs of remote wake-ups (ttwu_queue_wakelist), part of the CAL count.
         extra.insert("wakelist_ipis".into(), j(k.sched.wakelist_ipis));
     }
-    // Shared-lock waits (locking.rs) and call-function interrupts (smp.rs).
-    for (key, v) in k.lock_stats().into_iter().chain(k.smp_stats()) {
+    // Shared-lock waits (locking.rs).
+    for (key, v) in k.lock_stats() {
         extra.insert(key.into(), j(v));
     }
     tlb_extra(k, &mut extra);
@@ -217,13 +222,11 @@ fn tlb_extra(k: &Kernel, extra: &mut Extra) {
     }
     if let Some(s) = &k.invlpgb {
         // machine.invlpgb runs only, so that other documents stay as they were.
-        extra.insert("invlpgb_ops".into(), j(s.invlpgb_ops));
-        extra.insert("tlbsync".into(), j(s.tlbsyncs));
+        extra.extend(k.vmstat.json(Place::Invlpgb));
         extra.insert("global_asids".into(), j(s.global_asids));
     }
     if k.has(Patch::Luf) {
-        extra.insert("luf_deferred_pages".into(), j(k.luf.deferred_pages));
-        extra.insert("luf_flushes".into(), j(k.luf.flushes));
+        extra.extend(k.vmstat.json(Place::Luf));
     }
 }
 
@@ -232,23 +235,16 @@ fn mglru_extra(k: &Kernel, extra: &mut Extra) {
     if k.has(Patch::Mglru) {
         let g = &k.lruvec.lrugen;
         extra.insert("mglru_max_seq".into(), j(g.max_seq));
-        extra.insert("mglru_aging".into(), j(g.nr_aging));
-        extra.insert("mglru_dirty_bumped".into(), j(g.nr_dirty_bumped));
-        extra.insert("mglru_flusher_wakeups".into(), j(g.nr_flusher_wakeups));
-        extra.insert(
-            "mglru_breakdown".into(),
-            serde_json::json!({
-                "reclaim_passes": g.nr_passes,
-                "max_dirty_bumped_per_pass": g.max_dirty_bumped_pass,
-                "dirty_rebumped": g.nr_dirty_rebumped,
-                "aging_hot_pages_in_two_oldest_gens": g.aging_hot_in_oldest,
-                "aging_pages_in_two_oldest_gens": g.aging_pages_in_oldest,
-                "dirty_wait_ms_mean": k.wb.dirty_wait_ns / k.wb.dirty_wait_pages.max(1) / 1_000_000,
-                "dirty_pages_written": k.wb.dirty_wait_pages,
-                "reclaim_tagged_wait_ms_mean": k.wb.reclaim_wait_ns / k.wb.reclaim_wait_pages.max(1) / 1_000_000,
-                "reclaim_tagged_written": k.wb.reclaim_wait_pages,
-            }),
-        );
+        extra.extend(k.vmstat.json(Place::Mglru));
+        let mut breakdown = serde_json::json!({
+            "max_dirty_bumped_per_pass": g.max_dirty_bumped_pass,
+            "dirty_wait_ms_mean": k.wb.dirty_wait_ns / k.wb.dirty_wait_pages.max(1) / 1_000_000,
+            "dirty_pages_written": k.wb.dirty_wait_pages,
+            "reclaim_tagged_wait_ms_mean": k.wb.reclaim_wait_ns / k.wb.reclaim_wait_pages.max(1) / 1_000_000,
+            "reclaim_tagged_written": k.wb.reclaim_wait_pages,
+        });
+        object(&mut breakdown).extend(k.vmstat.json(Place::MglruBreakdown));
+        extra.insert("mglru_breakdown".into(), breakdown);
     }
 }
 

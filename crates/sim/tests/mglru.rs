@@ -178,7 +178,7 @@ fn mglru_bumps_a_dirty_file_folio_to_min_seq_plus_one_with_pg_reclaim() {
         "reclaim does not write file folios"
     );
     assert_eq!(k.vmstat[NR_VMSCAN_IMMEDIATE], 0);
-    assert_eq!(k.lruvec.lrugen.nr_dirty_bumped, 1);
+    assert_eq!(k.vmstat[MGLRU_DIRTY_BUMPED], 1);
     assert!(k.vmstat[PGSTEAL_FILE] >= 32);
     let errs = k.check_invariants();
     assert!(errs.is_empty(), "{errs:?}");
@@ -205,7 +205,7 @@ fn dirty_reactivate_sends_a_dirty_folio_through_shrink_folio_list_and_reactivate
         "reclaim does not write file folios"
     );
     assert_eq!(k.vmstat[NR_VMSCAN_IMMEDIATE], 1);
-    assert_eq!(k.lruvec.lrugen.nr_dirty_bumped, 0);
+    assert_eq!(k.vmstat[MGLRU_DIRTY_BUMPED], 0);
     let errs = k.check_invariants();
     assert!(errs.is_empty(), "{errs:?}");
 }
@@ -367,7 +367,7 @@ fn ycsb_b_keeps_every_invariant_under_each_lru_and_access_mode() {
 fn rebumps_after_more_reclaim(reactivate: bool) -> (Kernel, Pfn) {
     let (mut k, pfn) = dirty_in_oldest(reactivate);
     for _ in 0..8 {
-        if k.lruvec.lrugen.nr_dirty_rebumped > 0 || !k.folios.get(pfn).test(pg::DIRTY) {
+        if k.vmstat[MGLRU_DIRTY_REBUMPED] > 0 || !k.folios.get(pfn).test(pg::DIRTY) {
             break;
         }
         clear_young(&mut k);
@@ -383,12 +383,12 @@ fn mglru_bumps_an_unwritten_dirty_folio_again_when_it_reaches_the_oldest_generat
     let g = &k.lruvec.lrugen;
     assert!(k.folios.get(pfn).test(pg::DIRTY), "no flusher ran");
     assert_eq!(
-        g.nr_dirty_rebumped, 1,
+        k.vmstat[MGLRU_DIRTY_REBUMPED], 1,
         "bumped a second time with PG_reclaim still set"
     );
-    assert_eq!(g.nr_dirty_bumped, 2);
+    assert_eq!(k.vmstat[MGLRU_DIRTY_BUMPED], 2);
     assert!(g.max_dirty_bumped_pass >= 1);
-    assert!(g.nr_passes >= 2);
+    assert!(k.vmstat[MGLRU_PASSES] >= 2);
     let errs = k.check_invariants();
     assert!(errs.is_empty(), "{errs:?}");
 }
@@ -396,8 +396,10 @@ fn mglru_bumps_an_unwritten_dirty_folio_again_when_it_reaches_the_oldest_generat
 #[test]
 fn dirty_reactivate_never_bumps_and_the_writeback_wait_is_measured_from_the_dirtying() {
     let (k, _) = rebumps_after_more_reclaim(true);
-    let g = &k.lruvec.lrugen;
-    assert_eq!((g.nr_dirty_bumped, g.nr_dirty_rebumped), (0, 0));
+    assert_eq!(
+        (k.vmstat[MGLRU_DIRTY_BUMPED], k.vmstat[MGLRU_DIRTY_REBUMPED]),
+        (0, 0)
+    );
     let (mut k, pfn) = dirty_in_oldest(true);
     assert!(
         k.folios.get(pfn).test(pg::RECLAIM),

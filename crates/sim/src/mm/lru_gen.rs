@@ -45,21 +45,9 @@ pub struct LruGen {
     pub refaulted: [[u64; MAX_NR_TIERS]; 2],
     pub evicted: [[u64; MAX_NR_TIERS]; 2],
     pub protected: [[u64; MAX_NR_TIERS]; 2],
-    /// Model counters: aging passes (inc_max_seq) and folios sort_folio moved to min_seq + 1
-    /// for being dirty or under writeback (`6.18+mglru` only).
-    pub nr_aging: u64,
-    pub nr_dirty_bumped: u64,
-    pub nr_flusher_wakeups: u64,
-    /// Measurement only (docs/targets-mglru.md): reclaim passes (lru_gen_shrink_lruvec
-    /// calls), the most dirty pages one pass bumped, bumps of a folio already bumped since it
-    /// was last dirtied (PG_reclaim still set: the ping-pong), and, summed over the aging
-    /// passes, the pages in the two oldest generations that carry PG_workingset or
-    /// PG_referenced right after inc_max_seq (hot folios left at the reclaim end).
-    pub nr_passes: u64,
+    /// Measurement only (docs/targets-mglru.md): the most dirty pages one reclaim pass
+    /// bumped (a maximum, not an event: the counts are MGLRU_*, mm/vm_event_item.rs).
     pub max_dirty_bumped_pass: u64,
-    pub nr_dirty_rebumped: u64,
-    pub aging_hot_in_oldest: u64,
-    pub aging_pages_in_oldest: u64,
 }
 
 impl LruGen {
@@ -471,7 +459,7 @@ impl Kernel {
         }
         let g = self.lrugen();
         g.max_seq += 1;
-        g.nr_aging += 1;
+        self.vmstat.count_vm_event(MGLRU_AGING);
         self.count_hot_in_oldest();
     }
 
@@ -489,9 +477,9 @@ impl Kernel {
                 }
             }
         }
-        let g = self.lrugen();
-        g.aging_hot_in_oldest += hot;
-        g.aging_pages_in_oldest += all;
+        self.vmstat.count_vm_events(MGLRU_AGING_HOT_IN_OLDEST, hot);
+        self.vmstat
+            .count_vm_events(MGLRU_AGING_PAGES_IN_OLDEST, all);
     }
 
     /// should_run_aging: required with two generations left, preferred with three; also the
@@ -618,10 +606,10 @@ impl Kernel {
         // waiting for writeback
         if writeback || (ty == 1 && dirty) {
             if f.test(pg::RECLAIM) {
-                self.lrugen().nr_dirty_rebumped += n;
+                self.vmstat.count_vm_events(MGLRU_DIRTY_REBUMPED, n);
             }
             self.folio_inc_gen(pfn, true);
-            self.lrugen().nr_dirty_bumped += n;
+            self.vmstat.count_vm_events(MGLRU_DIRTY_BUMPED, n);
             gs.bumped += n;
             return true;
         }
@@ -752,7 +740,7 @@ impl Kernel {
                 && stat.nr_unqueued_dirty == isolated
             {
                 // Seed 002: the whole batch was dirty and not queued: wake the flusher now.
-                self.lrugen().nr_flusher_wakeups += 1;
+                self.vmstat.count_vm_event(MGLRU_FLUSHER_WAKEUPS);
                 self.wakeup_flusher_threads(cpu);
             }
             let mut clean = Vec::new();
@@ -800,7 +788,7 @@ impl Kernel {
         let swappiness = self.lru_gen_swappiness(sc);
         let mut gs = GenScan::default();
         let mut scanned = 0;
-        self.lrugen().nr_passes += 1;
+        self.vmstat.count_vm_event(MGLRU_PASSES);
         loop {
             let nr_to_scan = self.get_nr_to_scan(cpu, sc, swappiness);
             if nr_to_scan <= 0 {
@@ -822,7 +810,7 @@ impl Kernel {
             && gs.unqueued_dirty > 0
             && gs.unqueued_dirty == gs.file_taken
         {
-            self.lrugen().nr_flusher_wakeups += 1;
+            self.vmstat.count_vm_event(MGLRU_FLUSHER_WAKEUPS);
             self.wakeup_flusher_threads(cpu);
         }
     }

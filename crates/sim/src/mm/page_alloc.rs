@@ -31,11 +31,6 @@ pub struct Pgdat {
     pub wmark_min: u64,
     pub wmark_low: u64,
     pub wmark_high: u64,
-    /// ALLOCSTALL: global direct reclaim entries (try_to_free_pages).
-    pub allocstall: u64,
-    /// pgscan_direct / pgsteal_direct of global direct reclaim (memcg reclaim is not counted).
-    pub pgscan_direct: u64,
-    pub pgsteal_direct: u64,
     /// Allocations let through after MAX_RECLAIM_RETRIES direct reclaims without progress
     /// (the kernel would OOM-kill); any is an invariant failure.
     pub forced: u64,
@@ -148,7 +143,7 @@ impl Kernel {
         let st = match self.pgdat.direct.get(&task) {
             Some(s) => *s,
             None => {
-                self.pgdat.allocstall += 1;
+                self.vmstat.count_vm_event(ALLOCSTALL);
                 self.vmstat.count_vm_event(DIRECT_RECLAIMS);
                 DirectReclaim {
                     priority: DEF_PRIORITY,
@@ -159,8 +154,8 @@ impl Kernel {
         let mut sc = ScanControl::new(SWAP_CLUSTER_MAX, st.priority);
         sc.nr_reclaimed = st.reclaimed;
         let (scanned, stolen) = self.shrink_node_counted(cpu, &mut sc);
-        self.pgdat.pgscan_direct += scanned;
-        self.pgdat.pgsteal_direct += stolen;
+        self.vmstat.count_vm_events(PGSCAN_DIRECT_NODE, scanned);
+        self.vmstat.count_vm_events(PGSTEAL_DIRECT_NODE, stolen);
         if sc.nr_reclaimed > st.reclaimed {
             // shrink_node: a node where reclaim made progress is no longer hopeless for kswapd.
             self.kswapd.failures = 0;

@@ -95,4 +95,55 @@ vm_event_items! {
     /// test-and-clears of the accessed bit they did.
     REFERENCED_STEPS: Arm64 = "referenced_steps",
     YOUNG_TESTS: Arm64 = "young_tests",
+
+    // Cross-CPU calls (smp.rs).
+    /// Calls queued to remote CPUs, those that found the queue non-empty (no IPI sent), and
+    /// interrupts whose handler started late because the target had interrupts off (and the
+    /// total delay, ns).
+    SMP_CALLS: Extra = "smp_calls",
+    SMP_CALLS_SHARING_IRQ: Extra = "smp_calls_sharing_irq",
+    IPI_IRQ_OFF_DELAYED: Extra = "ipi_irq_off_delayed",
+    IPI_IRQ_OFF_DELAY_NS: Extra = "ipi_irq_off_delay_ns",
+
+    // x86 INVLPGB (arch/x86/invlpgb.rs).
+    INVLPGB_OPS: Invlpgb = "invlpgb_ops",
+    TLBSYNC: Invlpgb = "tlbsync",
+
+    // Lazy unmap flush (mm/luf.rs): pages whose flush was deferred; flushes at allocation.
+    LUF_DEFERRED_PAGES: Luf = "luf_deferred_pages",
+    LUF_FLUSHES: Luf = "luf_flushes",
+
+    // Multi-gen LRU (mm/lru_gen.rs).
+    /// Aging passes (inc_max_seq); folios sort_folio moved to min_seq + 1 for being dirty or
+    /// under writeback (`6.18+mglru` only); flusher wake-ups for dirty folios.
+    MGLRU_AGING: Mglru = "mglru_aging",
+    MGLRU_DIRTY_BUMPED: Mglru = "mglru_dirty_bumped",
+    MGLRU_FLUSHER_WAKEUPS: Mglru = "mglru_flusher_wakeups",
+    /// Measurement only (docs/targets-mglru.md): reclaim passes (lru_gen_shrink_lruvec
+    /// calls), bumps of a folio already bumped since it was last dirtied (PG_reclaim still
+    /// set: the ping-pong), and, summed over the aging passes, the pages in the two oldest
+    /// generations that carry PG_workingset or PG_referenced right after inc_max_seq (hot
+    /// folios left at the reclaim end), and all pages there.
+    MGLRU_PASSES: MglruBreakdown = "reclaim_passes",
+    MGLRU_DIRTY_REBUMPED: MglruBreakdown = "dirty_rebumped",
+    MGLRU_AGING_HOT_IN_OLDEST: MglruBreakdown = "aging_hot_pages_in_two_oldest_gens",
+    MGLRU_AGING_PAGES_IN_OLDEST: MglruBreakdown = "aging_pages_in_two_oldest_gens",
+
+    // Global reclaim: kswapd (mm/kswapd.rs) and direct reclaim (mm/page_alloc.rs).
+    KSWAPD_WAKEUPS: Kswapd = "kswapd_wakeups",
+    PAGEOUTRUN: Kswapd = "pageoutrun",
+    /// kswapd's engine steps, and those it ran lazily on another mm.
+    KSWAPD_STEPS: Kswapd = "kswapd_steps",
+    KSWAPD_STEPS_LAZY: Kswapd = "kswapd_steps_lazy",
+    PGSCAN_KSWAPD: Kswapd = "pgscan_kswapd",
+    PGSTEAL_KSWAPD: Kswapd = "pgsteal_kswapd",
+    /// The node's pgscan_direct / pgsteal_direct (global direct reclaim, try_to_free_pages;
+    /// memcg reclaim is not counted). /proc/vmstat's PGSCAN_DIRECT above is not counted by
+    /// the model (always 0): kept apart so that documents stay as they were.
+    PGSCAN_DIRECT_NODE: Kswapd = "pgscan_direct",
+    PGSTEAL_DIRECT_NODE: Kswapd = "pgsteal_direct",
+    ALLOCSTALL: Kswapd = "allocstall",
+    /// kswapd's CPU time and time awake; reported in seconds.
+    KSWAPD_CPU_NS: Derived = "kswapd_cpu_ns",
+    KSWAPD_AWAKE_NS: Derived = "kswapd_awake_ns",
 }

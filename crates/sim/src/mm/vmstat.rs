@@ -18,6 +18,16 @@ pub enum Place {
     InterleaveFolio,
     /// `runs[].extra` on arm64 only.
     Arm64,
+    /// `runs[].extra` with INVLPGB in use.
+    Invlpgb,
+    /// `runs[].extra` with the LUF patch.
+    Luf,
+    /// `runs[].extra` with the multi-gen LRU.
+    Mglru,
+    /// `runs[].extra.mglru_breakdown` (an object) with the multi-gen LRU.
+    MglruBreakdown,
+    /// `runs[].extra` with global reclaim (kswapd) on.
+    Kswapd,
     /// Counted, but reported in another form (a rate, seconds) by result.rs.
     Derived,
 }
