@@ -67,10 +67,10 @@ fn balance_dirty_pages_pauses_a_writer_over_the_memcg_limit_on_v2_only() {
         k.cost.file_write_page = 100_000;
         sweep_file(&mut k, 1500, true);
         if v1 {
-            assert_eq!(k.wb.dirty_pauses, 0);
+            assert_eq!(k.vmstat[DIRTY_PAUSES], 0);
         } else {
-            assert!(k.wb.dirty_pauses > 0, "v2 writer never paused");
-            assert!(k.wb.dirty_pause_ns > 0);
+            assert!(k.vmstat[DIRTY_PAUSES] > 0, "v2 writer never paused");
+            assert!(k.vmstat[DIRTY_PAUSE_NS] > 0);
             assert!(
                 k.wb.nr_dirty + k.wb.nr_writeback <= k.dirty_thresh() + 1,
                 "dirty {} + writeback {} over the limit {}",
@@ -282,11 +282,11 @@ fn writeback_stops_at_the_device_queue_depth_and_merges_contiguous_pages() {
         // No flusher thread: wakeup_flusher_threads writes from CPU 0 at once.
         k.wb_start_all(0);
         if depth == 0 {
-            assert_eq!(k.wb.nr_written, 14);
+            assert_eq!(k.vmstat[NR_WRITTEN], 14);
             assert_eq!(k.wb.nr_dirty, 0);
         } else {
             // One merged request of 8 pages and three single pages fill the 4 tags.
-            assert_eq!(k.wb.nr_written, 11);
+            assert_eq!(k.vmstat[NR_WRITTEN], 11);
             assert_eq!(k.wb.nr_dirty, 3);
             assert_eq!(k.wb.requests.len(), 4);
         }
@@ -300,7 +300,7 @@ fn writeback_stops_at_the_device_queue_depth_and_merges_contiguous_pages() {
     let mut k = kernel(cfg, 1 << 20);
     dirty_file_pages(&mut k, &pages);
     k.wb_start_all(0);
-    assert_eq!(k.wb.nr_written, 8);
+    assert_eq!(k.vmstat[NR_WRITTEN], 8);
 }
 
 #[test]
@@ -317,7 +317,7 @@ fn each_request_costs_the_device_its_fixed_time_so_scattered_pages_write_slower(
         k.cost.file_write_request = 10_000;
         dirty_file_pages(&mut k, pages);
         k.wb_start_all(0);
-        assert_eq!(k.wb.nr_written, 16);
+        assert_eq!(k.vmstat[NR_WRITTEN], 16);
         k.wb.busy_until - k.cpus[0].clock
     };
     let contiguous: Vec<u32> = (0..16).collect();

@@ -226,7 +226,7 @@ fn writeback_completion_rotates_a_pg_reclaim_folio_to_the_oldest_tail() {
     assert!(!f.test(pg::WRITEBACK) && !f.test(pg::RECLAIM));
     let oldest = gen_list(lru_gen_from_seq(k.lruvec.lrugen.min_seq[1]), 1);
     assert_eq!(k.lruvec.tail(oldest), Some(pfn), "folio_rotate_reclaimable");
-    assert_eq!(k.wb.nr_rotated, 1);
+    assert_eq!(k.vmstat[PGROTATED], 1);
     let errs = k.check_invariants();
     assert!(errs.is_empty(), "{errs:?}");
 }
@@ -254,7 +254,7 @@ fn reclaim_reactivates_a_folio_under_writeback_with_pg_reclaim() {
     k.cpus[0].clock += 8 * k.cost.file_write_page;
     k.writeback_poll(0);
     // Rotated to the inactive file tail, ready to be freed.
-    assert_eq!(k.wb.nr_rotated, 8);
+    assert_eq!(k.vmstat[PGROTATED], 8);
     assert_eq!(k.try_to_free_mem_cgroup_pages(0, 8), 8);
 }
 
@@ -406,12 +406,15 @@ fn dirty_reactivate_never_bumps_and_the_writeback_wait_is_measured_from_the_dirt
         "tagged by shrink_folio_list"
     );
     assert!(k.folios.get(pfn).test(pg::DIRTY));
-    assert_eq!(k.wb.dirty_wait_pages, 0);
+    assert_eq!(k.vmstat[DIRTY_WAIT_PAGES], 0);
     // Let simulated time pass, then write: the wait is counted for the PG_reclaim folio.
     k.cpus[0].clock += 5_000_000;
     k.wb_start_all(0);
     assert!(k.folios.get(pfn).test(pg::WRITEBACK));
-    assert_eq!((k.wb.dirty_wait_pages, k.wb.reclaim_wait_pages), (1, 1));
-    assert!(k.wb.reclaim_wait_ns >= 5_000_000);
+    assert_eq!(
+        (k.vmstat[DIRTY_WAIT_PAGES], k.vmstat[RECLAIM_WAIT_PAGES]),
+        (1, 1)
+    );
+    assert!(k.vmstat[RECLAIM_WAIT_NS] >= 5_000_000);
     assert!(!k.wb.dirtied_at.contains_key(&pfn));
 }

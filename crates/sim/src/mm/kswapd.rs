@@ -197,7 +197,6 @@ pub fn report(
         "watermarks_pages".into(),
         serde_json::json!({"managed": p.managed, "min": p.wmark_min, "low": p.wmark_low, "high": p.wmark_high}),
     );
-    extra.insert("readahead_pages_read".into(), j(k.ra.pages_read));
     let tlb: u64 = k.irq.tlb_shootdowns.iter().sum();
     let cal: u64 = k.irq.function_call_interrupts.iter().sum();
     let steal = k.vmstat[PGSTEAL_ANON] + k.vmstat[PGSTEAL_FILE];

@@ -134,7 +134,7 @@ impl Kernel {
             self.swap_cache_add(mm, p, ra, e);
             let b = self.swap.block.as_mut().expect("a block swap device");
             b.readahead.insert((mm, p));
-            b.swap_ra += 1;
+            self.vmstat.count_vm_event(SWAP_RA);
             folios.push(ra);
         }
         // folio_add_lru: on the LRU (through the per-CPU batch) once allocated; the reads keep
@@ -178,7 +178,7 @@ impl Kernel {
         v.addr = vp;
         if readahead {
             v.hits = (v.hits + 1).min(SWAP_RA_HITS_MAX);
-            b.swap_ra_hit += 1;
+            self.vmstat.count_vm_event(SWAP_RA_HIT);
         }
         if let Some(read) = self.swap.read_in_flight(pfn, now) {
             self.swap_read_wait(cpu, read, true);

@@ -75,7 +75,7 @@ vm_event_items! {
     /// Direct reclaim entries, memcg (try_to_free_mem_cgroup_pages) and global.
     DIRECT_RECLAIMS: Extra = "direct_reclaims",
     /// CPU time in direct reclaim; reported as reclaim_cpu_seconds.
-    RECLAIM_NS: Derived = "reclaim_ns",
+    RECLAIM_NS: Custom = "reclaim_ns",
 
     // Unmapping and the TLB (mm/rmap.rs, mm/memory.rs).
     /// try_to_unmap_one steps (each: one get_and_clear_ptes, one set_tlb_ubc_flush_pending
@@ -144,6 +144,70 @@ vm_event_items! {
     PGSTEAL_DIRECT_NODE: Kswapd = "pgsteal_direct",
     ALLOCSTALL: Kswapd = "allocstall",
     /// kswapd's CPU time and time awake; reported in seconds.
-    KSWAPD_CPU_NS: Derived = "kswapd_cpu_ns",
-    KSWAPD_AWAKE_NS: Derived = "kswapd_awake_ns",
+    KSWAPD_CPU_NS: Custom = "kswapd_cpu_ns",
+    KSWAPD_AWAKE_NS: Custom = "kswapd_awake_ns",
+
+    // Writeback (mm/page_writeback.rs): page-cache pages written back, dirtied, and rotated
+    // by end of writeback (node_stat_item NR_WRITTEN, NR_DIRTIED; PGROTATED).
+    NR_WRITTEN: Vmstat = "nr_written",
+    NR_DIRTIED: Vmstat = "nr_dirtied",
+    PGROTATED: Vmstat = "pgrotated",
+    /// Flusher runs by reason (wb_reason: WB_REASON_VMSCAN, _BACKGROUND, _PERIODIC).
+    WB_RUNS_VMSCAN: FlusherRuns = "vmscan",
+    WB_RUNS_BACKGROUND: FlusherRuns = "background",
+    WB_RUNS_PERIODIC: FlusherRuns = "periodic",
+    /// The flusher thread's engine steps, and those it ran lazily on another mm.
+    FLUSHER_STEPS: Flusher = "flusher_steps",
+    FLUSHER_STEPS_LAZY: Flusher = "flusher_steps_lazy",
+    /// The flusher thread's sleeps for a free request (blk_mq_get_tag); result.rs reports
+    /// it when nonzero.
+    FLUSHER_REQUEST_WAITS: Custom = "flusher_request_waits",
+    /// balance_dirty_pages pauses; cgroup v1 reclaim's folio_wait_writeback calls on a
+    /// PG_reclaim folio (shrink_folio_list) and reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK)
+    /// calls from shrink_inactive_list, and the sleeps they took.
+    DIRTY_PAUSES: DirtyThrottling = "balance_dirty_pages_pauses",
+    RECLAIM_WRITEBACK_WAITS: DirtyThrottling = "reclaim_folio_wait_writeback",
+    RECLAIM_THROTTLES: DirtyThrottling = "reclaim_throttle_writeback",
+    RECLAIM_THROTTLE_SLEEPS: DirtyThrottling = "reclaim_throttle_sleeps",
+    /// Time paused in balance_dirty_pages; reported in ms.
+    DIRTY_PAUSE_NS: Custom = "dirty_pause_ns",
+    /// Measurement only: pages whose writeback started, and those of them reclaim had tagged
+    /// PG_reclaim (waiting at the LRU's old end), with the summed time (ns, per page) from
+    /// their dirtying to the start of their writeback (reported as means, in ms).
+    DIRTY_WAIT_PAGES: MglruBreakdown = "dirty_pages_written",
+    RECLAIM_WAIT_PAGES: MglruBreakdown = "reclaim_tagged_written",
+    DIRTY_WAIT_NS: Custom = "dirty_wait_ns",
+    RECLAIM_WAIT_NS: Custom = "reclaim_wait_ns",
+    /// The summed device-read waits; reported in seconds.
+    FILE_READ_WAIT_NS: Custom = "file_read_wait_ns",
+
+    // Page-cache reads (mm/readahead.rs, mm/filemap.rs).
+    /// Page-cache pages filled by zeroing (holes, unwritten blocks) and by device reads.
+    FILE_PAGES_ZEROED: FileRead = "file_pages_zeroed",
+    FILE_PAGES_READ_FROM_DEVICE: FileRead = "file_pages_read_from_device",
+    /// Readahead windows cut short because a folio's __GFP_NORETRY charge failed; pages
+    /// fault-around mapped (filemap_map_pages), the faulting ones included.
+    READAHEAD_CHARGE_FAILURES: ExtraNonzero = "readahead_charge_failures",
+    FAULT_AROUND_MAPPED: ExtraNonzero = "fault_around_pages",
+    /// Pages brought in by readahead, the faulting pages included.
+    READAHEAD_PAGES_READ: Kswapd = "readahead_pages_read",
+
+    // The block swap device (mm/page_io.rs, mm/swap_state.rs).
+    /// Readahead pages read (SWAP_RA) and faults that found one (SWAP_RA_HIT); read and
+    /// write requests (bios).
+    SWAP_RA: VmstatBlockSwap = "swap_ra",
+    SWAP_RA_HIT: VmstatBlockSwap = "swap_ra_hit",
+    SWAP_READ_REQUESTS: SwapBlock = "read_requests",
+    SWAP_WRITE_REQUESTS: SwapBlock = "write_requests",
+    /// Pages whose swap write completed.
+    SWAP_WRITES_COMPLETED: SwapBlock = "writes_completed",
+    /// Faulting tasks put to sleep on a read (their own, or a readahead still in flight) and
+    /// the summed sleep (ns, reported in ms).
+    SWAPIN_SLEEPS: SwapBlock = "swapin_sleeps",
+    SWAPIN_SLEEPS_ON_READAHEAD: SwapBlock = "swapin_sleeps_on_readahead",
+    SWAPIN_SLEEP_NS: Custom = "swapin_sleep_ns",
+
+    // The scheduler (sched/).
+    /// Call-function IPIs of remote wake-ups (ttwu_queue_wakelist), part of the CAL count.
+    WAKELIST_IPIS: ExtraNonzero = "wakelist_ipis",
 }

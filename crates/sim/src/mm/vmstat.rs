@@ -28,8 +28,23 @@ pub enum Place {
     MglruBreakdown,
     /// `runs[].extra` with global reclaim (kswapd) on.
     Kswapd,
-    /// Counted, but reported in another form (a rate, seconds) by result.rs.
-    Derived,
+    /// `runs[].counters` with the block swap device.
+    VmstatBlockSwap,
+    /// `runs[].extra` when nonzero.
+    ExtraNonzero,
+    /// `runs[].extra` once a page-cache read happened (any of the place's items nonzero).
+    FileRead,
+    /// `runs[].extra` with the flusher thread and some writeback.
+    Flusher,
+    /// `runs[].extra.flusher_runs` (an object) once something was written back.
+    FlusherRuns,
+    /// `runs[].extra.dirty_throttling` (an object) once a writer or reclaim waited.
+    DirtyThrottling,
+    /// `runs[].extra.swap_block` (an object) with the block swap device.
+    SwapBlock,
+    /// Counted, but result.rs writes it itself: in other units (seconds, a mean), or under
+    /// a condition of its own.
+    Custom,
 }
 
 /// vm_event_states: every counter, indexed by item. The model is deterministic and runs on

@@ -32,6 +32,7 @@ pub mod topology;
 
 use crate::cpumask::CpuMask;
 use crate::kernel::{CpuId, Kernel, TaskId};
+use crate::mm::vmstat::VmEventItem::*;
 use pelt::Avg;
 use std::collections::{BTreeSet, VecDeque};
 use topology::{SchedDomain, Topology};
@@ -166,8 +167,6 @@ pub struct Sched {
     /// wake-ups by such completions per waking CPU.
     pub io_waker: std::collections::BTreeMap<TaskId, CpuId>,
     pub io_wakeups: Vec<u64>,
-    /// Wake-ups that went through the target's wake list with an IPI (ttwu_queue_wakelist).
-    pub wakelist_ipis: u64,
     /// Per CPU: time spent running tasks.
     pub busy_ns: Vec<u64>,
     pub background: Option<background::BackgroundLoad>,
@@ -431,7 +430,7 @@ impl Kernel {
             // target is sent a call-function IPI (counted in /proc/interrupts' CAL line). Only
             // counted: the woken task starts at `now` as before.
             self.irq.function_call_interrupts[cpu] += 1;
-            self.sched.wakelist_ipis += 1;
+            self.vmstat.count_vm_event(WAKELIST_IPIS);
         }
         self.activate_task(rqs, t, cpu, now);
     }
