@@ -9,8 +9,9 @@ use reclaimlab_sim::arch::x86::invlpgb::Invlpgb;
 use reclaimlab_sim::config::Policy;
 use reclaimlab_sim::kernel::{Backing, Kernel};
 use reclaimlab_sim::mm::memory::Access;
+use reclaimlab_sim::mm::mm_types_task::TlbUbc;
 use reclaimlab_sim::mm::pgtable::pte_pfn;
-use reclaimlab_sim::mm::rmap::{TlbUbc, TTU_BATCH_FLUSH};
+use reclaimlab_sim::mm::rmap::TTU_BATCH_FLUSH;
 use reclaimlab_sim::mm::vmstat::VmEventItem::*;
 
 /// A kernel with INVLPGB in use on `cpus` CPUs.
@@ -54,7 +55,7 @@ fn interrupts(k: &Kernel) -> u64 {
 fn reclaim_batch_flush_is_one_broadcast_without_ipis() {
     let mut k = invlpgb_kernel(4);
     let mm = threaded_mm(&mut k, &[1, 2], 8);
-    let mut ubc = TlbUbc::new(4);
+    let mut ubc = TlbUbc::new(k.arch, 4);
     for vp in 0..8 {
         k.try_to_unmap(0, &mut ubc, pte_pfn(k.mms[mm].ptes[vp]), TTU_BATCH_FLUSH);
     }

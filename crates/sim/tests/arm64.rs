@@ -9,8 +9,9 @@ use reclaimlab_sim::arch::Arch;
 use reclaimlab_sim::config::{Patch, Policy};
 use reclaimlab_sim::kernel::{Backing, File, Kernel};
 use reclaimlab_sim::mm::memory::Access;
+use reclaimlab_sim::mm::mm_types_task::TlbUbc;
 use reclaimlab_sim::mm::pgtable::*;
-use reclaimlab_sim::mm::rmap::{TlbUbc, TTU_BATCH_FLUSH};
+use reclaimlab_sim::mm::rmap::TTU_BATCH_FLUSH;
 use reclaimlab_sim::mm::vmstat::VmEventItem::*;
 
 /// A 3-CPU kernel of `arch` with a 64-page file mapped read-only; tasks on CPUs 0 and 1 read
@@ -49,7 +50,7 @@ fn arm64_defers_and_one_dsb_completes_a_batch_on_every_cpu() {
     // Deferral does not depend on mm_cpumask (arm64 keeps none).
     assert_eq!(k.mms[0].cpumask.weight(), 0);
     assert!(k.arch_tlbbatch_should_defer(0, 0));
-    let mut ubc = TlbUbc::new(3);
+    let mut ubc = TlbUbc::new(k.arch, 3);
     let (dsb0, tlbi0) = (k.vmstat[DSB_ISH], k.vmstat[TLBI_OPS]);
     for f in [f0, f1] {
         assert!(k.try_to_unmap(0, &mut ubc, f, TTU_BATCH_FLUSH));
@@ -81,7 +82,7 @@ fn arm64_defers_and_one_dsb_completes_a_batch_on_every_cpu() {
 fn x86_batch_skips_the_lazy_cpu_where_arm64_broadcasts() {
     let (mut k, f0, _) = mapped_file(Arch::X86, 4, false);
     assert!(!k.pte_cont(0, 0), "no contpte on x86");
-    let mut ubc = TlbUbc::new(3);
+    let mut ubc = TlbUbc::new(k.arch, 3);
     assert!(k.try_to_unmap(0, &mut ubc, f0, TTU_BATCH_FLUSH));
     k.try_to_unmap_flush(0, &mut ubc);
     // CPU 1 is lazy: x86 sends it nothing now (it flushes when it switches back).
@@ -94,7 +95,7 @@ fn x86_batch_skips_the_lazy_cpu_where_arm64_broadcasts() {
 fn batched_unmap_of_a_contpte_block_needs_no_unfold() {
     let (mut k, f0, _) = mapped_file(Arch::Arm64, 4, false);
     k.policy.set(Patch::FileLargeFolioUnmap, true);
-    let mut ubc = TlbUbc::new(3);
+    let mut ubc = TlbUbc::new(k.arch, 3);
     assert!(k.try_to_unmap(0, &mut ubc, f0, TTU_BATCH_FLUSH));
     k.try_to_unmap_flush(0, &mut ubc);
     // One range TLBI (FEAT_TLBIRANGE) for the 16 pages and the batch's DSB; no unfold.
@@ -189,7 +190,7 @@ fn order0_folios_are_never_contiguous() {
     let (mut k, f0, _) = mapped_file(Arch::Arm64, 0, false);
     assert!(!k.pte_cont(0, 0));
     assert_eq!(referenced(&mut k, f0).1, 1);
-    let mut ubc = TlbUbc::new(3);
+    let mut ubc = TlbUbc::new(k.arch, 3);
     assert!(k.try_to_unmap(0, &mut ubc, f0, TTU_BATCH_FLUSH));
     k.try_to_unmap_flush(0, &mut ubc);
     assert_eq!((k.vmstat[CONTPTE_UNFOLDS], k.vmstat[DSB_ISH]), (0, 1));

@@ -9,8 +9,9 @@ use reclaimlab_sim::config::{Patch, Policy};
 use reclaimlab_sim::kernel::{Backing, File, Kernel};
 use reclaimlab_sim::mm::folio::pg;
 use reclaimlab_sim::mm::memory::Access;
+use reclaimlab_sim::mm::mm_types_task::TlbUbc;
 use reclaimlab_sim::mm::pgtable::*;
-use reclaimlab_sim::mm::rmap::{TlbUbc, TTU_BATCH_FLUSH};
+use reclaimlab_sim::mm::rmap::TTU_BATCH_FLUSH;
 use reclaimlab_sim::mm::vmstat::VmEventItem::*;
 
 /// A 2-CPU kernel with a 64-page file mapped read-only, its first 16 pages read by a task on
@@ -40,7 +41,7 @@ fn mapped_file(order: u8, patch: bool) -> (Kernel, u32) {
 /// Unmap page 0's folio; returns (try_to_unmap_one steps, PTEs cleared, reclaim CPU ns).
 fn unmap(k: &mut Kernel, pfn: u32) -> (u64, u64, u64) {
     let (s0, p0, c0) = (k.vmstat[TTU_STEPS], k.vmstat[TTU_PTES], k.cpus[0].clock);
-    let mut ubc = TlbUbc::new(2);
+    let mut ubc = TlbUbc::new(k.arch, 2);
     assert!(k.try_to_unmap(0, &mut ubc, pfn, TTU_BATCH_FLUSH));
     k.try_to_unmap_flush(0, &mut ubc);
     assert!(!k.folios.get(pfn).test(pg::MAPPED));

@@ -141,8 +141,9 @@ fn file_write_sweep_is_deterministic() {
 
 #[test]
 fn pmd_sized_file_folio_is_mapped_by_one_fault_and_unmapped_with_one_flush() {
+    use reclaimlab_sim::mm::mm_types_task::TlbUbc;
     use reclaimlab_sim::mm::pgtable::*;
-    use reclaimlab_sim::mm::rmap::{TlbUbc, TTU_BATCH_FLUSH};
+    use reclaimlab_sim::mm::rmap::TTU_BATCH_FLUSH;
     // Order-9 page-cache folios (sim.file_folio_order = 9), no readahead.
     let mut k = kernel(common::cfg(9), 1 << 20);
     k.files.push(File {
@@ -165,7 +166,7 @@ fn pmd_sized_file_folio_is_mapped_by_one_fault_and_unmapped_with_one_flush() {
     assert!(k.pmd_mapped(mm, 0) && k.pmd_mapped(mm, 1023));
     let pfn = pte_pfn(k.mms[mm].ptes[0]);
     let before: u64 = k.irq.tlb_shootdowns.iter().sum();
-    let mut ubc = TlbUbc::new(2);
+    let mut ubc = TlbUbc::new(k.arch, 2);
     assert!(k.try_to_unmap(0, &mut ubc, pfn, TTU_BATCH_FLUSH));
     // One synchronous flush of the 2 MiB (not a deferred batch), reaching CPU 1 once.
     assert!(!ubc.flush_required);

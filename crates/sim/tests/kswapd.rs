@@ -6,7 +6,7 @@ mod common;
 
 use common::cfg;
 use reclaimlab_core::ResultDoc;
-use reclaimlab_sim::arch::x86::tlb::ArchTlbBatch;
+use reclaimlab_sim::arch::ArchTlbBatch;
 use reclaimlab_sim::config::{Patch, Policy};
 use reclaimlab_sim::kernel::{Backing, File, Kernel};
 use reclaimlab_sim::mm::page_alloc::Pgdat;
@@ -119,7 +119,7 @@ fn lazy_kswapd_cpu_is_skipped_by_batched_flush() {
     let (mut k, mms) = node(4096, 64);
     k.user_access(0, mms[0], 0, false);
     // mm 0 is loaded on CPU 0 (its reader): a batched flush from CPU 1 covering mm 0 IPIs it.
-    let mut b = ArchTlbBatch::new(2);
+    let mut b = ArchTlbBatch::new(k.arch, 2);
     k.arch_tlbbatch_add_pending(1, &mut b, mms[0], 0, 1);
     k.arch_tlbbatch_flush(1, &mut b);
     assert_eq!(k.irq.tlb_shootdowns[0], 1);
@@ -127,7 +127,7 @@ fn lazy_kswapd_cpu_is_skipped_by_batched_flush() {
     let kswapd = k.kswapd.task.unwrap();
     k.context_switch(0, Some(kswapd));
     assert!(k.cpus[0].is_lazy && k.cpus[0].loaded_mm == Some(mms[0]));
-    let mut b = ArchTlbBatch::new(2);
+    let mut b = ArchTlbBatch::new(k.arch, 2);
     k.arch_tlbbatch_add_pending(1, &mut b, mms[0], 0, 1);
     k.arch_tlbbatch_flush(1, &mut b);
     assert_eq!(k.irq.tlb_shootdowns[0], 1, "lazy CPU got a shootdown");

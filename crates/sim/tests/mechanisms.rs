@@ -6,8 +6,9 @@ mod common;
 use reclaimlab_sim::config::{Patch, Policy, SimConfig};
 use reclaimlab_sim::kernel::{Backing, Kernel};
 use reclaimlab_sim::mm::memory::Access;
+use reclaimlab_sim::mm::mm_types_task::TlbUbc;
 use reclaimlab_sim::mm::pgtable::*;
-use reclaimlab_sim::mm::rmap::{TlbUbc, TTU_BATCH_FLUSH};
+use reclaimlab_sim::mm::rmap::TTU_BATCH_FLUSH;
 use reclaimlab_sim::mm::vmstat::VmEventItem::*;
 
 fn cfg() -> SimConfig {
@@ -49,7 +50,7 @@ fn flush_for_mm_only_on_cpu0_from_cpu0_sends_no_ipi() {
     let mut k = kernel(4, 1024);
     let mm = dirty_mm_on(&mut k, 0, 8);
     assert_eq!(k.mms[mm].cpumask.iter().collect::<Vec<_>>(), vec![0]);
-    let mut ubc = TlbUbc::new(4);
+    let mut ubc = TlbUbc::new(k.arch, 4);
     for vp in 0..8 {
         let pfn = pte_pfn(k.mms[mm].ptes[vp]);
         // Not deferred (no other CPU in the mask): flushed locally at once.
@@ -72,7 +73,7 @@ fn two_cpu_mm_gets_one_ipi_per_batch_not_per_page() {
     let other = dirty_mm_on(&mut k, 0, 1);
     let _ = other;
     assert!(k.mms[mm].cpumask.test(1) && !k.mms[mm].cpumask.test(0));
-    let mut ubc = TlbUbc::new(4);
+    let mut ubc = TlbUbc::new(k.arch, 4);
     for vp in 0..20 {
         let pfn = pte_pfn(k.mms[mm].ptes[vp]);
         k.try_to_unmap(0, &mut ubc, pfn, TTU_BATCH_FLUSH);
@@ -180,7 +181,7 @@ fn lazy_cpu_gets_no_ipi_and_flushes_when_it_switches_back() {
     // CPU 1 goes idle: lazy TLB, mm stays loaded and in the mask.
     k.context_switch(1, None);
     assert!(k.cpus[1].is_lazy && k.cpus[1].loaded_mm == Some(mm));
-    let mut ubc = TlbUbc::new(2);
+    let mut ubc = TlbUbc::new(k.arch, 2);
     let pfn = pte_pfn(k.mms[mm].ptes[2]);
     k.try_to_unmap(0, &mut ubc, pfn, TTU_BATCH_FLUSH);
     assert!(ubc.flush_required);
@@ -228,7 +229,7 @@ fn idle_cpu_that_left_the_mm_for_init_mm_gets_batched_flush_ipis() {
     assert!(!k.cpus[2].is_lazy && k.cpus[2].loaded_mm.is_none());
     assert_eq!(k.mms[mm].cpumask.iter().collect::<Vec<_>>(), vec![1, 2]);
     let cal_before = k.irq.function_call_interrupts.clone();
-    let mut ubc = TlbUbc::new(3);
+    let mut ubc = TlbUbc::new(k.arch, 3);
     let pfn = pte_pfn(k.mms[mm].ptes[2]);
     k.try_to_unmap(0, &mut ubc, pfn, TTU_BATCH_FLUSH);
     assert!(ubc.flush_required);
@@ -298,14 +299,14 @@ fn batch_dirty_flush_sends_one_ipi_per_batch_where_618_sends_one_per_folio() {
 
 #[test]
 fn two_calls_queued_to_one_busy_cpu_share_an_interrupt() {
-    use reclaimlab_sim::arch::x86::tlb::ArchTlbBatch;
+    use reclaimlab_sim::arch::ArchTlbBatch;
     // smp_call_function_many sends an IPI only when the target's call queue was empty: two
     // flush_tlb_func calls queued to CPU 2 before its handler took the queue run in one
     // interrupt (smp.rs).
     let mut k = kernel(3, 1024);
     let mm = dirty_mm_on(&mut k, 2, 4);
     let flush_from = |k: &mut Kernel, cpu: usize| {
-        let mut batch = ArchTlbBatch::new(3);
+        let mut batch = ArchTlbBatch::new(k.arch, 3);
         k.arch_tlbbatch_add_pending(cpu, &mut batch, mm, 0, 1);
         k.arch_tlbbatch_flush(cpu, &mut batch);
     };
@@ -380,7 +381,7 @@ fn reclaimer_on_0_other_process_on_1() -> (Kernel, usize) {
 
 /// One reclaim batch (mm = NULL) from CPU 0 unmapping the mm's page `vp`.
 fn batch_flush(k: &mut Kernel, mm: usize, vp: usize) {
-    let mut ubc = TlbUbc::new(2);
+    let mut ubc = TlbUbc::new(k.arch, 2);
     k.try_to_unmap(0, &mut ubc, pte_pfn(k.mms[mm].ptes[vp]), TTU_BATCH_FLUSH);
     k.try_to_unmap_flush(0, &mut ubc);
 }

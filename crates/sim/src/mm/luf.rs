@@ -15,7 +15,7 @@
 //! `luf-writable` applies the same to writable mappings, which is unsafe: a store through a
 //! stale writable entry after pageout's copy is lost (`check` and the oracle catch it).
 
-use crate::arch::x86::tlb::ArchTlbBatch;
+use crate::arch::ArchTlbBatch;
 use crate::config::Patch;
 use crate::kernel::{CpuId, Kernel, MmId};
 use crate::mm::folio::Pfn;
@@ -62,7 +62,7 @@ impl Kernel {
             .luf
             .batch
             .take()
-            .unwrap_or_else(|| ArchTlbBatch::new(self.nr_cpus()));
+            .unwrap_or_else(|| ArchTlbBatch::new(self.arch, self.nr_cpus()));
         self.arch_tlbbatch_add_pending(cpu, &mut batch, mm, start, end);
         let l = &mut self.luf;
         l.batch = Some(batch);

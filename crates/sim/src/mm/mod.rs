@@ -8,6 +8,7 @@ pub mod lru_gen;
 pub mod luf;
 pub mod memcontrol;
 pub mod memory;
+pub mod mm_types_task;
 pub mod oom_kill;
 pub mod page_alloc;
 pub mod page_io;

@@ -3,30 +3,12 @@
 //! from its (owner, index) — the anon_vma / i_mmap walk of a single VMA; a large folio's PTEs
 //! are those of pages index..index + nr that hold its pfn.
 
-use crate::arch::x86::tlb::ArchTlbBatch;
 use crate::config::Patch;
 use crate::kernel::{Backing, CpuId, Kernel, MmId};
 use crate::mm::folio::{pg, Pfn};
+use crate::mm::mm_types_task::TlbUbc;
 use crate::mm::pgtable::*;
 use crate::mm::vmstat::VmEventItem::*;
-
-/// current->tlb_ubc (struct tlbflush_unmap_batch).
-pub struct TlbUbc {
-    pub arch: ArchTlbBatch,
-    pub flush_required: bool,
-    /// A dirty PTE was deferred: a CPU may hold a writable, dirty translation.
-    pub writable: bool,
-}
-
-impl TlbUbc {
-    pub fn new(nr_cpus: usize) -> TlbUbc {
-        TlbUbc {
-            arch: ArchTlbBatch::new(nr_cpus),
-            flush_required: false,
-            writable: false,
-        }
-    }
-}
 
 /// TTU_* flags we model.
 pub const TTU_BATCH_FLUSH: u32 = 1;

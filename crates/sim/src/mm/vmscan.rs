@@ -5,8 +5,9 @@
 use crate::config::Patch;
 use crate::kernel::{CpuId, Kernel};
 use crate::mm::folio::*;
+use crate::mm::mm_types_task::TlbUbc;
 use crate::mm::pgtable::*;
-use crate::mm::rmap::{TlbUbc, TTU_BATCH_FLUSH};
+use crate::mm::rmap::TTU_BATCH_FLUSH;
 use crate::mm::vmstat::VmEventItem::*;
 
 pub const SWAP_CLUSTER_MAX: u64 = 32;
@@ -498,7 +499,7 @@ impl Kernel {
             // (the charge's retries) sees its earlier writes end.
             self.end_io(self.cpus[cpu].clock);
         }
-        let mut ubc = TlbUbc::new(self.nr_cpus());
+        let mut ubc = TlbUbc::new(self.arch, self.nr_cpus());
         let mut stat = ReclaimStat::default();
         let mut ret = Vec::new();
         let mut free = Vec::with_capacity(self.policy.settings.free_batch);

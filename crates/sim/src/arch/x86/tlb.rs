@@ -171,63 +171,7 @@ pub struct FlushTlbInfo {
     pub trim_cpumask: bool,
 }
 
-/// struct arch_tlbflush_unmap_batch.
-#[derive(Clone, Debug)]
-pub struct ArchTlbBatch {
-    pub cpumask: CpuMask,
-    pub unmapped_pages: bool,
-}
-
-impl ArchTlbBatch {
-    pub fn new(nr_cpus: usize) -> ArchTlbBatch {
-        ArchTlbBatch {
-            cpumask: CpuMask::new(nr_cpus),
-            unmapped_pages: false,
-        }
-    }
-}
-
 impl Kernel {
-    /// arch_tlbbatch_should_defer: some CPU other than this one may cache the mm.
-    pub fn x86_arch_tlbbatch_should_defer(&self, cpu: CpuId, mm: MmId) -> bool {
-        self.mms[mm].cpumask.any_but(cpu)
-    }
-
-    /// arch_tlbbatch_add_pending: bump the mm's generation and snapshot its cpumask.
-    pub fn x86_arch_tlbbatch_add_pending(&mut self, batch: &mut ArchTlbBatch, mm: MmId) {
-        self.mms[mm].tlb_gen += 1;
-        batch.cpumask.or(&self.mms[mm].cpumask);
-        batch.unmapped_pages = true;
-    }
-
-    /// arch_tlbbatch_flush: one flush with mm = NULL over the whole batch mask.
-    pub fn x86_arch_tlbbatch_flush(&mut self, cpu: CpuId, batch: &mut ArchTlbBatch) {
-        let info = FlushTlbInfo {
-            mm: None,
-            start: 0,
-            end: TLB_FLUSH_ALL,
-            new_tlb_gen: None,
-            freed_tables: false,
-            trim_cpumask: false,
-        };
-        if self.invlpgb_enabled() && batch.unmapped_pages {
-            // 6.15+ with INVLPGB: one broadcast of every non-global translation, no IPIs.
-            self.invlpgb_flush_all_nonglobals(cpu);
-        } else if batch.cpumask.any_but(cpu) {
-            let mask = batch.cpumask.clone();
-            self.flush_tlb_multi(cpu, &mask, &info);
-        } else if batch.cpumask.test(cpu) {
-            // Run locally with interrupts off (local_irq_disable around flush_tlb_func).
-            let ns = self.flush_tlb_func(cpu, cpu, &info);
-            self.irq_off_local(cpu, ns);
-        }
-        batch.cpumask.clear_all();
-        batch.unmapped_pages = false;
-        if self.paranoid() {
-            self.check_tlb_coherent("after arch_tlbbatch_flush");
-        }
-    }
-
     /// flush_tlb_mm_range: pages [start, end) of `mm`.
     pub fn x86_flush_tlb_mm_range(
         &mut self,
