@@ -45,7 +45,6 @@ impl ArchTlbBatch {
 
 impl Kernel {
     /// arch_tlbbatch_should_defer.
-    #[inline]
     pub fn arch_tlbbatch_should_defer(&self, cpu: CpuId, mm: MmId) -> bool {
         match self.arch {
             Arch::X86 => x86::tlbbatch::ArchTlbflushUnmapBatch::should_defer(self, cpu, mm),
@@ -55,7 +54,6 @@ impl Kernel {
 
     /// arch_tlbbatch_add_pending(batch, mm, start, end): pages [start, end) of `mm` were
     /// cleared and their flush is deferred. x86 ignores the range; arm64 issues the TLBIs now.
-    #[inline]
     pub fn arch_tlbbatch_add_pending(
         &mut self,
         cpu: CpuId,
@@ -71,7 +69,6 @@ impl Kernel {
     }
 
     /// arch_tlbbatch_flush.
-    #[inline]
     pub fn arch_tlbbatch_flush(&mut self, cpu: CpuId, batch: &mut ArchTlbBatch) {
         match batch {
             ArchTlbBatch::X86(b) => b.flush(self, cpu),

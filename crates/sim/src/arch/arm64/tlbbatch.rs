@@ -13,13 +13,11 @@ pub struct ArchTlbflushUnmapBatch;
 impl TlbBatch for ArchTlbflushUnmapBatch {
     /// Always (no mm_cpumask to look at; the REPEAT_TLBI erratum, which disables deferral,
     /// is not modelled).
-    #[inline]
     fn should_defer(_k: &Kernel, _cpu: CpuId, _mm: MmId) -> bool {
         true
     }
 
     /// __flush_tlb_range_nosync: the TLBIs for the unmapped range go out now.
-    #[inline]
     fn add_pending(&mut self, k: &mut Kernel, cpu: CpuId, mm: MmId, start: u64, end: u64) {
         k.arm64_flush_tlb_range_nosync(cpu, mm, start, end);
     }

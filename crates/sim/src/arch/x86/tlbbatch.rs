@@ -29,14 +29,12 @@ impl ArchTlbflushUnmapBatch {
 
 impl TlbBatch for ArchTlbflushUnmapBatch {
     /// Some CPU other than this one may cache the mm.
-    #[inline]
     fn should_defer(k: &Kernel, cpu: CpuId, mm: MmId) -> bool {
         k.mms[mm].cpumask.any_but(cpu)
     }
 
     /// Bump the mm's generation (inc_mm_tlb_gen) and gather its cpumask; the range is not
     /// needed (the flush is a full one).
-    #[inline]
     fn add_pending(&mut self, k: &mut Kernel, _cpu: CpuId, mm: MmId, _start: u64, _end: u64) {
         k.mms[mm].tlb_gen += 1;
         self.cpumask.or(&k.mms[mm].cpumask);
