@@ -304,6 +304,9 @@ mod tests {
             Place::FlusherRuns => object("flusher_runs")?.as_u64(),
             Place::DirtyThrottling => object("dirty_throttling")?.as_u64(),
             Place::SwapBlock => object("swap_block")?.as_u64(),
+            Place::MigrationsByCause => extra["placement"]["migrations_by_cause"]
+                .get(name)?
+                .as_u64(),
             Place::Custom => None,
             _ => extra.get(name)?.as_u64(),
         }

@@ -207,7 +207,12 @@ vm_event_items! {
     SWAPIN_SLEEPS_ON_READAHEAD: SwapBlock = "swapin_sleeps_on_readahead",
     SWAPIN_SLEEP_NS: Custom = "swapin_sleep_ns",
 
-    // The scheduler (sched/).
+    // The scheduler (sched/): task migrations by cause (try_to_wake_up's placement, periodic
+    // and new-idle load balancing, active balancing).
+    MIGRATIONS_WAKEUP: MigrationsByCause = "wakeup",
+    MIGRATIONS_PERIODIC_BALANCE: MigrationsByCause = "periodic_balance",
+    MIGRATIONS_NEWIDLE_BALANCE: MigrationsByCause = "newidle_balance",
+    MIGRATIONS_ACTIVE_BALANCE: MigrationsByCause = "active_balance",
     /// Call-function IPIs of remote wake-ups (ttwu_queue_wakelist), part of the CAL count.
     WAKELIST_IPIS: ExtraNonzero = "wakelist_ipis",
 }

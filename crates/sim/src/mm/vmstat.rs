@@ -42,6 +42,8 @@ pub enum Place {
     DirtyThrottling,
     /// `runs[].extra.swap_block` (an object) with the block swap device.
     SwapBlock,
+    /// `runs[].extra.placement.migrations_by_cause` (an object).
+    MigrationsByCause,
     /// Counted, but result.rs writes it itself: in other units (seconds, a mean), or under
     /// a condition of its own.
     Custom,

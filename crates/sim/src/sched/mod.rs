@@ -180,11 +180,6 @@ pub struct Sched {
     pub cpumask_max: Vec<u64>,
     pub samples: u64,
     pub next_sample: u64,
-    /// Migrations by cause.
-    pub wake_migrations: u64,
-    pub balance_migrations: u64,
-    pub newidle_migrations: u64,
-    pub active_migrations: u64,
     /// The scripts of Class::Starter tasks still running them (fork.rs).
     pub starters: std::collections::BTreeMap<TaskId, VecDeque<fork::StartOp>>,
 }
@@ -423,7 +418,7 @@ impl Kernel {
         se.wakeups += 1;
         let cpu = self.wake_target(rqs, t, waker);
         if self.sched.se[t].last_cpu.is_some_and(|c| c != cpu) {
-            self.sched.wake_migrations += 1;
+            self.vmstat.count_vm_event(MIGRATIONS_WAKEUP);
         }
         if self.ttwu_queue_cond(rqs, waker, cpu) {
             // ttwu_queue_wakelist: the wake-up is queued on the target's wake list and the
