@@ -18,6 +18,7 @@
 use crate::config::Interleave;
 use crate::kernel::{CpuId, Kernel, TaskId};
 use crate::mm::memory::Access;
+use crate::mm::vmstat::VmEventItem::*;
 use crate::sched::RunQueues;
 use crate::workload::{AccessModel, Sweep};
 use rand::Rng;
@@ -302,7 +303,7 @@ impl Kernel {
                 continue;
             }
             self.engine_step(c, t);
-            self.preempt_steps += 1;
+            self.vmstat.count_vm_event(RECLAIM_PREEMPT_STEPS);
             // A step that ends in a sleep (a read, reclaim_throttle) blocks the task now, as
             // run_until does: it must not run on through its wait.
             self.sleep_after_engine_step(c, t);
@@ -351,7 +352,7 @@ impl Kernel {
 
     /// One step of task `t` on `cpu`.
     pub fn engine_step(&mut self, cpu: CpuId, t: TaskId) {
-        self.steps += 1;
+        self.vmstat.count_vm_event(SIM_STEPS);
         let m = Rc::clone(&self.runner.model);
         let k = self;
         let mm = k.tasks[t].mm;

@@ -4,6 +4,7 @@
 use crate::kernel::{Backing, Kernel};
 use crate::mm::folio::{pg, LRU_NONE, MAX_NR_GENS, NR_ALL_LISTS};
 use crate::mm::pgtable::*;
+use crate::mm::vmstat::VmEventItem::*;
 
 impl Kernel {
     /// Check everything; returns the list of violations (empty = all good).
@@ -39,7 +40,7 @@ impl Kernel {
             ));
         }
         let v = &self.vmstat;
-        if v.pgsteal_anon > v.pgscan_anon || v.pgsteal_file > v.pgscan_file {
+        if v[PGSTEAL_ANON] > v[PGSCAN_ANON] || v[PGSTEAL_FILE] > v[PGSCAN_FILE] {
             errs.push("pgsteal > pgscan".into());
         }
         self.check_ptes(&mut errs);

@@ -11,7 +11,7 @@ use crate::mm::lru::Lruvec;
 use crate::mm::memcontrol::MemCgroup;
 use crate::mm::pgtable::Pte;
 use crate::mm::swap::SwapDevice;
-use crate::mm::vmstat::{IrqStat, VmStat};
+use crate::mm::vmstat::{IrqStat, VmEvents};
 use rand_chacha::ChaCha8Rng;
 
 pub type CpuId = usize;
@@ -128,20 +128,12 @@ pub struct Kernel {
     pub lruvec: Lruvec,
     pub memcg: MemCgroup,
     pub swap: SwapDevice,
-    pub vmstat: VmStat,
+    /// Every event counter, by item (mm/vm_event_item.rs).
+    pub vmstat: VmEvents,
     pub irq: IrqStat,
     pub rng: ChaCha8Rng,
     /// Swappiness of the memcg (memory.swappiness).
     pub swappiness: u64,
-    /// Model extras reported under `extra`.
-    pub stale_tlb_writes: u64,
-    /// try_to_unmap_one steps (each: one get_and_clear_ptes, one set_tlb_ubc_flush_pending
-    /// or flush, one rmap removal) and the PTEs they cleared.
-    pub ttu_steps: u64,
-    pub ttu_ptes: u64,
-    pub steps: u64,
-    pub direct_reclaims: u64,
-    pub reclaim_ns: u64,
     pub invariant_errors: Vec<String>,
     /// Dirty file folios reclaim tagged PG_reclaim, for the flusher (wakeup_flusher_threads).
     pub writeback_queue: Vec<crate::mm::folio::Pfn>,
@@ -151,8 +143,6 @@ pub struct Kernel {
     pub runner: crate::engine::Runner,
     /// Inside a reclaim preemption window (no nested windows).
     pub in_reclaim_preempt: bool,
-    /// Engine steps other CPUs ran inside reclaim preemption windows.
-    pub preempt_steps: u64,
     /// Context switches so far (any CPU): a CPU's `curr` changes only in one.
     pub context_switches: u64,
     /// Set by the engine's watchdog when the run stopped making progress (engine.rs).
@@ -165,16 +155,8 @@ pub struct Kernel {
     pub invlpgb: Option<crate::arch::x86::invlpgb::Invlpgb>,
     /// LUF's pending batch and the frames owed its flush (mm/luf.rs).
     pub luf: crate::mm::luf::Luf,
-    /// arm64: TLBI instructions issued, DSB ISH waits, contpte blocks unfolded, and the
-    /// (mm, first page) of blocks unfolded since they were last complete.
-    pub tlbi_ops: u64,
-    pub dsb_ish: u64,
-    pub contpte_unfolds: u64,
+    /// arm64: the (mm, first page) of contpte blocks unfolded since they were last complete.
     pub contpte_unfolded: std::collections::BTreeSet<(MmId, u64)>,
-    /// folio_referenced_one iterations (page_vma_mapped_walk steps) and the PTE
-    /// test-and-clears of the accessed bit they did.
-    pub referenced_steps: u64,
-    pub young_tests: u64,
     /// Dirty page-cache accounting and the writeback device (mm/page_writeback.rs).
     pub wb: crate::mm::page_writeback::Writeback,
     /// The node's free pages and watermarks (off unless a workload enables global reclaim).
@@ -235,34 +217,22 @@ impl Kernel {
                 }
                 s
             },
-            vmstat: VmStat::default(),
+            vmstat: VmEvents::default(),
             irq: IrqStat::new(nr_cpus),
             rng: ChaCha8Rng::seed_from_u64(seed),
             swappiness,
-            stale_tlb_writes: 0,
-            ttu_steps: 0,
-            ttu_ptes: 0,
-            steps: 0,
-            direct_reclaims: 0,
-            reclaim_ns: 0,
             invariant_errors: Vec::new(),
             writeback_queue: Vec::new(),
             oracle: crate::oracle::Oracle::new(cfg.oracle),
             runner: Default::default(),
             in_reclaim_preempt: false,
-            preempt_steps: 0,
             context_switches: 0,
             stalled: None,
             arch: crate::arch::Arch::X86,
             arm64_tlbi_range: true,
             invlpgb: None,
             luf: Default::default(),
-            tlbi_ops: 0,
-            dsb_ish: 0,
-            contpte_unfolds: 0,
             contpte_unfolded: Default::default(),
-            referenced_steps: 0,
-            young_tests: 0,
             wb: Default::default(),
             pgdat: Default::default(),
             kswapd: Default::default(),

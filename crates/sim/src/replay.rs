@@ -12,7 +12,8 @@ use crate::config::{Patch, Policy, SimConfig};
 use crate::kernel::{Backing, CpuId, Kernel, MmId};
 use crate::mm::folio::{pg, Pfn};
 use crate::mm::memory::Access;
-use crate::mm::rmap::{TlbUbc, TTU_BATCH_FLUSH};
+use crate::mm::mm_types_task::TlbUbc;
+use crate::mm::rmap::TTU_BATCH_FLUSH;
 use crate::oracle::Finding;
 
 /// One step, named after the kernel function it runs.
@@ -102,7 +103,7 @@ impl Machine {
             *slot = Some(t);
         }
         Machine {
-            ubc: TlbUbc::new(cpus),
+            ubc: TlbUbc::new(k.arch, cpus),
             k,
             mm,
             folios,

@@ -2,6 +2,7 @@
 
 use crate::config::Patch;
 use crate::kernel::Kernel;
+use crate::mm::vmstat::{Place, VmEventItem::*};
 use reclaimlab_core::result::{MachineInfo, ResultDoc, RunResult, SwapInfo, Throughput, SCHEMA};
 use reclaimlab_core::Scenario;
 use std::collections::BTreeMap;
@@ -78,23 +79,28 @@ fn j(v: u64) -> serde_json::Value {
     serde_json::Value::from(v)
 }
 
+/// A total time in ns over a count, in whole ms (0 for none).
+fn mean_ms(ns: u64, n: u64) -> u64 {
+    ns / n.max(1) / 1_000_000
+}
+
+/// The map of a `json!({...})` object, to extend with a place's counters.
+fn object(v: &mut serde_json::Value) -> &mut serde_json::Map<String, serde_json::Value> {
+    v.as_object_mut().expect("a JSON object")
+}
+
 /// /proc/vmstat's and /proc/interrupts' counters, by the host's names.
 fn counters(k: &Kernel) -> BTreeMap<String, u64> {
-    let mut counters = k.vmstat.to_map();
+    let mut counters = k.vmstat.to_map(Place::Vmstat);
     counters.insert("tlb_shootdowns".into(), k.irq.tlb_shootdowns.iter().sum());
     counters.insert(
         "function_call_interrupts".into(),
         k.irq.function_call_interrupts.iter().sum(),
     );
-    if let Some(b) = &k.swap.block {
-        // The block swap device's readahead counters (mm/swap_state.rs), /proc/vmstat's names.
-        counters.insert("swap_ra".into(), b.swap_ra);
-        counters.insert("swap_ra_hit".into(), b.swap_ra_hit);
+    if k.swap.block.is_some() {
+        // The block swap device's readahead counters (mm/swap_state.rs).
+        counters.extend(k.vmstat.to_map(Place::VmstatBlockSwap));
     }
-    // The host's /proc/vmstat names for the writeback model's counts (page-cache pages).
-    counters.insert("nr_written".into(), k.wb.nr_written);
-    counters.insert("nr_dirtied".into(), k.wb.nr_dirtied);
-    counters.insert("pgrotated".into(), k.wb.nr_rotated);
     counters
 }
 
@@ -137,15 +143,13 @@ fn memcg_stat(k: &Kernel, counters: &BTreeMap<String, u64>) -> BTreeMap<String, 
 /// that documents without it stay as they were.
 fn extra(k: &Kernel, sim_seconds: f64) -> Extra {
     let mut extra = BTreeMap::new();
-    extra.insert("sim_steps".into(), j(k.steps));
-    extra.insert("direct_reclaims".into(), j(k.direct_reclaims));
+    extra.extend(k.vmstat.json(Place::Extra));
     extra.insert(
         "reclaim_cpu_seconds".into(),
-        serde_json::Value::from(k.reclaim_ns as f64 / 1e9),
+        serde_json::Value::from(k.vmstat[RECLAIM_NS] as f64 / 1e9),
     );
-    extra.insert("stale_tlb_writes".into(), j(k.stale_tlb_writes));
     if k.cfg.interleave == crate::config::Interleave::Folio {
-        extra.insert("reclaim_preempt_steps".into(), j(k.preempt_steps));
+        extra.extend(k.vmstat.json(Place::InterleaveFolio));
     }
     if k.oracle.enabled {
         extra.insert("oracle_lost_writes".into(), j(k.oracle.lost_writes));
@@ -159,12 +163,9 @@ fn extra(k: &Kernel, sim_seconds: f64) -> Extra {
         "placement".into(),
         crate::sched::stats::report(k, sim_seconds),
     );
-    if k.sched.wakelist_ipis > 0 {
-        // Call-function IPIs of remote wake-ups (ttwu_queue_wakelist), part of the CAL count.
-        extra.insert("wakelist_ipis".into(), j(k.sched.wakelist_ipis));
-    }
-    // Shared-lock waits (locking.rs) and call-function interrupts (smp.rs).
-    for (key, v) in k.lock_stats().into_iter().chain(k.smp_stats()) {
+    extra.extend(k.vmstat.json(Place::ExtraNonzero).filter(|(_, v)| *v != 0));
+    // Shared-lock waits (locking.rs).
+    for (key, v) in k.lock_stats() {
         extra.insert(key.into(), j(v));
     }
     tlb_extra(k, &mut extra);
@@ -182,29 +183,21 @@ fn extra(k: &Kernel, sim_seconds: f64) -> Extra {
 
 /// The block swap device (mm/page_io.rs, mm/swap_state.rs): its I/O and the sleeps on it.
 fn swap_block_extra(k: &Kernel, extra: &mut Extra) {
-    if let Some(b) = &k.swap.block {
+    if k.swap.block.is_some() {
         let mut wakeups = k.sched.io_wakeups.clone();
         wakeups.resize(k.nr_cpus(), 0);
-        extra.insert(
-            "swap_block".into(),
-            serde_json::json!({
-                "read_requests": b.read_requests,
-                "write_requests": b.write_requests,
-                "writes_completed": b.writes_done,
-                "swapin_sleeps": b.read_sleeps,
-                "swapin_sleeps_on_readahead": b.read_sleeps_on_readahead,
-                "swapin_sleep_ms": b.read_sleep_ns / 1_000_000,
-                "io_wakeups_by_cpu": wakeups,
-            }),
-        );
+        let mut swap_block = serde_json::json!({
+            "swapin_sleep_ms": k.vmstat[SWAPIN_SLEEP_NS] / 1_000_000,
+            "io_wakeups_by_cpu": wakeups,
+        });
+        object(&mut swap_block).extend(k.vmstat.json(Place::SwapBlock));
+        extra.insert("swap_block".into(), swap_block);
     }
 }
 
 /// Unmapping and TLB flushing: try_to_unmap's work, each mm's cpumask, the arch's and
 /// policies' own counts.
 fn tlb_extra(k: &Kernel, extra: &mut Extra) {
-    extra.insert("ttu_steps".into(), j(k.ttu_steps));
-    extra.insert("ttu_ptes".into(), j(k.ttu_ptes));
     extra.insert(
         "mm_cpumask_weight".into(),
         serde_json::Value::from(
@@ -216,21 +209,15 @@ fn tlb_extra(k: &Kernel, extra: &mut Extra) {
     );
     if k.arch == crate::arch::Arch::Arm64 {
         // arm64 only, so that x86 documents stay as they were.
-        extra.insert("tlbi_ops".into(), j(k.tlbi_ops));
-        extra.insert("dsb_ish".into(), j(k.dsb_ish));
-        extra.insert("contpte_unfolds".into(), j(k.contpte_unfolds));
-        extra.insert("referenced_steps".into(), j(k.referenced_steps));
-        extra.insert("young_tests".into(), j(k.young_tests));
+        extra.extend(k.vmstat.json(Place::Arm64));
     }
     if let Some(s) = &k.invlpgb {
         // machine.invlpgb runs only, so that other documents stay as they were.
-        extra.insert("invlpgb_ops".into(), j(s.invlpgb_ops));
-        extra.insert("tlbsync".into(), j(s.tlbsyncs));
+        extra.extend(k.vmstat.json(Place::Invlpgb));
         extra.insert("global_asids".into(), j(s.global_asids));
     }
     if k.has(Patch::Luf) {
-        extra.insert("luf_deferred_pages".into(), j(k.luf.deferred_pages));
-        extra.insert("luf_flushes".into(), j(k.luf.flushes));
+        extra.extend(k.vmstat.json(Place::Luf));
     }
 }
 
@@ -239,86 +226,122 @@ fn mglru_extra(k: &Kernel, extra: &mut Extra) {
     if k.has(Patch::Mglru) {
         let g = &k.lruvec.lrugen;
         extra.insert("mglru_max_seq".into(), j(g.max_seq));
-        extra.insert("mglru_aging".into(), j(g.nr_aging));
-        extra.insert("mglru_dirty_bumped".into(), j(g.nr_dirty_bumped));
-        extra.insert("mglru_flusher_wakeups".into(), j(g.nr_flusher_wakeups));
-        extra.insert(
-            "mglru_breakdown".into(),
-            serde_json::json!({
-                "reclaim_passes": g.nr_passes,
-                "max_dirty_bumped_per_pass": g.max_dirty_bumped_pass,
-                "dirty_rebumped": g.nr_dirty_rebumped,
-                "aging_hot_pages_in_two_oldest_gens": g.aging_hot_in_oldest,
-                "aging_pages_in_two_oldest_gens": g.aging_pages_in_oldest,
-                "dirty_wait_ms_mean": k.wb.dirty_wait_ns / k.wb.dirty_wait_pages.max(1) / 1_000_000,
-                "dirty_pages_written": k.wb.dirty_wait_pages,
-                "reclaim_tagged_wait_ms_mean": k.wb.reclaim_wait_ns / k.wb.reclaim_wait_pages.max(1) / 1_000_000,
-                "reclaim_tagged_written": k.wb.reclaim_wait_pages,
-            }),
-        );
+        extra.extend(k.vmstat.json(Place::Mglru));
+        let mut breakdown = serde_json::json!({
+            "max_dirty_bumped_per_pass": g.max_dirty_bumped_pass,
+            "dirty_wait_ms_mean": mean_ms(k.vmstat[DIRTY_WAIT_NS], k.vmstat[DIRTY_WAIT_PAGES]),
+            "reclaim_tagged_wait_ms_mean": mean_ms(k.vmstat[RECLAIM_WAIT_NS], k.vmstat[RECLAIM_WAIT_PAGES]),
+        });
+        object(&mut breakdown).extend(k.vmstat.json(Place::MglruBreakdown));
+        extra.insert("mglru_breakdown".into(), breakdown);
     }
 }
 
 /// Writeback: the flusher, dirty throttling and reclaim's waits on it.
 fn writeback_extra(k: &Kernel, extra: &mut Extra) {
-    if k.wb.nr_written > 0 {
-        extra.insert("writeback_pages".into(), j(k.wb.nr_written));
-        extra.insert("writeback_rotated".into(), j(k.wb.nr_rotated));
-        extra.insert(
-            "flusher_runs".into(),
-            serde_json::json!({
-                "vmscan": k.wb.runs_vmscan,
-                "background": k.wb.runs_background,
-                "periodic": k.wb.runs_periodic,
-            }),
-        );
+    if k.vmstat[NR_WRITTEN] > 0 {
+        // /proc/vmstat's nr_written and pgrotated again, under the model's older names.
+        extra.insert("writeback_pages".into(), j(k.vmstat[NR_WRITTEN]));
+        extra.insert("writeback_rotated".into(), j(k.vmstat[PGROTATED]));
+        let runs = k.vmstat.json(Place::FlusherRuns).collect();
+        extra.insert("flusher_runs".into(), serde_json::Value::Object(runs));
         if k.wb.flusher.is_some() {
-            extra.insert("flusher_steps".into(), j(k.wb.flusher_steps));
-            extra.insert("flusher_steps_lazy".into(), j(k.wb.flusher_steps_lazy));
-            if k.wb.tag_waits > 0 {
-                extra.insert("flusher_request_waits".into(), j(k.wb.tag_waits));
+            extra.extend(k.vmstat.json(Place::Flusher));
+            let waits = k.vmstat[FLUSHER_REQUEST_WAITS];
+            if waits > 0 {
+                extra.insert(FLUSHER_REQUEST_WAITS.name().into(), j(waits));
             }
         }
     }
-    if k.wb.dirty_pauses + k.wb.reclaim_writeback_waits + k.wb.reclaim_throttles > 0 {
-        extra.insert(
-            "dirty_throttling".into(),
-            serde_json::json!({
-                "balance_dirty_pages_pauses": k.wb.dirty_pauses,
-                "balance_dirty_pages_pause_ms": k.wb.dirty_pause_ns / 1_000_000,
-                "reclaim_folio_wait_writeback": k.wb.reclaim_writeback_waits,
-                "reclaim_throttle_writeback": k.wb.reclaim_throttles,
-                "reclaim_throttle_sleeps": k.wb.throttle_sleeps,
-            }),
-        );
+    if k.vmstat[DIRTY_PAUSES] + k.vmstat[RECLAIM_WRITEBACK_WAITS] + k.vmstat[RECLAIM_THROTTLES] > 0
+    {
+        let mut throttling = serde_json::json!({
+            "balance_dirty_pages_pause_ms": k.vmstat[DIRTY_PAUSE_NS] / 1_000_000,
+        });
+        object(&mut throttling).extend(k.vmstat.json(Place::DirtyThrottling));
+        extra.insert("dirty_throttling".into(), throttling);
     }
 }
 
 /// Page-cache reads: readahead, fault-around, where the pages came from.
 fn file_extra(k: &Kernel, extra: &mut Extra) {
-    if k.ra.pages_zeroed + k.ra.pages_from_device > 0 {
-        extra.insert("file_pages_zeroed".into(), j(k.ra.pages_zeroed));
-        extra.insert(
-            "file_pages_read_from_device".into(),
-            j(k.ra.pages_from_device),
-        );
+    let from = k.vmstat.to_map(Place::FileRead);
+    if from.values().any(|&v| v > 0) {
+        extra.extend(from.into_iter().map(|(key, v)| (key, j(v))));
     }
-    if k.wb.io_wait_ns > 0 {
+    if k.vmstat[FILE_READ_WAIT_NS] > 0 {
         extra.insert(
             "file_read_wait_seconds".into(),
-            serde_json::Value::from(k.wb.io_wait_ns as f64 / 1e9),
+            serde_json::Value::from(k.vmstat[FILE_READ_WAIT_NS] as f64 / 1e9),
         );
-    }
-    if k.ra.charge_failures > 0 {
-        extra.insert("readahead_charge_failures".into(), j(k.ra.charge_failures));
-    }
-    if k.ra.fault_around_pages > 0 {
-        extra.insert("fault_around_pages".into(), j(k.ra.fault_around_pages));
     }
     if k.ra.folios_by_order.iter().any(|&n| n > 0) {
         extra.insert(
             "readahead_folios_by_order".into(),
             serde_json::json!(k.ra.folios_by_order),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Interleave, Policy, SimConfig};
+    use crate::mm::swap::{BlockConfig, IrqCpu};
+    use crate::mm::vmstat::VmEventItem;
+
+    /// The value of `name` where `place` puts it in a run's counters and extras.
+    fn serialised(
+        counters: &BTreeMap<String, u64>,
+        extra: &Extra,
+        place: Place,
+        name: &str,
+    ) -> Option<u64> {
+        let object = |key: &str| extra.get(key).and_then(|o| o.get(name));
+        match place {
+            Place::Vmstat | Place::VmstatBlockSwap => counters.get(name).copied(),
+            Place::MglruBreakdown => object("mglru_breakdown")?.as_u64(),
+            Place::FlusherRuns => object("flusher_runs")?.as_u64(),
+            Place::DirtyThrottling => object("dirty_throttling")?.as_u64(),
+            Place::SwapBlock => object("swap_block")?.as_u64(),
+            Place::MigrationsByCause => extra["placement"]["migrations_by_cause"]
+                .get(name)?
+                .as_u64(),
+            Place::Custom => None,
+            _ => extra.get(name)?.as_u64(),
+        }
+    }
+
+    /// With every feature on and every counter nonzero (each a different value), each item
+    /// outside `Custom` appears under its name, in its place, with its own count: a new
+    /// item needs no line in this file to be reported.
+    #[test]
+    fn every_item_is_in_the_document_under_its_name() {
+        let mut policy = Policy::linux_6_18();
+        policy.set(Patch::Luf, true);
+        policy.set(Patch::Mglru, true);
+        let cfg = SimConfig {
+            interleave: Interleave::Folio,
+            ..Default::default()
+        };
+        let mut k = Kernel::new(cfg, policy, 2, 1024, 1024, 60, 1);
+        k.arch = crate::arch::Arch::Arm64;
+        k.invlpgb = Some(crate::arch::x86::invlpgb::Invlpgb::new(2));
+        k.pgdat.enabled = true;
+        k.wb.flusher = Some(0);
+        k.swap.set_block(BlockConfig {
+            irq: IrqCpu::Submitter,
+            page_cluster: 3,
+        });
+        for (n, &item) in VmEventItem::ALL.iter().enumerate() {
+            k.vmstat.count_vm_events(item, 1000 + n as u64);
+        }
+        let (counters, extra) = (counters(&k), extra(&k, 1.0));
+        for &item in VmEventItem::ALL {
+            if item.place() != Place::Custom {
+                let got = serialised(&counters, &extra, item.place(), item.name());
+                assert_eq!(got, Some(k.vmstat[item]), "{item:?} as {}", item.name());
+            }
+        }
     }
 }

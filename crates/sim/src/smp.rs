@@ -19,6 +19,7 @@
 //! timing when the sender runs, with what the target has recorded so far.
 
 use crate::kernel::{CpuId, Kernel};
+use crate::mm::vmstat::VmEventItem::*;
 use crate::timeline::{partition_point_back, History, Timeline};
 
 /// Interrupts-off periods remembered per CPU (older ones are forgotten: an IPI at a time
@@ -58,7 +59,8 @@ struct CallIrq {
     end: u64,
 }
 
-/// Per-CPU call_single_queue state and the interrupts-off windows, plus counters.
+/// Per-CPU call_single_queue state and the interrupts-off windows (the counters are
+/// SMP_CALLS.. in mm/vm_event_item.rs).
 pub struct Smp {
     pub irq_off: Vec<IrqOff>,
     /// Per CPU, (first call queued, interrupt), sorted by the first.
@@ -66,13 +68,6 @@ pub struct Smp {
     /// Per CPU, the latest handler entry remembered: a call queued at or after it finds the
     /// queue empty (a fast path).
     latest_entry: Vec<u64>,
-    /// Calls queued to remote CPUs, and those that found the queue non-empty (no IPI sent).
-    pub calls: u64,
-    pub calls_sharing_irq: u64,
-    /// Interrupts whose handler started late because the target had interrupts off, and the
-    /// total delay (ns).
-    pub irq_off_delayed: u64,
-    pub irq_off_delay_ns: u64,
 }
 
 impl Smp {
@@ -81,10 +76,6 @@ impl Smp {
             irq_off: vec![IrqOff::default(); nr_cpus],
             irqs: vec![History::new(); nr_cpus],
             latest_entry: vec![0; nr_cpus],
-            calls: 0,
-            calls_sharing_irq: 0,
-            irq_off_delayed: 0,
-            irq_off_delay_ns: 0,
         }
     }
 
@@ -142,11 +133,11 @@ impl Kernel {
     /// (the engine ran the other sender ahead) shares it when its own IPI would not have been
     /// taken before that first call was queued: in time it was first and the other rode on it.
     pub fn smp_queue_call(&mut self, target: CpuId, queued: u64, work: u64) -> u64 {
-        self.smp.calls += 1;
+        self.vmstat.count_vm_event(SMP_CALLS);
         let arrive = queued + self.cost.ipi_delivery;
         let entry = self.smp.irq_off[target].irqs_on_at(arrive);
         if let Some(ix) = self.smp.pending_irq(target, queued, entry) {
-            self.smp.calls_sharing_irq += 1;
+            self.vmstat.count_vm_event(SMP_CALLS_SHARING_IRQ);
             let (q, irq) = &mut self.smp.irqs[target][ix];
             // Keyed by its first call; this one may be earlier (the order stays sorted: no
             // other interrupt was queued between them, or this call would have joined it).
@@ -159,8 +150,9 @@ impl Kernel {
             return end;
         }
         if entry > arrive {
-            self.smp.irq_off_delayed += 1;
-            self.smp.irq_off_delay_ns += entry - arrive;
+            self.vmstat.count_vm_event(IPI_IRQ_OFF_DELAYED);
+            self.vmstat
+                .count_vm_events(IPI_IRQ_OFF_DELAY_NS, entry - arrive);
         }
         self.irq.function_call_interrupts[target] += 1;
         let end = entry + self.cost.ipi_handle + work;
@@ -176,16 +168,6 @@ impl Kernel {
         let t = self.cpus[cpu].clock;
         self.smp.irq_off[cpu].push(t, t + ns);
         self.charge(cpu, ns);
-    }
-
-    /// Call and interrupt statistics for the result's `extra`.
-    pub fn smp_stats(&self) -> Vec<(&'static str, u64)> {
-        vec![
-            ("smp_calls", self.smp.calls),
-            ("smp_calls_sharing_irq", self.smp.calls_sharing_irq),
-            ("ipi_irq_off_delayed", self.smp.irq_off_delayed),
-            ("ipi_irq_off_delay_ns", self.smp.irq_off_delay_ns),
-        ]
     }
 }
 
@@ -210,6 +192,7 @@ mod tests {
 mod kernel_tests {
     use crate::config::{Policy, SimConfig};
     use crate::kernel::{Backing, Kernel};
+    use crate::mm::vmstat::VmEventItem::*;
 
     /// Three CPUs run one mm; CPU 2 holds lru_lock with interrupts off over [1000, 5000).
     fn machine() -> (Kernel, usize) {
@@ -240,9 +223,15 @@ mod kernel_tests {
         // CPU 0 flushes at 1000: CPU 1 answers at once, CPU 2 only when its lock is dropped.
         k.cpus[0].clock = 1000;
         k.x86_flush_tlb_mm_range(0, mm, 0, 1, false);
-        assert_eq!(k.smp.irq_off_delayed, 1, "only CPU 2 had interrupts off");
+        assert_eq!(
+            k.vmstat[IPI_IRQ_OFF_DELAYED], 1,
+            "only CPU 2 had interrupts off"
+        );
         let queued_to_2 = 1000 + 2 * send;
-        assert_eq!(k.smp.irq_off_delay_ns, 5000 - (queued_to_2 + deliver));
+        assert_eq!(
+            k.vmstat[IPI_IRQ_OFF_DELAY_NS],
+            5000 - (queued_to_2 + deliver)
+        );
         // The sender waited for CPU 2's handler, which started at 5000.
         assert!(k.cpus[0].clock >= 5000 + handle, "{}", k.cpus[0].clock);
 
@@ -252,7 +241,7 @@ mod kernel_tests {
         k.x86_flush_tlb_mm_range(1, mm, 0, 1, false);
         assert_eq!(k.irq.function_call_interrupts[2], 1);
         assert_eq!(k.irq.tlb_shootdowns[2], 2);
-        assert_eq!(k.smp.calls_sharing_irq, 1);
+        assert_eq!(k.vmstat[SMP_CALLS_SHARING_IRQ], 1);
         let cal: u64 = k.irq.function_call_interrupts.iter().sum();
         let tlb: u64 = k.irq.tlb_shootdowns.iter().sum();
         assert!(cal < tlb, "CAL {cal} TLB {tlb}");
@@ -266,13 +255,13 @@ mod kernel_tests {
         let (send, deliver, handle) = (k.cost.ipi_send, k.cost.ipi_delivery, k.cost.ipi_handle);
         k.cpus[0].clock = 1000;
         k.x86_flush_tlb_mm_range(0, mm, 0, 1, false);
-        assert_eq!(k.smp.irq_off_delayed, 0);
+        assert_eq!(k.vmstat[IPI_IRQ_OFF_DELAYED], 0);
         let work = k.cost.local_flush_one;
         assert_eq!(k.cpus[0].clock, 1000 + 2 * send + deliver + handle + work);
         // The next flush from CPU 1 comes after CPU 2's handler took its queue: a new IPI.
         k.cpus[1].clock = k.cpus[0].clock;
         k.x86_flush_tlb_mm_range(1, mm, 0, 1, false);
         assert_eq!(k.irq.function_call_interrupts[2], 2);
-        assert_eq!(k.smp.calls_sharing_irq, 0);
+        assert_eq!(k.vmstat[SMP_CALLS_SHARING_IRQ], 0);
     }
 }

@@ -9,8 +9,10 @@ use reclaimlab_sim::arch::x86::invlpgb::Invlpgb;
 use reclaimlab_sim::config::Policy;
 use reclaimlab_sim::kernel::{Backing, Kernel};
 use reclaimlab_sim::mm::memory::Access;
+use reclaimlab_sim::mm::mm_types_task::TlbUbc;
 use reclaimlab_sim::mm::pgtable::pte_pfn;
-use reclaimlab_sim::mm::rmap::{TlbUbc, TTU_BATCH_FLUSH};
+use reclaimlab_sim::mm::rmap::TTU_BATCH_FLUSH;
+use reclaimlab_sim::mm::vmstat::VmEventItem::*;
 
 /// A kernel with INVLPGB in use on `cpus` CPUs.
 fn invlpgb_kernel(cpus: usize) -> Kernel {
@@ -53,7 +55,7 @@ fn interrupts(k: &Kernel) -> u64 {
 fn reclaim_batch_flush_is_one_broadcast_without_ipis() {
     let mut k = invlpgb_kernel(4);
     let mm = threaded_mm(&mut k, &[1, 2], 8);
-    let mut ubc = TlbUbc::new(4);
+    let mut ubc = TlbUbc::new(k.arch, 4);
     for vp in 0..8 {
         k.try_to_unmap(0, &mut ubc, pte_pfn(k.mms[mm].ptes[vp]), TTU_BATCH_FLUSH);
     }
@@ -61,8 +63,7 @@ fn reclaim_batch_flush_is_one_broadcast_without_ipis() {
     let t0 = k.cpus[0].clock;
     k.try_to_unmap_flush(0, &mut ubc);
     assert_eq!(interrupts(&k), 0, "INVLPGB sends no IPI");
-    let s = k.invlpgb.as_ref().unwrap();
-    assert_eq!((s.invlpgb_ops, s.tlbsyncs), (1, 1));
+    assert_eq!((k.vmstat[INVLPGB_OPS], k.vmstat[TLBSYNC]), (1, 1));
     // The sender paid INVLPGB + TLBSYNC for 4 CPUs, nothing else.
     let c = &k.cost;
     assert_eq!(
@@ -101,7 +102,7 @@ fn an_mm_on_more_than_three_cpus_moves_to_broadcast_and_one_on_three_does_not() 
     assert_eq!(flush_every_tick(&mut k, 1, big), 0, "broadcast: no IPIs");
     let s = k.invlpgb.as_ref().unwrap();
     assert!(s.global(big) && s.global_asids == 1);
-    assert!(s.invlpgb_ops > 0);
+    assert!(k.vmstat[INVLPGB_OPS] > 0);
     assert!(k.check_invariants_tlb_only().is_empty());
 
     let mut k = invlpgb_kernel(6);

@@ -9,8 +9,10 @@ use reclaimlab_sim::arch::Arch;
 use reclaimlab_sim::config::{Patch, Policy};
 use reclaimlab_sim::kernel::{Backing, File, Kernel};
 use reclaimlab_sim::mm::memory::Access;
+use reclaimlab_sim::mm::mm_types_task::TlbUbc;
 use reclaimlab_sim::mm::pgtable::*;
-use reclaimlab_sim::mm::rmap::{TlbUbc, TTU_BATCH_FLUSH};
+use reclaimlab_sim::mm::rmap::TTU_BATCH_FLUSH;
+use reclaimlab_sim::mm::vmstat::VmEventItem::*;
 
 /// A 3-CPU kernel of `arch` with a 64-page file mapped read-only; tasks on CPUs 0 and 1 read
 /// pages 0..32, then CPU 1 goes idle (lazy TLB on x86). Returns the kernel and the folios of
@@ -48,26 +50,30 @@ fn arm64_defers_and_one_dsb_completes_a_batch_on_every_cpu() {
     // Deferral does not depend on mm_cpumask (arm64 keeps none).
     assert_eq!(k.mms[0].cpumask.weight(), 0);
     assert!(k.arch_tlbbatch_should_defer(0, 0));
-    let mut ubc = TlbUbc::new(3);
-    let (dsb0, tlbi0) = (k.dsb_ish, k.tlbi_ops);
+    let mut ubc = TlbUbc::new(k.arch, 3);
+    let (dsb0, tlbi0) = (k.vmstat[DSB_ISH], k.vmstat[TLBI_OPS]);
     for f in [f0, f1] {
         assert!(k.try_to_unmap(0, &mut ubc, f, TTU_BATCH_FLUSH));
     }
     // The TLBIs went out at add_pending and reached the idle CPU's ASID-tagged TLB too.
-    assert!(k.tlbi_ops > tlbi0);
+    assert!(k.vmstat[TLBI_OPS] > tlbi0);
     assert!((0..32).all(|vp| !cached_on(&k, 0, vp) && !cached_on(&k, 1, vp)));
     assert_eq!(
-        k.dsb_ish,
+        k.vmstat[DSB_ISH],
         dsb0 + 2,
         "6.18 unfolds each block with a synchronous DSB"
     );
     k.try_to_unmap_flush(0, &mut ubc);
-    assert_eq!(k.dsb_ish, dsb0 + 3, "one DSB ISH for the whole batch");
+    assert_eq!(
+        k.vmstat[DSB_ISH],
+        dsb0 + 3,
+        "one DSB ISH for the whole batch"
+    );
     k.try_to_unmap_flush(0, &mut ubc);
-    assert_eq!(k.dsb_ish, dsb0 + 3, "nothing pending, no DSB");
+    assert_eq!(k.vmstat[DSB_ISH], dsb0 + 3, "nothing pending, no DSB");
     assert_eq!(k.irq.tlb_shootdowns.iter().sum::<u64>(), 0);
     assert_eq!(k.irq.function_call_interrupts.iter().sum::<u64>(), 0);
-    assert_eq!(k.vmstat.nr_tlb_remote_flush, 0);
+    assert_eq!(k.vmstat[NR_TLB_REMOTE_FLUSH], 0);
     let errs = k.check_invariants();
     assert!(errs.is_empty(), "{errs:?}");
 }
@@ -76,31 +82,42 @@ fn arm64_defers_and_one_dsb_completes_a_batch_on_every_cpu() {
 fn x86_batch_skips_the_lazy_cpu_where_arm64_broadcasts() {
     let (mut k, f0, _) = mapped_file(Arch::X86, 4, false);
     assert!(!k.pte_cont(0, 0), "no contpte on x86");
-    let mut ubc = TlbUbc::new(3);
+    let mut ubc = TlbUbc::new(k.arch, 3);
     assert!(k.try_to_unmap(0, &mut ubc, f0, TTU_BATCH_FLUSH));
     k.try_to_unmap_flush(0, &mut ubc);
     // CPU 1 is lazy: x86 sends it nothing now (it flushes when it switches back).
     assert!(cached_on(&k, 1, 0));
-    assert_eq!(k.vmstat.nr_tlb_remote_flush, 1);
-    assert_eq!((k.dsb_ish, k.tlbi_ops), (0, 0));
+    assert_eq!(k.vmstat[NR_TLB_REMOTE_FLUSH], 1);
+    assert_eq!((k.vmstat[DSB_ISH], k.vmstat[TLBI_OPS]), (0, 0));
 }
 
 #[test]
 fn batched_unmap_of_a_contpte_block_needs_no_unfold() {
     let (mut k, f0, _) = mapped_file(Arch::Arm64, 4, false);
     k.policy.set(Patch::FileLargeFolioUnmap, true);
-    let mut ubc = TlbUbc::new(3);
+    let mut ubc = TlbUbc::new(k.arch, 3);
     assert!(k.try_to_unmap(0, &mut ubc, f0, TTU_BATCH_FLUSH));
     k.try_to_unmap_flush(0, &mut ubc);
     // One range TLBI (FEAT_TLBIRANGE) for the 16 pages and the batch's DSB; no unfold.
-    assert_eq!((k.contpte_unfolds, k.tlbi_ops, k.dsb_ish), (0, 1, 1));
+    assert_eq!(
+        (
+            k.vmstat[CONTPTE_UNFOLDS],
+            k.vmstat[TLBI_OPS],
+            k.vmstat[DSB_ISH]
+        ),
+        (0, 1, 1)
+    );
     assert!(k.pte_cont(0, 16), "the other block is untouched");
 }
 
 /// folio_referenced on the folio of page 0: (referenced, steps, PTE tests, TLBI ops, young
 /// PTEs left in the folio).
 fn referenced(k: &mut Kernel, pfn: u32) -> (u32, u64, u64, u64, usize) {
-    let (s0, t0, i0) = (k.referenced_steps, k.young_tests, k.tlbi_ops);
+    let (s0, t0, i0) = (
+        k.vmstat[REFERENCED_STEPS],
+        k.vmstat[YOUNG_TESTS],
+        k.vmstat[TLBI_OPS],
+    );
     let r = k.folio_referenced(0, pfn);
     let young = k.mms[0].ptes[..16]
         .iter()
@@ -108,9 +125,9 @@ fn referenced(k: &mut Kernel, pfn: u32) -> (u32, u64, u64, u64, usize) {
         .count();
     (
         r,
-        k.referenced_steps - s0,
-        k.young_tests - t0,
-        k.tlbi_ops - i0,
+        k.vmstat[REFERENCED_STEPS] - s0,
+        k.vmstat[YOUNG_TESTS] - t0,
+        k.vmstat[TLBI_OPS] - i0,
         young,
     )
 }
@@ -173,10 +190,10 @@ fn order0_folios_are_never_contiguous() {
     let (mut k, f0, _) = mapped_file(Arch::Arm64, 0, false);
     assert!(!k.pte_cont(0, 0));
     assert_eq!(referenced(&mut k, f0).1, 1);
-    let mut ubc = TlbUbc::new(3);
+    let mut ubc = TlbUbc::new(k.arch, 3);
     assert!(k.try_to_unmap(0, &mut ubc, f0, TTU_BATCH_FLUSH));
     k.try_to_unmap_flush(0, &mut ubc);
-    assert_eq!((k.contpte_unfolds, k.dsb_ish), (0, 1));
+    assert_eq!((k.vmstat[CONTPTE_UNFOLDS], k.vmstat[DSB_ISH]), (0, 1));
 }
 
 fn sim(name: &str, sets: &[&str]) -> ResultDoc {

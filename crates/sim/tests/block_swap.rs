@@ -10,6 +10,7 @@ use reclaimlab_sim::mm::folio::pg;
 use reclaimlab_sim::mm::memory::Access;
 use reclaimlab_sim::mm::pgtable::*;
 use reclaimlab_sim::mm::swap::{BlockConfig, IrqCpu, SwapConfig};
+use reclaimlab_sim::mm::vmstat::VmEventItem::*;
 
 fn block_kernel(cpus: usize, irq: IrqCpu) -> Kernel {
     block_kernel_cgroup(cpus, irq, false)
@@ -60,7 +61,7 @@ fn swapped_out(irq: IrqCpu) -> (Kernel, usize, usize) {
     // pageout only started the writes: nothing is freed yet, every page is under writeback.
     assert_eq!(reclaimed, 0);
     assert_eq!(k.mms[mm].rss, 0);
-    assert!(k.vmstat.pswpout >= 8);
+    assert!(k.vmstat[PSWPOUT] >= 8);
     for vp in 0..8 {
         let pte = k.mms[mm].ptes[vp];
         assert!(
@@ -70,20 +71,24 @@ fn swapped_out(irq: IrqCpu) -> (Kernel, usize, usize) {
         let f = k.folios.get(pte_pfn(pte));
         assert!(f.test(pg::WRITEBACK) && f.test(pg::RECLAIM) && !f.test(pg::DIRTY));
     }
-    assert_eq!(k.wb.nr_rotated, 0);
+    assert_eq!(k.vmstat[PGROTATED], 0);
     // The writes complete: folio_end_writeback rotates each to the inactive tail.
     k.cpus[0].clock += 2_000_000_000;
     k.writeback_poll(0);
-    assert!(k.wb.nr_rotated >= 8, "pgrotated {}", k.wb.nr_rotated);
+    assert!(
+        k.vmstat[PGROTATED] >= 8,
+        "pgrotated {}",
+        k.vmstat[PGROTATED]
+    );
     for vp in 0..8 {
         let f = k.folios.get(pte_pfn(k.mms[mm].ptes[vp]));
         assert!(!f.test(pg::WRITEBACK) && !f.test(pg::ACTIVE) && f.test(pg::LRU));
     }
     // A later scan frees them, clean, without writing them again.
-    let written = k.vmstat.pswpout;
+    let written = k.vmstat[PSWPOUT];
     let reclaimed = k.try_to_free_mem_cgroup_pages(0, 8);
     assert!(reclaimed >= 8, "reclaimed {reclaimed}");
-    assert_eq!(k.vmstat.pswpout, written);
+    assert_eq!(k.vmstat[PSWPOUT], written);
     for vp in 0..8 {
         let pte = k.mms[mm].ptes[vp];
         assert!(
@@ -98,9 +103,8 @@ fn swapped_out(irq: IrqCpu) -> (Kernel, usize, usize) {
 #[test]
 fn swap_out_completes_asynchronously_rotates_then_frees() {
     let (k, _, _) = swapped_out(IrqCpu::Submitter);
-    let b = k.swap.block.as_ref().unwrap();
-    assert!(b.write_requests >= 1);
-    assert!(b.writes_done >= 8);
+    assert!(k.vmstat[SWAP_WRITE_REQUESTS] >= 1);
+    assert!(k.vmstat[SWAP_WRITES_COMPLETED] >= 8);
 }
 
 #[test]
@@ -116,11 +120,11 @@ fn cgroup_v1_reclaim_waits_for_swap_writeback_and_v2_does_not() {
         if v1 {
             // Case 3 (!writeback_throttling_sane): a folio met again under writeback with
             // PG_reclaim is waited for (folio_wait_writeback), then freed.
-            assert!(k.wb.reclaim_writeback_waits > 0);
+            assert!(k.vmstat[RECLAIM_WRITEBACK_WAITS] > 0);
             assert!(reclaimed > 0, "v1 reclaimed {reclaimed}");
         } else {
             // Case 2: tagged and reactivated; nothing freed until the writes complete.
-            assert_eq!(k.wb.reclaim_writeback_waits, 0);
+            assert_eq!(k.vmstat[RECLAIM_WRITEBACK_WAITS], 0);
             assert_eq!(reclaimed, 0);
         }
         assert_invariants(&mut k);
@@ -131,7 +135,7 @@ fn cgroup_v1_reclaim_waits_for_swap_writeback_and_v2_does_not() {
 fn swap_in_reads_ahead_and_the_faulting_task_sleeps() {
     let (mut k, mm, t) = swapped_out(IrqCpu::Submitter);
     k.context_switch(1, Some(t));
-    let pswpin = k.vmstat.pswpin;
+    let pswpin = k.vmstat[PSWPIN];
     let fault = |k: &mut Kernel, vp: u64| {
         assert_eq!(k.user_access(1, mm, vp, false), Access::Fault);
         let now = k.cpus[1].clock;
@@ -144,27 +148,25 @@ fn swap_in_reads_ahead_and_the_faulting_task_sleeps() {
     let (until, waker) = sleep.expect("the faulting task sleeps on its read");
     assert!(until > now);
     assert_eq!(waker, Some(1));
-    assert_eq!(k.vmstat.pswpin - pswpin, 1);
+    assert_eq!(k.vmstat[PSWPIN] - pswpin, 1);
     // An adjacent fault: a window of two (page 1 and page 2 ahead).
     let _ = fault(&mut k, 1);
-    assert_eq!(k.vmstat.pswpin - pswpin, 3);
-    let b = k.swap.block.as_ref().unwrap();
-    assert_eq!((b.swap_ra, b.swap_ra_hit), (1, 0));
+    assert_eq!(k.vmstat[PSWPIN] - pswpin, 3);
+    assert_eq!((k.vmstat[SWAP_RA], k.vmstat[SWAP_RA_HIT]), (1, 0));
     // Page 2 is in the swap cache, its read still in flight: a minor fault that sleeps on it.
-    let majflt = k.vmstat.pgmajfault;
+    let majflt = k.vmstat[PGMAJFAULT];
     let (_, sleep) = fault(&mut k, 2);
     assert!(
         sleep.is_some(),
         "a fault on a readahead folio in flight waits for it"
     );
-    assert_eq!(k.vmstat.pgmajfault, majflt);
-    let b = k.swap.block.as_ref().unwrap();
-    assert_eq!(b.swap_ra_hit, 1);
-    assert_eq!(b.read_sleeps_on_readahead, 1);
+    assert_eq!(k.vmstat[PGMAJFAULT], majflt);
+    assert_eq!(k.vmstat[SWAP_RA_HIT], 1);
+    assert_eq!(k.vmstat[SWAPIN_SLEEPS_ON_READAHEAD], 1);
     // With one hit the window grows to four: pages 3..7, three of them ahead.
     let _ = fault(&mut k, 3);
-    assert_eq!(k.vmstat.pswpin - pswpin, 7);
-    assert_eq!(k.swap.block.as_ref().unwrap().swap_ra, 4);
+    assert_eq!(k.vmstat[PSWPIN] - pswpin, 7);
+    assert_eq!(k.vmstat[SWAP_RA], 4);
     // Read faults keep the swap slots: the folios stay in the swap cache.
     for vp in 0..4 {
         let pfn = pte_pfn(k.mms[mm].ptes[vp]);

@@ -9,8 +9,10 @@ use reclaimlab_sim::config::{Patch, Policy};
 use reclaimlab_sim::kernel::{Backing, File, Kernel};
 use reclaimlab_sim::mm::folio::pg;
 use reclaimlab_sim::mm::memory::Access;
+use reclaimlab_sim::mm::mm_types_task::TlbUbc;
 use reclaimlab_sim::mm::pgtable::*;
-use reclaimlab_sim::mm::rmap::{TlbUbc, TTU_BATCH_FLUSH};
+use reclaimlab_sim::mm::rmap::TTU_BATCH_FLUSH;
+use reclaimlab_sim::mm::vmstat::VmEventItem::*;
 
 /// A 2-CPU kernel with a 64-page file mapped read-only, its first 16 pages read by a task on
 /// CPU 0. Returns the kernel and the folio of page 0.
@@ -38,8 +40,8 @@ fn mapped_file(order: u8, patch: bool) -> (Kernel, u32) {
 
 /// Unmap page 0's folio; returns (try_to_unmap_one steps, PTEs cleared, reclaim CPU ns).
 fn unmap(k: &mut Kernel, pfn: u32) -> (u64, u64, u64) {
-    let (s0, p0, c0) = (k.ttu_steps, k.ttu_ptes, k.cpus[0].clock);
-    let mut ubc = TlbUbc::new(2);
+    let (s0, p0, c0) = (k.vmstat[TTU_STEPS], k.vmstat[TTU_PTES], k.cpus[0].clock);
+    let mut ubc = TlbUbc::new(k.arch, 2);
     assert!(k.try_to_unmap(0, &mut ubc, pfn, TTU_BATCH_FLUSH));
     k.try_to_unmap_flush(0, &mut ubc);
     assert!(!k.folios.get(pfn).test(pg::MAPPED));
@@ -48,7 +50,11 @@ fn unmap(k: &mut Kernel, pfn: u32) -> (u64, u64, u64) {
     assert_eq!(k.mms[0].rss, 16 - nr as u64);
     let errs = k.check_invariants();
     assert!(errs.is_empty(), "{errs:?}");
-    (k.ttu_steps - s0, k.ttu_ptes - p0, k.cpus[0].clock - c0)
+    (
+        k.vmstat[TTU_STEPS] - s0,
+        k.vmstat[TTU_PTES] - p0,
+        k.cpus[0].clock - c0,
+    )
 }
 
 #[test]
@@ -58,7 +64,7 @@ fn order4_page_cache_folio_covers_16_pages() {
     assert_eq!((f.order, f.index), (4, 0));
     assert!(k.mms[0].ptes[..16].iter().all(|&p| pte_pfn(p) == pfn));
     assert_eq!(k.memcg.charged_pages(), 16);
-    assert_eq!(k.vmstat.pgmajfault, 1, "one read of the whole folio");
+    assert_eq!(k.vmstat[PGMAJFAULT], 1, "one read of the whole folio");
 }
 
 #[test]

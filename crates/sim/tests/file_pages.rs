@@ -7,6 +7,7 @@ mod common;
 use reclaimlab_core::ResultDoc;
 use reclaimlab_sim::config::{Policy, SimConfig};
 use reclaimlab_sim::kernel::{Backing, File, Kernel};
+use reclaimlab_sim::mm::vmstat::VmEventItem::*;
 
 fn kernel(cfg: SimConfig, limit_pages: u64) -> Kernel {
     Kernel::new(cfg, Policy::linux_6_18(), 2, limit_pages, 0, 60, 1)
@@ -66,10 +67,10 @@ fn balance_dirty_pages_pauses_a_writer_over_the_memcg_limit_on_v2_only() {
         k.cost.file_write_page = 100_000;
         sweep_file(&mut k, 1500, true);
         if v1 {
-            assert_eq!(k.wb.dirty_pauses, 0);
+            assert_eq!(k.vmstat[DIRTY_PAUSES], 0);
         } else {
-            assert!(k.wb.dirty_pauses > 0, "v2 writer never paused");
-            assert!(k.wb.dirty_pause_ns > 0);
+            assert!(k.vmstat[DIRTY_PAUSES] > 0, "v2 writer never paused");
+            assert!(k.vmstat[DIRTY_PAUSE_NS] > 0);
             assert!(
                 k.wb.nr_dirty + k.wb.nr_writeback <= k.dirty_thresh() + 1,
                 "dirty {} + writeback {} over the limit {}",
@@ -140,8 +141,9 @@ fn file_write_sweep_is_deterministic() {
 
 #[test]
 fn pmd_sized_file_folio_is_mapped_by_one_fault_and_unmapped_with_one_flush() {
+    use reclaimlab_sim::mm::mm_types_task::TlbUbc;
     use reclaimlab_sim::mm::pgtable::*;
-    use reclaimlab_sim::mm::rmap::{TlbUbc, TTU_BATCH_FLUSH};
+    use reclaimlab_sim::mm::rmap::TTU_BATCH_FLUSH;
     // Order-9 page-cache folios (sim.file_folio_order = 9), no readahead.
     let mut k = kernel(common::cfg(9), 1 << 20);
     k.files.push(File {
@@ -154,17 +156,17 @@ fn pmd_sized_file_folio_is_mapped_by_one_fault_and_unmapped_with_one_flush() {
         k.context_switch(cpu, Some(t));
     }
     k.user_access(1, mm, 700, false);
-    let faults = k.vmstat.pgfault;
+    let faults = k.vmstat[PGFAULT];
     for vp in 0..1024 {
         k.user_access(0, mm, vp, true);
     }
     // Page 0 faults once (mapping 0..512); page 512..1024 was PMD-mapped read-only by CPU 1's
     // read, so its first store takes one write-protect fault.
-    assert_eq!(k.vmstat.pgfault - faults, 2);
+    assert_eq!(k.vmstat[PGFAULT] - faults, 2);
     assert!(k.pmd_mapped(mm, 0) && k.pmd_mapped(mm, 1023));
     let pfn = pte_pfn(k.mms[mm].ptes[0]);
     let before: u64 = k.irq.tlb_shootdowns.iter().sum();
-    let mut ubc = TlbUbc::new(2);
+    let mut ubc = TlbUbc::new(k.arch, 2);
     assert!(k.try_to_unmap(0, &mut ubc, pfn, TTU_BATCH_FLUSH));
     // One synchronous flush of the 2 MiB (not a deferred batch), reaching CPU 1 once.
     assert!(!ubc.flush_required);
@@ -242,12 +244,12 @@ fn a_fault_resumed_after_a_throttle_sleep_does_not_read_around_again() {
         let read: u64 = k.ra.folios_by_order.iter().sum();
         if resumed {
             assert_eq!(read, 0, "a second read-around");
-            assert_eq!(k.vmstat.pgmajfault, 0);
+            assert_eq!(k.vmstat[PGMAJFAULT], 0);
             assert_eq!(k.ra.state.first().map_or(0, |s| s.mmap_miss), 0);
             assert!(k.ra.sync_done.is_empty());
         } else {
             assert_eq!(read, 64);
-            assert_eq!(k.vmstat.pgmajfault, 1);
+            assert_eq!(k.vmstat[PGMAJFAULT], 1);
             assert_eq!(k.ra.state[0].mmap_miss, 1);
         }
         // Either way the page is now mapped writable.
@@ -281,11 +283,11 @@ fn writeback_stops_at_the_device_queue_depth_and_merges_contiguous_pages() {
         // No flusher thread: wakeup_flusher_threads writes from CPU 0 at once.
         k.wb_start_all(0);
         if depth == 0 {
-            assert_eq!(k.wb.nr_written, 14);
+            assert_eq!(k.vmstat[NR_WRITTEN], 14);
             assert_eq!(k.wb.nr_dirty, 0);
         } else {
             // One merged request of 8 pages and three single pages fill the 4 tags.
-            assert_eq!(k.wb.nr_written, 11);
+            assert_eq!(k.vmstat[NR_WRITTEN], 11);
             assert_eq!(k.wb.nr_dirty, 3);
             assert_eq!(k.wb.requests.len(), 4);
         }
@@ -299,7 +301,7 @@ fn writeback_stops_at_the_device_queue_depth_and_merges_contiguous_pages() {
     let mut k = kernel(cfg, 1 << 20);
     dirty_file_pages(&mut k, &pages);
     k.wb_start_all(0);
-    assert_eq!(k.wb.nr_written, 8);
+    assert_eq!(k.vmstat[NR_WRITTEN], 8);
 }
 
 #[test]
@@ -316,7 +318,7 @@ fn each_request_costs_the_device_its_fixed_time_so_scattered_pages_write_slower(
         k.cost.file_write_request = 10_000;
         dirty_file_pages(&mut k, pages);
         k.wb_start_all(0);
-        assert_eq!(k.wb.nr_written, 16);
+        assert_eq!(k.vmstat[NR_WRITTEN], 16);
         k.wb.busy_until - k.cpus[0].clock
     };
     let contiguous: Vec<u32> = (0..16).collect();

@@ -6,10 +6,11 @@ mod common;
 
 use common::cfg;
 use reclaimlab_core::ResultDoc;
-use reclaimlab_sim::arch::x86::tlb::ArchTlbBatch;
+use reclaimlab_sim::arch::ArchTlbBatch;
 use reclaimlab_sim::config::{Patch, Policy};
 use reclaimlab_sim::kernel::{Backing, File, Kernel};
 use reclaimlab_sim::mm::page_alloc::Pgdat;
+use reclaimlab_sim::mm::vmstat::VmEventItem::*;
 use reclaimlab_sim::sched::RunQueues;
 
 /// A 2-CPU kernel whose node has `managed` pages, a file mapping of `pages` pages per CPU, a
@@ -73,7 +74,7 @@ fn kswapd_wakes_below_low_runs_lazily_and_sleeps_at_high() {
         free <= k.pgdat.wmark_low && free > k.pgdat.wmark_min,
         "free {free}"
     );
-    assert_eq!(k.kswapd.wakeups, 1);
+    assert_eq!(k.vmstat[KSWAPD_WAKEUPS], 1);
     // The wakeup from CPU 1 places kswapd on its previous CPU (0): no CPU is idle and
     // wake_affine_weight prefers prev; it preempts the reader there (which has had its slice): a
     // kernel thread keeps the reader's mm loaded and the CPU is lazy.
@@ -104,7 +105,7 @@ fn kswapd_wakes_below_low_runs_lazily_and_sleeps_at_high() {
     }
     assert!(!k.kswapd.running, "kswapd sleeps once balanced");
     assert!(k.node_free_pages() >= k.pgdat.wmark_high);
-    assert!(k.kswapd.pgsteal > 0 && k.kswapd.steps_lazy >= 1);
+    assert!(k.vmstat[PGSTEAL_KSWAPD] > 0 && k.vmstat[KSWAPD_STEPS_LAZY] >= 1);
     assert_eq!(k.cpus[0].curr, Some(0), "the reader runs again");
     // Balanced: an allocation above low does not wake it.
     k.wakeup_kswapd(1);
@@ -118,7 +119,7 @@ fn lazy_kswapd_cpu_is_skipped_by_batched_flush() {
     let (mut k, mms) = node(4096, 64);
     k.user_access(0, mms[0], 0, false);
     // mm 0 is loaded on CPU 0 (its reader): a batched flush from CPU 1 covering mm 0 IPIs it.
-    let mut b = ArchTlbBatch::new(2);
+    let mut b = ArchTlbBatch::new(k.arch, 2);
     k.arch_tlbbatch_add_pending(1, &mut b, mms[0], 0, 1);
     k.arch_tlbbatch_flush(1, &mut b);
     assert_eq!(k.irq.tlb_shootdowns[0], 1);
@@ -126,7 +127,7 @@ fn lazy_kswapd_cpu_is_skipped_by_batched_flush() {
     let kswapd = k.kswapd.task.unwrap();
     k.context_switch(0, Some(kswapd));
     assert!(k.cpus[0].is_lazy && k.cpus[0].loaded_mm == Some(mms[0]));
-    let mut b = ArchTlbBatch::new(2);
+    let mut b = ArchTlbBatch::new(k.arch, 2);
     k.arch_tlbbatch_add_pending(1, &mut b, mms[0], 0, 1);
     k.arch_tlbbatch_flush(1, &mut b);
     assert_eq!(k.irq.tlb_shootdowns[0], 1, "lazy CPU got a shootdown");

@@ -6,8 +6,10 @@ mod common;
 use reclaimlab_sim::config::{Patch, Policy, SimConfig};
 use reclaimlab_sim::kernel::{Backing, Kernel};
 use reclaimlab_sim::mm::memory::Access;
+use reclaimlab_sim::mm::mm_types_task::TlbUbc;
 use reclaimlab_sim::mm::pgtable::*;
-use reclaimlab_sim::mm::rmap::{TlbUbc, TTU_BATCH_FLUSH};
+use reclaimlab_sim::mm::rmap::TTU_BATCH_FLUSH;
+use reclaimlab_sim::mm::vmstat::VmEventItem::*;
 
 fn cfg() -> SimConfig {
     common::cfg(0)
@@ -48,7 +50,7 @@ fn flush_for_mm_only_on_cpu0_from_cpu0_sends_no_ipi() {
     let mut k = kernel(4, 1024);
     let mm = dirty_mm_on(&mut k, 0, 8);
     assert_eq!(k.mms[mm].cpumask.iter().collect::<Vec<_>>(), vec![0]);
-    let mut ubc = TlbUbc::new(4);
+    let mut ubc = TlbUbc::new(k.arch, 4);
     for vp in 0..8 {
         let pfn = pte_pfn(k.mms[mm].ptes[vp]);
         // Not deferred (no other CPU in the mask): flushed locally at once.
@@ -58,8 +60,8 @@ fn flush_for_mm_only_on_cpu0_from_cpu0_sends_no_ipi() {
     k.try_to_unmap_flush(0, &mut ubc);
     assert_eq!(tlb_total(&k), 0);
     assert_eq!(cal_total(&k), 0);
-    assert_eq!(k.vmstat.nr_tlb_remote_flush, 0);
-    assert_eq!(k.vmstat.nr_tlb_local_flush_one, 8, "one INVLPG per page");
+    assert_eq!(k.vmstat[NR_TLB_REMOTE_FLUSH], 0);
+    assert_eq!(k.vmstat[NR_TLB_LOCAL_FLUSH_ONE], 8, "one INVLPG per page");
     assert!(k.check_invariants_tlb_only().is_empty());
 }
 
@@ -71,7 +73,7 @@ fn two_cpu_mm_gets_one_ipi_per_batch_not_per_page() {
     let other = dirty_mm_on(&mut k, 0, 1);
     let _ = other;
     assert!(k.mms[mm].cpumask.test(1) && !k.mms[mm].cpumask.test(0));
-    let mut ubc = TlbUbc::new(4);
+    let mut ubc = TlbUbc::new(k.arch, 4);
     for vp in 0..20 {
         let pfn = pte_pfn(k.mms[mm].ptes[vp]);
         k.try_to_unmap(0, &mut ubc, pfn, TTU_BATCH_FLUSH);
@@ -81,7 +83,7 @@ fn two_cpu_mm_gets_one_ipi_per_batch_not_per_page() {
     k.try_to_unmap_flush(0, &mut ubc);
     assert_eq!(k.irq.tlb_shootdowns, vec![0, 1, 0, 0]);
     assert_eq!(k.irq.function_call_interrupts, vec![0, 1, 0, 0]);
-    assert_eq!(k.vmstat.nr_tlb_remote_flush, 1);
+    assert_eq!(k.vmstat[NR_TLB_REMOTE_FLUSH], 1);
     assert!(k.check_invariants_tlb_only().is_empty());
     // CPU 1's stale entries are gone: touching the pages faults again.
     assert_eq!(k.user_access(1, mm, 3, true), Access::Fault);
@@ -94,7 +96,7 @@ fn dirty_pte_forces_flush_before_pageout() {
     let _ = dirty_mm_on(&mut k, 0, 1);
     // Memcg reclaim from CPU 0: every folio of mm has a dirty PTE cached on CPU 1.
     let before = tlb_total(&k);
-    let pswpout0 = k.vmstat.pswpout;
+    let pswpout0 = k.vmstat[PSWPOUT];
     // Clear the young bits first so folio_check_references lets them go.
     for vp in 0..4 {
         k.mms[mm].ptes[vp] &= !PTE_YOUNG;
@@ -102,7 +104,7 @@ fn dirty_pte_forces_flush_before_pageout() {
     k.mms[1].ptes[0] &= !PTE_YOUNG;
     let reclaimed = k.try_to_free_mem_cgroup_pages(0, 4);
     assert!(reclaimed >= 4, "reclaimed {reclaimed}");
-    let written = k.vmstat.pswpout - pswpout0;
+    let written = k.vmstat[PSWPOUT] - pswpout0;
     let ipis = tlb_total(&k) - before;
     // One flush per written folio of mm (CPU 1 is in its mask); none batched past pageout.
     assert!(written >= 4);
@@ -137,7 +139,7 @@ fn reclaim_read_back_reclaim(synchronous_io: bool) -> (u64, u64, Kernel) {
     for vp in 0..8 {
         k.mms[mm].ptes[vp] &= !PTE_YOUNG;
     }
-    let w0 = k.vmstat.pswpout;
+    let w0 = k.vmstat[PSWPOUT];
     k.try_to_free_mem_cgroup_pages(0, 8);
     assert!(
         k.check_invariants().is_empty(),
@@ -145,7 +147,7 @@ fn reclaim_read_back_reclaim(synchronous_io: bool) -> (u64, u64, Kernel) {
         k.check_invariants()
     );
     let tlb = tlb_total(&k) - after_out;
-    (k.vmstat.pswpout - w0, tlb, k)
+    (k.vmstat[PSWPOUT] - w0, tlb, k)
 }
 
 #[test]
@@ -164,7 +166,7 @@ fn zram_swapin_skips_the_swap_cache_so_rereclaim_writes_again() {
     // the swap cache and frees the slot, so even a page only read since must be written again.
     let (written, _, k) = reclaim_read_back_reclaim(true);
     assert_eq!(written, 8, "every read-back page is paged out again");
-    assert_eq!(k.vmstat.pswpin, 8);
+    assert_eq!(k.vmstat[PSWPIN], 8);
     // A device without SWP_SYNCHRONOUS_IO keeps the swap copy of a read-faulted page: the
     // clean swap-cache folios are freed without pageout.
     let (written, _, _) = reclaim_read_back_reclaim(false);
@@ -179,14 +181,14 @@ fn lazy_cpu_gets_no_ipi_and_flushes_when_it_switches_back() {
     // CPU 1 goes idle: lazy TLB, mm stays loaded and in the mask.
     k.context_switch(1, None);
     assert!(k.cpus[1].is_lazy && k.cpus[1].loaded_mm == Some(mm));
-    let mut ubc = TlbUbc::new(2);
+    let mut ubc = TlbUbc::new(k.arch, 2);
     let pfn = pte_pfn(k.mms[mm].ptes[2]);
     k.try_to_unmap(0, &mut ubc, pfn, TTU_BATCH_FLUSH);
     assert!(ubc.flush_required);
     k.try_to_unmap_flush(0, &mut ubc);
     assert_eq!(tlb_total(&k), 0, "lazy CPUs are skipped");
     assert_eq!(
-        k.vmstat.nr_tlb_remote_flush, 1,
+        k.vmstat[NR_TLB_REMOTE_FLUSH], 1,
         "counted on the sender all the same"
     );
     // The stale entry is still there but unusable...
@@ -227,7 +229,7 @@ fn idle_cpu_that_left_the_mm_for_init_mm_gets_batched_flush_ipis() {
     assert!(!k.cpus[2].is_lazy && k.cpus[2].loaded_mm.is_none());
     assert_eq!(k.mms[mm].cpumask.iter().collect::<Vec<_>>(), vec![1, 2]);
     let cal_before = k.irq.function_call_interrupts.clone();
-    let mut ubc = TlbUbc::new(3);
+    let mut ubc = TlbUbc::new(k.arch, 3);
     let pfn = pte_pfn(k.mms[mm].ptes[2]);
     k.try_to_unmap(0, &mut ubc, pfn, TTU_BATCH_FLUSH);
     assert!(ubc.flush_required);
@@ -257,9 +259,9 @@ fn ceiling_turns_large_ranges_into_full_flushes() {
     let mut k = kernel(1, 1024);
     let mm = dirty_mm_on(&mut k, 0, 64);
     k.flush_tlb_mm_range(0, mm, 0, 33, true);
-    assert_eq!(k.vmstat.nr_tlb_local_flush_one, 33);
+    assert_eq!(k.vmstat[NR_TLB_LOCAL_FLUSH_ONE], 33);
     k.flush_tlb_mm_range(0, mm, 0, 34, true);
-    assert_eq!(k.vmstat.nr_tlb_local_flush_all, 1);
+    assert_eq!(k.vmstat[NR_TLB_LOCAL_FLUSH_ALL], 1);
 }
 
 #[test]
@@ -275,9 +277,9 @@ fn batch_dirty_flush_sends_one_ipi_per_batch_where_618_sends_one_per_folio() {
         }
         k.mms[1].ptes[0] &= !PTE_YOUNG;
         let before = tlb_total(&k);
-        let out0 = k.vmstat.pswpout;
+        let out0 = k.vmstat[PSWPOUT];
         k.try_to_free_mem_cgroup_pages(0, 32);
-        assert_eq!(k.vmstat.pswpout - out0, 21, "every dirty folio is written");
+        assert_eq!(k.vmstat[PSWPOUT] - out0, 21, "every dirty folio is written");
         assert!(
             k.check_invariants().is_empty(),
             "{:?}",
@@ -297,14 +299,14 @@ fn batch_dirty_flush_sends_one_ipi_per_batch_where_618_sends_one_per_folio() {
 
 #[test]
 fn two_calls_queued_to_one_busy_cpu_share_an_interrupt() {
-    use reclaimlab_sim::arch::x86::tlb::ArchTlbBatch;
+    use reclaimlab_sim::arch::ArchTlbBatch;
     // smp_call_function_many sends an IPI only when the target's call queue was empty: two
     // flush_tlb_func calls queued to CPU 2 before its handler took the queue run in one
     // interrupt (smp.rs).
     let mut k = kernel(3, 1024);
     let mm = dirty_mm_on(&mut k, 2, 4);
     let flush_from = |k: &mut Kernel, cpu: usize| {
-        let mut batch = ArchTlbBatch::new(3);
+        let mut batch = ArchTlbBatch::new(k.arch, 3);
         k.arch_tlbbatch_add_pending(cpu, &mut batch, mm, 0, 1);
         k.arch_tlbbatch_flush(cpu, &mut batch);
     };
@@ -347,14 +349,14 @@ fn populate_read_faults_in_without_a_tlb_fill_and_marks_accessed() {
     // second activates it (folio_mark_accessed).
     assert_eq!(k.user_access(0, mm, 1, true), Access::Fault);
     let pfn = pte_pfn(k.mms[mm].ptes[1]);
-    let act0 = k.vmstat.pgactivate;
+    let act0 = k.vmstat[PGACTIVATE];
     assert_eq!(k.populate_read(0, mm, 1), Access::Walk);
     assert!(k.folios.get(pfn).test(pg::REFERENCED));
     assert!(!k.folios.get(pfn).test(pg::ACTIVE));
     assert_eq!(k.populate_read(0, mm, 1), Access::Walk);
     assert!(k.folios.get(pfn).test(pg::ACTIVE));
     assert!(!k.folios.get(pfn).test(pg::REFERENCED));
-    assert_eq!(k.vmstat.pgactivate, act0 + 1);
+    assert_eq!(k.vmstat[PGACTIVATE], act0 + 1);
     assert!(
         k.check_invariants().is_empty(),
         "{:?}",
@@ -379,7 +381,7 @@ fn reclaimer_on_0_other_process_on_1() -> (Kernel, usize) {
 
 /// One reclaim batch (mm = NULL) from CPU 0 unmapping the mm's page `vp`.
 fn batch_flush(k: &mut Kernel, mm: usize, vp: usize) {
-    let mut ubc = TlbUbc::new(2);
+    let mut ubc = TlbUbc::new(k.arch, 2);
     k.try_to_unmap(0, &mut ubc, pte_pfn(k.mms[mm].ptes[vp]), TTU_BATCH_FLUSH);
     k.try_to_unmap_flush(0, &mut ubc);
 }

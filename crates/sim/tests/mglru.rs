@@ -10,6 +10,7 @@ use reclaimlab_sim::mm::folio::{pg, Pfn};
 use reclaimlab_sim::mm::lru_gen::{folio_lru_gen, gen_list, lru_gen_from_seq};
 use reclaimlab_sim::mm::memory::Access;
 use reclaimlab_sim::mm::pgtable::*;
+use reclaimlab_sim::mm::vmstat::VmEventItem::*;
 
 const PAGES: u64 = 256;
 
@@ -91,7 +92,7 @@ fn faults_enter_a_young_generation_and_eviction_takes_the_oldest_first() {
         (128..256).all(|vp| cached(&k, vp)),
         "the young generation is untouched"
     );
-    assert_eq!(k.vmstat.pgsteal_file, reclaimed);
+    assert_eq!(k.vmstat[PGSTEAL_FILE], reclaimed);
     // Page 0 sat at the tail of the oldest generation: it went first.
     assert!(!cached(&k, 0));
     let errs = k.check_invariants();
@@ -173,12 +174,12 @@ fn mglru_bumps_a_dirty_file_folio_to_min_seq_plus_one_with_pg_reclaim() {
         "the batch was not all dirty: no flusher"
     );
     assert_eq!(
-        k.vmstat.nr_vmscan_write, 0,
+        k.vmstat[NR_VMSCAN_WRITE], 0,
         "reclaim does not write file folios"
     );
-    assert_eq!(k.vmstat.nr_vmscan_immediate_reclaim, 0);
-    assert_eq!(k.lruvec.lrugen.nr_dirty_bumped, 1);
-    assert!(k.vmstat.pgsteal_file >= 32);
+    assert_eq!(k.vmstat[NR_VMSCAN_IMMEDIATE], 0);
+    assert_eq!(k.vmstat[MGLRU_DIRTY_BUMPED], 1);
+    assert!(k.vmstat[PGSTEAL_FILE] >= 32);
     let errs = k.check_invariants();
     assert!(errs.is_empty(), "{errs:?}");
 }
@@ -200,11 +201,11 @@ fn dirty_reactivate_sends_a_dirty_folio_through_shrink_folio_list_and_reactivate
     );
     assert!(!f.test(pg::WRITEBACK));
     assert_eq!(
-        k.vmstat.nr_vmscan_write, 0,
+        k.vmstat[NR_VMSCAN_WRITE], 0,
         "reclaim does not write file folios"
     );
-    assert_eq!(k.vmstat.nr_vmscan_immediate_reclaim, 1);
-    assert_eq!(k.lruvec.lrugen.nr_dirty_bumped, 0);
+    assert_eq!(k.vmstat[NR_VMSCAN_IMMEDIATE], 1);
+    assert_eq!(k.vmstat[MGLRU_DIRTY_BUMPED], 0);
     let errs = k.check_invariants();
     assert!(errs.is_empty(), "{errs:?}");
 }
@@ -225,7 +226,7 @@ fn writeback_completion_rotates_a_pg_reclaim_folio_to_the_oldest_tail() {
     assert!(!f.test(pg::WRITEBACK) && !f.test(pg::RECLAIM));
     let oldest = gen_list(lru_gen_from_seq(k.lruvec.lrugen.min_seq[1]), 1);
     assert_eq!(k.lruvec.tail(oldest), Some(pfn), "folio_rotate_reclaimable");
-    assert_eq!(k.wb.nr_rotated, 1);
+    assert_eq!(k.vmstat[PGROTATED], 1);
     let errs = k.check_invariants();
     assert!(errs.is_empty(), "{errs:?}");
 }
@@ -249,11 +250,11 @@ fn reclaim_reactivates_a_folio_under_writeback_with_pg_reclaim() {
         let f = k.folios.get(pfn_of(&k, vp));
         assert!(f.test(pg::RECLAIM) && f.test(pg::WRITEBACK), "page {vp}");
     }
-    assert!(k.vmstat.pgactivate >= 8, "reactivated");
+    assert!(k.vmstat[PGACTIVATE] >= 8, "reactivated");
     k.cpus[0].clock += 8 * k.cost.file_write_page;
     k.writeback_poll(0);
     // Rotated to the inactive file tail, ready to be freed.
-    assert_eq!(k.wb.nr_rotated, 8);
+    assert_eq!(k.vmstat[PGROTATED], 8);
     assert_eq!(k.try_to_free_mem_cgroup_pages(0, 8), 8);
 }
 
@@ -371,7 +372,7 @@ fn ycsb_b_keeps_every_invariant_under_each_lru_and_access_mode() {
 fn rebumps_after_more_reclaim(reactivate: bool) -> (Kernel, Pfn) {
     let (mut k, pfn) = dirty_in_oldest(reactivate);
     for _ in 0..8 {
-        if k.lruvec.lrugen.nr_dirty_rebumped > 0 || !k.folios.get(pfn).test(pg::DIRTY) {
+        if k.vmstat[MGLRU_DIRTY_REBUMPED] > 0 || !k.folios.get(pfn).test(pg::DIRTY) {
             break;
         }
         clear_young(&mut k);
@@ -387,12 +388,12 @@ fn mglru_bumps_an_unwritten_dirty_folio_again_when_it_reaches_the_oldest_generat
     let g = &k.lruvec.lrugen;
     assert!(k.folios.get(pfn).test(pg::DIRTY), "no flusher ran");
     assert_eq!(
-        g.nr_dirty_rebumped, 1,
+        k.vmstat[MGLRU_DIRTY_REBUMPED], 1,
         "bumped a second time with PG_reclaim still set"
     );
-    assert_eq!(g.nr_dirty_bumped, 2);
+    assert_eq!(k.vmstat[MGLRU_DIRTY_BUMPED], 2);
     assert!(g.max_dirty_bumped_pass >= 1);
-    assert!(g.nr_passes >= 2);
+    assert!(k.vmstat[MGLRU_PASSES] >= 2);
     let errs = k.check_invariants();
     assert!(errs.is_empty(), "{errs:?}");
 }
@@ -400,20 +401,25 @@ fn mglru_bumps_an_unwritten_dirty_folio_again_when_it_reaches_the_oldest_generat
 #[test]
 fn dirty_reactivate_never_bumps_and_the_writeback_wait_is_measured_from_the_dirtying() {
     let (k, _) = rebumps_after_more_reclaim(true);
-    let g = &k.lruvec.lrugen;
-    assert_eq!((g.nr_dirty_bumped, g.nr_dirty_rebumped), (0, 0));
+    assert_eq!(
+        (k.vmstat[MGLRU_DIRTY_BUMPED], k.vmstat[MGLRU_DIRTY_REBUMPED]),
+        (0, 0)
+    );
     let (mut k, pfn) = dirty_in_oldest(true);
     assert!(
         k.folios.get(pfn).test(pg::RECLAIM),
         "tagged by shrink_folio_list"
     );
     assert!(k.folios.get(pfn).test(pg::DIRTY));
-    assert_eq!(k.wb.dirty_wait_pages, 0);
+    assert_eq!(k.vmstat[DIRTY_WAIT_PAGES], 0);
     // Let simulated time pass, then write: the wait is counted for the PG_reclaim folio.
     k.cpus[0].clock += 5_000_000;
     k.wb_start_all(0);
     assert!(k.folios.get(pfn).test(pg::WRITEBACK));
-    assert_eq!((k.wb.dirty_wait_pages, k.wb.reclaim_wait_pages), (1, 1));
-    assert!(k.wb.reclaim_wait_ns >= 5_000_000);
+    assert_eq!(
+        (k.vmstat[DIRTY_WAIT_PAGES], k.vmstat[RECLAIM_WAIT_PAGES]),
+        (1, 1)
+    );
+    assert!(k.vmstat[RECLAIM_WAIT_NS] >= 5_000_000);
     assert!(!k.wb.dirtied_at.contains_key(&pfn));
 }

@@ -5,6 +5,7 @@ mod common;
 
 use reclaimlab_core::{Scenario, Target};
 use reclaimlab_sim::kernel::Kernel;
+use reclaimlab_sim::mm::vmstat::VmEventItem::*;
 use reclaimlab_sim::sched::RunQueues;
 
 use common::machine;
@@ -77,7 +78,7 @@ fn an_idle_cpu_pulls_from_an_overloaded_one_at_the_nohz_kick() {
     k.scheduler_tick(&mut rqs, 0);
     assert_eq!(k.nr_running(&rqs, 0), 2);
     assert_eq!(k.nr_running(&rqs, 1), 1);
-    assert_eq!(k.sched.balance_migrations, 1);
+    assert_eq!(k.vmstat[MIGRATIONS_PERIODIC_BALANCE], 1);
     check(&mut k, &rqs);
 }
 

@@ -3,14 +3,17 @@
 //!
 //! The generic mm code (rmap.rs, vmscan.rs, memory.rs, sched.rs) calls the kernel's arch hook
 //! names below; each is a thin dispatch on `Kernel::arch` (`machine.arch`) to the arch's own
-//! implementation, as the kernel selects them at build time.
+//! implementation, as the kernel selects them at build time. The deferred unmap flush's
+//! batch and its hooks (arch_tlbbatch_*) are in tlbbatch.rs, with each arch's struct in
+//! `x86::tlbbatch` and `arm64::tlbbatch`.
 
 pub mod arm64;
+pub mod tlbbatch;
 pub mod x86;
 
 use crate::cost::CostTable;
 use crate::kernel::{CpuId, Kernel, MmId};
-use x86::tlb::ArchTlbBatch;
+pub use tlbbatch::{ArchTlbBatch, TlbBatch};
 
 /// The simulated machine's architecture (`machine.arch`).
 pub use reclaimlab_core::Arch;
@@ -30,38 +33,6 @@ impl Kernel {
             Arch::X86 => CostTable::x86(),
             Arch::Arm64 => CostTable::arm64(),
         };
-    }
-
-    /// arch_tlbbatch_should_defer.
-    pub fn arch_tlbbatch_should_defer(&self, cpu: CpuId, mm: MmId) -> bool {
-        match self.arch {
-            Arch::X86 => self.x86_arch_tlbbatch_should_defer(cpu, mm),
-            Arch::Arm64 => self.arm64_arch_tlbbatch_should_defer(),
-        }
-    }
-
-    /// arch_tlbbatch_add_pending(batch, mm, start, end): pages [start, end) of `mm` were
-    /// cleared and their flush is deferred. x86 ignores the range; arm64 issues the TLBIs now.
-    pub fn arch_tlbbatch_add_pending(
-        &mut self,
-        cpu: CpuId,
-        batch: &mut ArchTlbBatch,
-        mm: MmId,
-        start: u64,
-        end: u64,
-    ) {
-        match self.arch {
-            Arch::X86 => self.x86_arch_tlbbatch_add_pending(batch, mm),
-            Arch::Arm64 => self.arm64_arch_tlbbatch_add_pending(cpu, batch, mm, start, end),
-        }
-    }
-
-    /// arch_tlbbatch_flush.
-    pub fn arch_tlbbatch_flush(&mut self, cpu: CpuId, batch: &mut ArchTlbBatch) {
-        match self.arch {
-            Arch::X86 => self.x86_arch_tlbbatch_flush(cpu, batch),
-            Arch::Arm64 => self.arm64_arch_tlbbatch_flush(cpu, batch),
-        }
     }
 
     /// flush_tlb_range / flush_tlb_page of pages [start, end) of `mm` (x86:

@@ -12,6 +12,7 @@
 use crate::kernel::{CpuId, Kernel, TaskId};
 use crate::mm::memcontrol::MAX_RECLAIM_RETRIES;
 use crate::mm::vmscan::{ScanControl, DEF_PRIORITY, SWAP_CLUSTER_MAX};
+use crate::mm::vmstat::{Place, VmEventItem::*};
 use crate::sched::RunQueues;
 
 #[derive(Clone, Debug, Default)]
@@ -29,20 +30,8 @@ pub struct Kswapd {
     pub run_reclaimed: u64,
     /// pgdat->kswapd_failures: balance_pgdat calls that reclaimed nothing in a row.
     pub failures: u32,
-    // Counters (reported under `extra`).
-    pub wakeups: u64,
-    /// PAGEOUTRUN: balance_pgdat calls.
-    pub pageoutrun: u64,
-    pub steps: u64,
-    /// Steps that began on a lazy CPU (a borrowed user mm).
-    pub steps_lazy: u64,
-    pub cpu_ns: u64,
-    /// Time from wakeups to sleeps (awake, running or waiting for its CPU), and the
-    /// current wakeup's time.
-    pub awake_ns: u64,
+    /// The current wakeup's time (its counters are KSWAPD_*, mm/vm_event_item.rs).
     pub woken_at: u64,
-    pub pgscan: u64,
-    pub pgsteal: u64,
 }
 
 impl Kernel {
@@ -71,7 +60,7 @@ impl Kernel {
             return;
         }
         self.kswapd.wake_pending = true;
-        self.kswapd.wakeups += 1;
+        self.vmstat.count_vm_event(KSWAPD_WAKEUPS);
     }
 
     /// try_to_wake_up for a pending kswapd wakeup (called by the engine between steps, the
@@ -86,7 +75,7 @@ impl Kernel {
         self.kswapd.running = true;
         self.kswapd.priority = DEF_PRIORITY;
         self.kswapd.run_reclaimed = 0;
-        self.kswapd.pageoutrun += 1;
+        self.vmstat.count_vm_event(PAGEOUTRUN);
         self.kswapd.woken_at = now;
         if self.sched.se[t].last_cpu.is_none() {
             // kthread_run at boot: its first CPU.
@@ -99,9 +88,9 @@ impl Kernel {
     /// balance_pgdat's priority loop.
     pub fn kswapd_step(&mut self, rqs: &mut RunQueues, cpu: CpuId) {
         let t0 = self.cpus[cpu].clock;
-        self.kswapd.steps += 1;
+        self.vmstat.count_vm_event(KSWAPD_STEPS);
         if self.cpus[cpu].is_lazy {
-            self.kswapd.steps_lazy += 1;
+            self.vmstat.count_vm_event(KSWAPD_STEPS_LAZY);
         }
         self.kswapd.prev_cpu = cpu;
         if self.pgdat_balanced() {
@@ -116,8 +105,8 @@ impl Kernel {
             self.kswapd.priority,
         );
         let (scanned, stolen) = self.shrink_node_counted(cpu, &mut sc);
-        self.kswapd.pgscan += scanned;
-        self.kswapd.pgsteal += stolen;
+        self.vmstat.count_vm_events(PGSCAN_KSWAPD, scanned);
+        self.vmstat.count_vm_events(PGSTEAL_KSWAPD, stolen);
         self.kswapd.run_reclaimed += sc.nr_reclaimed;
         // Raise the priority if the pass scanned less than the target or reclaimed nothing.
         if sc.nr_scanned < sc.nr_to_reclaim || sc.nr_reclaimed == 0 {
@@ -132,10 +121,10 @@ impl Kernel {
             self.snapshot_refaults();
             self.kswapd.priority = DEF_PRIORITY;
             self.kswapd.run_reclaimed = 0;
-            self.kswapd.pageoutrun += 1;
+            self.vmstat.count_vm_event(PAGEOUTRUN);
         }
         let ran = self.cpus[cpu].clock - t0;
-        self.kswapd.cpu_ns += ran;
+        self.vmstat.count_vm_events(KSWAPD_CPU_NS, ran);
         if self.kswapd.failures >= MAX_RECLAIM_RETRIES {
             // Hopeless: direct reclaim is left to do the work.
             self.kswapd_try_to_sleep(rqs, cpu);
@@ -165,15 +154,18 @@ impl Kernel {
             self.wakeup_flusher_threads(cpu);
         }
         self.kswapd.running = false;
-        self.kswapd.awake_ns += self.cpus[cpu].clock.saturating_sub(self.kswapd.woken_at);
+        self.vmstat.count_vm_events(
+            KSWAPD_AWAKE_NS,
+            self.cpus[cpu].clock.saturating_sub(self.kswapd.woken_at),
+        );
         self.schedule(rqs, cpu);
     }
 
     /// snapshot_refaults at the end of a reclaim call.
     fn snapshot_refaults(&mut self) {
         self.lruvec.refaults_snapshot = [
-            self.vmstat.workingset_activate_anon,
-            self.vmstat.workingset_activate_file,
+            self.vmstat[WORKINGSET_ACTIVATE_ANON],
+            self.vmstat[WORKINGSET_ACTIVATE_FILE],
         ];
     }
 }
@@ -190,27 +182,24 @@ pub fn report(
     let j = |v: u64| serde_json::Value::from(v);
     let f = serde_json::Value::from;
     let p = &k.pgdat;
-    let s = &k.kswapd;
-    extra.insert("kswapd_wakeups".into(), j(s.wakeups));
-    extra.insert("pageoutrun".into(), j(s.pageoutrun));
-    extra.insert("kswapd_steps".into(), j(s.steps));
-    extra.insert("kswapd_steps_lazy".into(), j(s.steps_lazy));
-    extra.insert("kswapd_cpu_seconds".into(), f(s.cpu_ns as f64 / 1e9));
-    extra.insert("kswapd_awake_seconds".into(), f(s.awake_ns as f64 / 1e9));
-    extra.insert("pgscan_kswapd".into(), j(s.pgscan));
-    extra.insert("pgsteal_kswapd".into(), j(s.pgsteal));
-    extra.insert("pgscan_direct".into(), j(p.pgscan_direct));
-    extra.insert("pgsteal_direct".into(), j(p.pgsteal_direct));
-    extra.insert("allocstall".into(), j(p.allocstall));
+    extra.extend(k.vmstat.json(Place::Kswapd));
+    let secs_of = |ns: u64| f(ns as f64 / 1e9);
+    extra.insert(
+        "kswapd_cpu_seconds".into(),
+        secs_of(k.vmstat[KSWAPD_CPU_NS]),
+    );
+    extra.insert(
+        "kswapd_awake_seconds".into(),
+        secs_of(k.vmstat[KSWAPD_AWAKE_NS]),
+    );
     extra.insert("min_free_kbytes".into(), j(p.min_free_kbytes));
     extra.insert(
         "watermarks_pages".into(),
         serde_json::json!({"managed": p.managed, "min": p.wmark_min, "low": p.wmark_low, "high": p.wmark_high}),
     );
-    extra.insert("readahead_pages_read".into(), j(k.ra.pages_read));
     let tlb: u64 = k.irq.tlb_shootdowns.iter().sum();
     let cal: u64 = k.irq.function_call_interrupts.iter().sum();
-    let steal = k.vmstat.pgsteal_anon + k.vmstat.pgsteal_file;
+    let steal = k.vmstat[PGSTEAL_ANON] + k.vmstat[PGSTEAL_FILE];
     let rate = |v: u64| f(if secs > 0.0 { v as f64 / secs } else { 0.0 });
     extra.insert("tlb_shootdowns_per_sec".into(), rate(tlb));
     extra.insert("function_call_interrupts_per_sec".into(), rate(cal));

@@ -18,6 +18,7 @@ use crate::mm::folio::*;
 use crate::mm::lru::Lruvec;
 use crate::mm::pgtable::*;
 use crate::mm::vmscan::{ScanControl, DEF_PRIORITY};
+use crate::mm::vmstat::VmEventItem::*;
 
 pub const MIN_NR_GENS: u64 = 2;
 pub const MAX_NR_TIERS: usize = 4;
@@ -44,21 +45,9 @@ pub struct LruGen {
     pub refaulted: [[u64; MAX_NR_TIERS]; 2],
     pub evicted: [[u64; MAX_NR_TIERS]; 2],
     pub protected: [[u64; MAX_NR_TIERS]; 2],
-    /// Model counters: aging passes (inc_max_seq) and folios sort_folio moved to min_seq + 1
-    /// for being dirty or under writeback (`6.18+mglru` only).
-    pub nr_aging: u64,
-    pub nr_dirty_bumped: u64,
-    pub nr_flusher_wakeups: u64,
-    /// Measurement only (docs/targets-mglru.md): reclaim passes (lru_gen_shrink_lruvec
-    /// calls), the most dirty pages one pass bumped, bumps of a folio already bumped since it
-    /// was last dirtied (PG_reclaim still set: the ping-pong), and, summed over the aging
-    /// passes, the pages in the two oldest generations that carry PG_workingset or
-    /// PG_referenced right after inc_max_seq (hot folios left at the reclaim end).
-    pub nr_passes: u64,
+    /// Measurement only (docs/targets-mglru.md): the most dirty pages one reclaim pass
+    /// bumped (a maximum, not an event: the counts are MGLRU_*, mm/vm_event_item.rs).
     pub max_dirty_bumped_pass: u64,
-    pub nr_dirty_rebumped: u64,
-    pub aging_hot_in_oldest: u64,
-    pub aging_pages_in_oldest: u64,
 }
 
 impl LruGen {
@@ -253,7 +242,7 @@ impl Kernel {
         self.lruvec.del(&mut self.folios, pfn);
         self.folios.get_mut(pfn).set(pg::ACTIVE);
         self.lruvec.add(&mut self.folios, pfn);
-        self.vmstat.pgactivate += n;
+        self.vmstat.count_vm_events(PGACTIVATE, n);
     }
 
     /// folio_update_gen (the aging walk): the first young PTE only sets PG_referenced; after
@@ -470,7 +459,7 @@ impl Kernel {
         }
         let g = self.lrugen();
         g.max_seq += 1;
-        g.nr_aging += 1;
+        self.vmstat.count_vm_event(MGLRU_AGING);
         self.count_hot_in_oldest();
     }
 
@@ -488,9 +477,9 @@ impl Kernel {
                 }
             }
         }
-        let g = self.lrugen();
-        g.aging_hot_in_oldest += hot;
-        g.aging_pages_in_oldest += all;
+        self.vmstat.count_vm_events(MGLRU_AGING_HOT_IN_OLDEST, hot);
+        self.vmstat
+            .count_vm_events(MGLRU_AGING_PAGES_IN_OLDEST, all);
     }
 
     /// should_run_aging: required with two generations left, preferred with three; also the
@@ -617,10 +606,10 @@ impl Kernel {
         // waiting for writeback
         if writeback || (ty == 1 && dirty) {
             if f.test(pg::RECLAIM) {
-                self.lrugen().nr_dirty_rebumped += n;
+                self.vmstat.count_vm_events(MGLRU_DIRTY_REBUMPED, n);
             }
             self.folio_inc_gen(pfn, true);
-            self.lrugen().nr_dirty_bumped += n;
+            self.vmstat.count_vm_events(MGLRU_DIRTY_BUMPED, n);
             gs.bumped += n;
             return true;
         }
@@ -674,14 +663,14 @@ impl Kernel {
         }
         // scan_folios runs under spin_lock_irq(&lruvec->lru_lock) (locking.rs).
         self.lru_lock_irq_section(cpu, nr_folios * self.cost.isolate_folio);
-        self.vmstat.pgrefill += sorted;
+        self.vmstat.count_vm_events(PGREFILL, sorted);
         if ty == 1 {
-            self.vmstat.pgscan_file += isolated;
+            self.vmstat.count_vm_events(PGSCAN_FILE, isolated);
             if !self.has(Patch::MglruDirtyReactivate) {
                 gs.file_taken += isolated;
             }
         } else {
-            self.vmstat.pgscan_anon += isolated;
+            self.vmstat.count_vm_events(PGSCAN_ANON, isolated);
         }
         let scanned = if isolated > 0 || remaining == 0 {
             scanned
@@ -742,16 +731,16 @@ impl Kernel {
             gs.unqueued_dirty += stat.nr_unqueued_dirty;
             sc.nr_reclaimed += reclaimed;
             if ty == 1 {
-                self.vmstat.pgsteal_file += reclaimed;
+                self.vmstat.count_vm_events(PGSTEAL_FILE, reclaimed);
             } else {
-                self.vmstat.pgsteal_anon += reclaimed;
+                self.vmstat.count_vm_events(PGSTEAL_ANON, reclaimed);
             }
             if self.has(Patch::MglruDirtyReactivate)
                 && !skip_retry
                 && stat.nr_unqueued_dirty == isolated
             {
                 // Seed 002: the whole batch was dirty and not queued: wake the flusher now.
-                self.lrugen().nr_flusher_wakeups += 1;
+                self.vmstat.count_vm_event(MGLRU_FLUSHER_WAKEUPS);
                 self.wakeup_flusher_threads(cpu);
             }
             let mut clean = Vec::new();
@@ -799,7 +788,7 @@ impl Kernel {
         let swappiness = self.lru_gen_swappiness(sc);
         let mut gs = GenScan::default();
         let mut scanned = 0;
-        self.lrugen().nr_passes += 1;
+        self.vmstat.count_vm_event(MGLRU_PASSES);
         loop {
             let nr_to_scan = self.get_nr_to_scan(cpu, sc, swappiness);
             if nr_to_scan <= 0 {
@@ -821,7 +810,7 @@ impl Kernel {
             && gs.unqueued_dirty > 0
             && gs.unqueued_dirty == gs.file_taken
         {
-            self.lrugen().nr_flusher_wakeups += 1;
+            self.vmstat.count_vm_event(MGLRU_FLUSHER_WAKEUPS);
             self.wakeup_flusher_threads(cpu);
         }
     }
@@ -847,9 +836,9 @@ impl Kernel {
         let ty = ty_of(&f);
         let n = f.nr_pages();
         if ty == 1 {
-            self.vmstat.workingset_refault_file += n;
+            self.vmstat.count_vm_events(WORKINGSET_REFAULT_FILE, n);
         } else {
-            self.vmstat.workingset_refault_anon += n;
+            self.vmstat.count_vm_events(WORKINGSET_REFAULT_ANON, n);
         }
         let token = (shadow >> 1) as u64;
         let ws = shadow & 1 != 0;
@@ -862,17 +851,17 @@ impl Kernel {
         let tier = lru_tier_from_refs(refs, ws);
         self.lrugen().refaulted[ty][tier] += n;
         if ty == 1 {
-            self.vmstat.workingset_activate_file += n;
+            self.vmstat.count_vm_events(WORKINGSET_ACTIVATE_FILE, n);
         } else {
-            self.vmstat.workingset_activate_anon += n;
+            self.vmstat.count_vm_events(WORKINGSET_ACTIVATE_ANON, n);
         }
         let fm = self.folios.get_mut(pfn);
         if ws {
             fm.set(pg::WORKINGSET);
             if ty == 1 {
-                self.vmstat.workingset_restore_file += n;
+                self.vmstat.count_vm_events(WORKINGSET_RESTORE_FILE, n);
             } else {
-                self.vmstat.workingset_restore_anon += n;
+                self.vmstat.count_vm_events(WORKINGSET_RESTORE_ANON, n);
             }
         } else {
             fm.flags =

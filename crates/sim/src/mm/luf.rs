@@ -15,10 +15,11 @@
 //! `luf-writable` applies the same to writable mappings, which is unsafe: a store through a
 //! stale writable entry after pageout's copy is lost (`check` and the oracle catch it).
 
-use crate::arch::x86::tlb::ArchTlbBatch;
+use crate::arch::ArchTlbBatch;
 use crate::config::Patch;
 use crate::kernel::{CpuId, Kernel, MmId};
 use crate::mm::folio::Pfn;
+use crate::mm::vmstat::VmEventItem::*;
 
 /// The global pending batch and the frames waiting for it.
 #[derive(Clone, Debug, Default)]
@@ -29,9 +30,6 @@ pub struct Luf {
     flushed: u64,
     /// Per frame (folio table entry): the generation of its deferred unmap, 0 for none.
     stamp: Vec<u64>,
-    /// Counters (`extra`): pages whose flush was deferred; flushes done at allocation.
-    pub deferred_pages: u64,
-    pub flushes: u64,
 }
 
 impl Luf {
@@ -64,7 +62,7 @@ impl Kernel {
             .luf
             .batch
             .take()
-            .unwrap_or_else(|| ArchTlbBatch::new(self.nr_cpus()));
+            .unwrap_or_else(|| ArchTlbBatch::new(self.arch, self.nr_cpus()));
         self.arch_tlbbatch_add_pending(cpu, &mut batch, mm, start, end);
         let l = &mut self.luf;
         l.batch = Some(batch);
@@ -73,7 +71,7 @@ impl Kernel {
             l.stamp.resize(pfn as usize + 1, 0);
         }
         l.stamp[pfn as usize] = l.ugen;
-        l.deferred_pages += end - start;
+        self.vmstat.count_vm_events(LUF_DEFERRED_PAGES, end - start);
     }
 
     /// The allocator hands out `pfn`: flush first if its deferred unmap is still owed.
@@ -87,6 +85,6 @@ impl Kernel {
         let l = &mut self.luf;
         l.batch = Some(batch);
         l.flushed = l.ugen;
-        l.flushes += 1;
+        self.vmstat.count_vm_event(LUF_FLUSHES);
     }
 }

@@ -2,6 +2,7 @@
 //! stock (MEMCG_CHARGE_BATCH), limit reclaim with its retry rules, and the memcg OOM killer.
 
 use crate::kernel::{CpuId, Kernel};
+use crate::mm::vmstat::VmEventItem::*;
 
 /// MEMCG_CHARGE_BATCH.
 pub const MEMCG_CHARGE_BATCH: u64 = 64;
@@ -109,7 +110,7 @@ impl Kernel {
                 self.memcg.drain_all_stock();
                 continue;
             }
-            self.ra.charge_failures += 1;
+            self.vmstat.count_vm_event(READAHEAD_CHARGE_FAILURES);
             return false;
         }
     }

@@ -6,6 +6,7 @@ use crate::kernel::{Backing, CpuId, Kernel, MmId};
 use crate::mm::folio::{pg, Pfn};
 use crate::mm::memcontrol::Charge;
 use crate::mm::pgtable::*;
+use crate::mm::vmstat::VmEventItem::*;
 
 /// What one user access cost.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,7 +46,7 @@ impl Kernel {
                 if stale {
                     // A store (or load) through a stale translation: the race the dirty flush
                     // rule exists for. Counted; a store into a freed frame is a bug.
-                    self.stale_tlb_writes += write as u64;
+                    self.vmstat.count_vm_events(STALE_TLB_WRITES, write as u64);
                     // LUF leaves read-only entries of freed frames until their reallocation.
                     let luf = !write && self.luf.owed(pfn);
                     if !self.folios.get(pfn).test(pg::ALLOCATED) && !luf {
@@ -146,7 +147,7 @@ impl Kernel {
         f.set(pg::ACTIVE);
         f.clear(pg::REFERENCED);
         self.lruvec.add(&mut self.folios, pfn);
-        self.vmstat.pgactivate += n;
+        self.vmstat.count_vm_events(PGACTIVATE, n);
         self.workingset_age_nonresident(n);
     }
 
@@ -211,7 +212,7 @@ impl Kernel {
 
     /// handle_mm_fault. Returns false if the faulting task was OOM-killed.
     pub fn handle_mm_fault(&mut self, cpu: CpuId, mm: MmId, vp: u64, write: bool) -> bool {
-        self.vmstat.pgfault += 1;
+        self.vmstat.count_vm_event(PGFAULT);
         self.charge(cpu, self.cost.fault_base);
         let pte = self.mms[mm].ptes[vp as usize];
         if is_zero_pte(pte) {
@@ -282,12 +283,12 @@ impl Kernel {
         if is_swap_pte(pte) && self.swap.block.is_some() {
             // do_swap_page on a block device: readahead into the swap cache, and a sleep
             // until the read completes (mm/swap_state.rs).
-            self.vmstat.pgmajfault += 1;
+            self.vmstat.count_vm_event(PGMAJFAULT);
             self.swapin_readahead(cpu, mm, vp, write, pfn, pte);
         } else if is_swap_pte(pte) {
             // do_swap_page: synchronous zram read, workingset refault check.
-            self.vmstat.pgmajfault += 1;
-            self.vmstat.pswpin += 1;
+            self.vmstat.count_vm_event(PGMAJFAULT);
+            self.vmstat.count_vm_event(PSWPIN);
             let read = crate::drivers::zram::zram_read_ns(&self.cost, self.swap.data);
             self.charge(
                 cpu,
@@ -377,7 +378,7 @@ impl Kernel {
         let after_throttle = self.ra.sync_done.remove(&(file, vp));
         let ra_resume = self.ra.state.get(file).is_some_and(|s| s.resume);
         if major && !after_throttle && !ra_resume {
-            self.vmstat.pgmajfault += 1;
+            self.vmstat.count_vm_event(PGMAJFAULT);
         }
         if self.ra.ra_pages > 0 && !after_throttle {
             // do_sync_mmap_readahead / do_async_mmap_readahead (mm/readahead.rs).
@@ -462,7 +463,7 @@ impl Kernel {
     /// fault-around, counting them as hits against mmap_miss. Returns whether it mapped the
     /// page (not if its folio carries PG_readahead: then the retry's filemap_fault maps it).
     fn filemap_fault_retry(&mut self, mm: MmId, file: usize, vp: u64) -> bool {
-        self.vmstat.pgfault += 1;
+        self.vmstat.count_vm_event(PGFAULT);
         self.filemap_map_pages(mm, file, vp)
     }
 

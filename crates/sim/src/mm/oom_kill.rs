@@ -4,6 +4,7 @@
 use crate::kernel::{CpuId, Kernel, MmId};
 use crate::mm::folio::pg;
 use crate::mm::pgtable::*;
+use crate::mm::vmstat::VmEventItem::*;
 
 impl Kernel {
     /// mem_cgroup_out_of_memory: kill the mm with the highest oom_badness (rss + swap).
@@ -18,7 +19,7 @@ impl Kernel {
         if self.mms[victim].rss + self.mms[victim].swapents == 0 {
             return false;
         }
-        self.vmstat.oom_kill += 1;
+        self.vmstat.count_vm_event(OOM_KILL);
         self.memcg.oom_kills += 1;
         self.exit_mmap(victim);
         true

@@ -10,6 +10,7 @@
 use crate::kernel::{CpuId, Kernel};
 use crate::mm::memcontrol::MAX_RECLAIM_RETRIES;
 use crate::mm::vmscan::{ScanControl, DEF_PRIORITY, SWAP_CLUSTER_MAX};
+use crate::mm::vmstat::VmEventItem::*;
 use std::collections::BTreeMap;
 
 /// A task's direct reclaim call in progress (do_try_to_free_pages' loop state).
@@ -30,11 +31,6 @@ pub struct Pgdat {
     pub wmark_min: u64,
     pub wmark_low: u64,
     pub wmark_high: u64,
-    /// ALLOCSTALL: global direct reclaim entries (try_to_free_pages).
-    pub allocstall: u64,
-    /// pgscan_direct / pgsteal_direct of global direct reclaim (memcg reclaim is not counted).
-    pub pgscan_direct: u64,
-    pub pgsteal_direct: u64,
     /// Allocations let through after MAX_RECLAIM_RETRIES direct reclaims without progress
     /// (the kernel would OOM-kill); any is an invariant failure.
     pub forced: u64,
@@ -147,8 +143,8 @@ impl Kernel {
         let st = match self.pgdat.direct.get(&task) {
             Some(s) => *s,
             None => {
-                self.pgdat.allocstall += 1;
-                self.direct_reclaims += 1;
+                self.vmstat.count_vm_event(ALLOCSTALL);
+                self.vmstat.count_vm_event(DIRECT_RECLAIMS);
                 DirectReclaim {
                     priority: DEF_PRIORITY,
                     reclaimed: 0,
@@ -158,8 +154,8 @@ impl Kernel {
         let mut sc = ScanControl::new(SWAP_CLUSTER_MAX, st.priority);
         sc.nr_reclaimed = st.reclaimed;
         let (scanned, stolen) = self.shrink_node_counted(cpu, &mut sc);
-        self.pgdat.pgscan_direct += scanned;
-        self.pgdat.pgsteal_direct += stolen;
+        self.vmstat.count_vm_events(PGSCAN_DIRECT_NODE, scanned);
+        self.vmstat.count_vm_events(PGSTEAL_DIRECT_NODE, stolen);
         if sc.nr_reclaimed > st.reclaimed {
             // shrink_node: a node where reclaim made progress is no longer hopeless for kswapd.
             self.kswapd.failures = 0;
@@ -168,8 +164,8 @@ impl Kernel {
         if done {
             self.pgdat.direct.remove(&task);
             self.lruvec.refaults_snapshot = [
-                self.vmstat.workingset_activate_anon,
-                self.vmstat.workingset_activate_file,
+                self.vmstat[WORKINGSET_ACTIVATE_ANON],
+                self.vmstat[WORKINGSET_ACTIVATE_FILE],
             ];
             if !self.writeback_queue.is_empty() {
                 self.wakeup_flusher_threads(cpu);
@@ -188,7 +184,8 @@ impl Kernel {
                 },
             );
         }
-        self.reclaim_ns += self.cpus[cpu].clock - t0;
+        self.vmstat
+            .count_vm_events(RECLAIM_NS, self.cpus[cpu].clock - t0);
         done
     }
 }

@@ -25,6 +25,7 @@ use crate::kernel::{CpuId, Kernel};
 use crate::mm::folio::{pg, Pfn};
 use crate::mm::swap::{IrqCpu, Read};
 use crate::mm::vmscan::SWAP_CLUSTER_MAX;
+use crate::mm::vmstat::VmEventItem::*;
 
 impl Kernel {
     /// __swap_writepage for a device without SWP_SYNCHRONOUS_IO: the folio goes under
@@ -54,7 +55,7 @@ impl Kernel {
             return;
         }
         let batch = std::mem::take(&mut b.write_batch);
-        b.write_requests += 1;
+        self.vmstat.count_vm_event(SWAP_WRITE_REQUESTS);
         let pages: u64 = batch.iter().map(|&p| self.folios.get(p).nr_pages()).sum();
         let done = self.blk_submit(
             cpu,
@@ -90,7 +91,7 @@ impl Kernel {
             irq: self.swap_irq_cpu(cpu),
         };
         let b = self.swap.block.as_mut().expect("a block swap device");
-        b.read_requests += 1;
+        self.vmstat.count_vm_event(SWAP_READ_REQUESTS);
         for &pfn in folios {
             b.reads.insert(pfn, read);
             b.read_order.push_back((done, pfn));
@@ -121,11 +122,10 @@ impl Kernel {
         if slept == 0 {
             return;
         }
-        let b = self.swap.block.as_mut().expect("a block swap device");
-        b.read_sleeps += 1;
-        b.read_sleep_ns += slept;
+        self.vmstat.count_vm_event(SWAPIN_SLEEPS);
+        self.vmstat.count_vm_events(SWAPIN_SLEEP_NS, slept);
         if on_readahead {
-            b.read_sleeps_on_readahead += 1;
+            self.vmstat.count_vm_event(SWAPIN_SLEEPS_ON_READAHEAD);
         }
     }
 

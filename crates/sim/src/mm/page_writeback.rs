@@ -41,6 +41,7 @@
 use crate::kernel::{CpuId, Kernel};
 use crate::mm::folio::{pg, Pfn};
 use crate::mm::pgtable::*;
+use crate::mm::vmstat::VmEventItem::*;
 use std::collections::VecDeque;
 
 /// dirty_writeback_interval (5 s) and dirty_expire_interval (30 s).
@@ -68,19 +69,10 @@ pub struct Writeback {
     pub inflight: VecDeque<(u64, Pfn)>,
     /// NR_FILE_DIRTY in pages.
     pub nr_dirty: u64,
-    /// nr_dirtied: page-cache pages that became dirty.
-    pub nr_dirtied: u64,
     /// NR_WRITEBACK in pages (page-cache folios under writeback).
     pub nr_writeback: u64,
     /// The global domain's dirtyable memory in pages (`machine.memory`).
     pub global_dirtyable: u64,
-    /// balance_dirty_pages: pauses taken and their summed length (ns).
-    pub dirty_pauses: u64,
-    pub dirty_pause_ns: u64,
-    /// cgroup v1 reclaim: folio_wait_writeback calls on a PG_reclaim folio (shrink_folio_list)
-    /// and reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK) calls from shrink_inactive_list.
-    pub reclaim_writeback_waits: u64,
-    pub reclaim_throttles: u64,
     /// When the file's pages became dirty (inode->dirtied_when), per file.
     pub dirtied_when: Vec<Option<u64>>,
     /// The next periodic (kupdate) writeback.
@@ -89,29 +81,15 @@ pub struct Writeback {
     pub cursor: Vec<usize>,
     /// The last time seen by `writeback_poll`.
     pub now: u64,
-    /// Counters: pages written (nr_written), writeback completions that rotated a PG_reclaim
-    /// folio (pgrotated), and flusher runs by reason.
-    pub nr_written: u64,
-    pub nr_rotated: u64,
-    pub runs_vmscan: u64,
-    pub runs_background: u64,
-    pub runs_periodic: u64,
-    /// Measurement only: when each dirty page-cache folio was dirtied, and the summed time
-    /// (ns, per page) from dirtying to the start of its writeback; the same for the folios
-    /// that reclaim had tagged PG_reclaim (waiting at the LRU's old end).
+    /// Measurement only: when each dirty page-cache folio was dirtied (DIRTY_WAIT_NS and
+    /// RECLAIM_WAIT_NS sum the time from there to the start of its writeback).
     pub dirtied_at: std::collections::BTreeMap<Pfn, u64>,
-    pub dirty_wait_ns: u64,
-    pub dirty_wait_pages: u64,
-    pub reclaim_wait_ns: u64,
-    pub reclaim_wait_pages: u64,
     /// Per CPU: the running task sleeps until this time when its step ends (device reads it
-    /// waits on, reclaim_throttle); and the summed device-read waits (ns).
+    /// waits on, reclaim_throttle).
     pub sleep_until: Vec<Option<u64>>,
     /// Per CPU: the CPU whose interrupt ends the pending sleep (a device completion), when the
     /// sleep ends with one; None: a timer on the sleeping CPU.
     pub sleep_waker: Vec<Option<CpuId>>,
-    pub io_wait_ns: u64,
-    pub throttle_sleeps: u64,
     /// Per CPU: the pending sleep includes a reclaim_throttle (reclaim stops until it ends).
     pub throttled: Vec<bool>,
     /// The flusher as a kernel thread (`flusher_run`): None = its work runs inline on the
@@ -122,15 +100,11 @@ pub struct Writeback {
     pub start_all: Option<u64>,
     pub flusher_wake_pending: bool,
     pub flusher_running: bool,
-    pub flusher_steps: u64,
-    pub flusher_steps_lazy: u64,
     /// The device's requests in flight (`sim.writeback_queue_depth` > 0): the completion time
     /// of each request's last page, in order; and the request being built (file, next page
     /// index, pages in it) that a contiguous folio of the same writeback pass joins.
     pub requests: VecDeque<u64>,
     pub open_request: Option<(usize, u64, u64)>,
-    /// The flusher thread's sleeps for a free request (blk_mq_get_tag).
-    pub tag_waits: u64,
     /// Per CPU: when its task's last reclaim_throttle(WRITEBACK) sleep ends (the tasks asleep
     /// in it are pgdat->nr_writeback_throttled).
     pub throttle_until: Vec<u64>,
@@ -220,7 +194,7 @@ impl Kernel {
             self.charge(cpu, ns);
             return;
         }
-        self.wb.io_wait_ns += ns;
+        self.vmstat.count_vm_events(FILE_READ_WAIT_NS, ns);
         let now = self.cpus[cpu].clock;
         let base = self
             .wb
@@ -247,7 +221,7 @@ impl Kernel {
         let now = self.wb.now;
         let wb = &mut self.wb;
         wb.nr_dirty += n;
-        wb.nr_dirtied += n;
+        self.vmstat.count_vm_events(NR_DIRTIED, n);
         wb.dirtied_at.insert(pfn, now);
         if wb.dirtied_when.len() <= file {
             wb.dirtied_when.resize(file + 1, None);
@@ -285,11 +259,12 @@ impl Kernel {
         self.oracle_writeout(cpu, pfn, "the flusher's writeback");
         if let Some(t) = self.wb.dirtied_at.remove(&pfn) {
             let wait = self.cpus[cpu].clock.saturating_sub(t) * f.nr_pages();
-            self.wb.dirty_wait_ns += wait;
-            self.wb.dirty_wait_pages += f.nr_pages();
+            self.vmstat.count_vm_events(DIRTY_WAIT_NS, wait);
+            self.vmstat.count_vm_events(DIRTY_WAIT_PAGES, f.nr_pages());
             if f.test(pg::RECLAIM) {
-                self.wb.reclaim_wait_ns += wait;
-                self.wb.reclaim_wait_pages += f.nr_pages();
+                self.vmstat.count_vm_events(RECLAIM_WAIT_NS, wait);
+                self.vmstat
+                    .count_vm_events(RECLAIM_WAIT_PAGES, f.nr_pages());
             }
         }
         self.folio_clear_dirty_file(pfn);
@@ -308,7 +283,7 @@ impl Kernel {
         };
         let done = self.blk_submit(cpu, fixed, n * self.cost.file_write_page, 0);
         self.inflight_add(done, pfn);
-        self.wb.nr_written += n;
+        self.vmstat.count_vm_events(NR_WRITTEN, n);
         if requests {
             if !new_request {
                 if let Some(last) = self.wb.requests.back_mut() {
@@ -432,7 +407,7 @@ impl Kernel {
     pub fn wb_start_all(&mut self, cpu: CpuId) {
         if self.wb.flusher.is_some() {
             if self.wb.start_all.is_none() && self.wb.nr_dirty > 0 {
-                self.wb.runs_vmscan += 1;
+                self.vmstat.count_vm_event(WB_RUNS_VMSCAN);
                 // wb_check_start_all sizes the work when the worker runs it.
                 self.wb.start_all = Some(u64::MAX);
                 if !self.wb.flusher_running {
@@ -441,7 +416,7 @@ impl Kernel {
             }
             return;
         }
-        self.wb.runs_vmscan += 1;
+        self.vmstat.count_vm_event(WB_RUNS_VMSCAN);
         for file in 0..self.files.len() {
             self.writeback_file(cpu, file, u64::MAX, false);
         }
@@ -476,9 +451,9 @@ impl Kernel {
     /// the start-all work (page_mkclean of each folio's mappings sends its flushes from this
     /// CPU, which runs no user mm: lazily on the previous one), or sleep when none is left.
     pub fn flusher_step(&mut self, rqs: &mut crate::sched::RunQueues, cpu: CpuId) {
-        self.wb.flusher_steps += 1;
+        self.vmstat.count_vm_event(FLUSHER_STEPS);
         if self.cpus[cpu].is_lazy {
-            self.wb.flusher_steps_lazy += 1;
+            self.vmstat.count_vm_event(FLUSHER_STEPS_LAZY);
         }
         let t0 = self.cpus[cpu].clock;
         let mut left = self.wb.start_all.unwrap_or(0);
@@ -489,10 +464,10 @@ impl Kernel {
         let mut written = 0;
         let mut full = false;
         if left > 0 {
-            let before = self.wb.nr_written;
+            let before = self.vmstat[NR_WRITTEN];
             let chunk = left.min(FLUSHER_CHUNK_PAGES);
             for file in 0..self.files.len() {
-                let budget = chunk.saturating_sub(self.wb.nr_written - before);
+                let budget = chunk.saturating_sub(self.vmstat[NR_WRITTEN] - before);
                 if budget == 0 {
                     break;
                 }
@@ -501,7 +476,7 @@ impl Kernel {
                     break;
                 }
             }
-            written = self.wb.nr_written - before;
+            written = self.vmstat[NR_WRITTEN] - before;
         }
         if full && written < left {
             // blk_mq_get_tag: no request free. The flusher sleeps until wake_batch requests
@@ -510,7 +485,7 @@ impl Kernel {
             let n = self.wb.requests.len();
             let until = self.wb.requests[batch.min(n) - 1];
             self.wb.start_all = Some(left - written);
-            self.wb.tag_waits += 1;
+            self.vmstat.count_vm_event(FLUSHER_REQUEST_WAITS);
             self.block_task(rqs, cpu, Some(until));
             return;
         }
@@ -597,8 +572,8 @@ impl Kernel {
         }
         let paused = self.cpus[cpu].clock - t0;
         if paused > 0 {
-            self.wb.dirty_pauses += 1;
-            self.wb.dirty_pause_ns += paused;
+            self.vmstat.count_vm_event(DIRTY_PAUSES);
+            self.vmstat.count_vm_events(DIRTY_PAUSE_NS, paused);
         }
     }
 
@@ -606,7 +581,7 @@ impl Kernel {
     /// writeback that reclaim has already tagged PG_reclaim: folio_wait_writeback, i.e. the
     /// reclaimer sleeps until the device has written it (and everything queued before it).
     pub fn reclaim_wait_on_writeback(&mut self, cpu: CpuId, pfn: Pfn) {
-        self.wb.reclaim_writeback_waits += 1;
+        self.vmstat.count_vm_event(RECLAIM_WRITEBACK_WAITS);
         let done = self
             .wb
             .inflight
@@ -629,7 +604,7 @@ impl Kernel {
         }
         self.end_io(now);
         if self.wb.nr_dirty > self.background_thresh() {
-            self.wb.runs_background += 1;
+            self.vmstat.count_vm_event(WB_RUNS_BACKGROUND);
             // writeback_chunk_size: background work goes in chunks of at least
             // MIN_WRITEBACK_PAGES (4 MiB) and stops once below the threshold.
             let over = (self.wb.nr_dirty - self.background_thresh()).max(MIN_WRITEBACK_PAGES);
@@ -643,7 +618,7 @@ impl Kernel {
                 let expired =
                     matches!(self.wb.dirtied_when.get(file), Some(Some(t)) if now >= t + EXPIRE_NS);
                 if expired {
-                    self.wb.runs_periodic += 1;
+                    self.vmstat.count_vm_event(WB_RUNS_PERIODIC);
                     self.writeback_file(cpu, file, u64::MAX, false);
                     // redirty_tail: still-dirty pages start a new expiry period.
                     if let Some(Some(t)) = self.wb.dirtied_when.get_mut(file) {
@@ -717,11 +692,11 @@ impl Kernel {
                 now + RECLAIM_THROTTLE_NS
             }
         });
-        self.wb.reclaim_throttles += 1;
+        self.vmstat.count_vm_event(RECLAIM_THROTTLES);
         let until = wake.clamp(now, now + RECLAIM_THROTTLE_NS);
         self.wb.throttle_until[cpu] = until;
         if self.can_sleep(cpu) {
-            self.wb.throttle_sleeps += 1;
+            self.vmstat.count_vm_event(RECLAIM_THROTTLE_SLEEPS);
             self.sleep_after_step(cpu, until);
             if self.wb.throttled.len() <= cpu {
                 self.wb.throttled.resize(self.nr_cpus(), false);
@@ -749,8 +724,8 @@ impl Kernel {
         f.clear(pg::WRITEBACK);
         let n = f.nr_pages();
         if f.is_anon() {
-            if let Some(b) = self.swap.block.as_mut() {
-                b.writes_done += n;
+            if self.swap.block.is_some() {
+                self.vmstat.count_vm_events(SWAP_WRITES_COMPLETED, n);
             }
         } else {
             let (file, first) = (f.owner as usize, f.index as u64);
@@ -773,6 +748,6 @@ impl Kernel {
         self.lruvec.del(&mut self.folios, pfn);
         self.folios.get_mut(pfn).clear(pg::ACTIVE);
         self.lruvec.add_tail(&mut self.folios, pfn);
-        self.wb.nr_rotated += n;
+        self.vmstat.count_vm_events(PGROTATED, n);
     }
 }

@@ -31,6 +31,7 @@
 use crate::kernel::{CpuId, Kernel, MmId};
 use crate::mm::folio::pg;
 use crate::mm::pgtable::*;
+use crate::mm::vmstat::VmEventItem::*;
 
 /// struct file_ra_state, plus the index of the folio carrying PG_readahead.
 #[derive(Clone, Copy, Debug, Default)]
@@ -63,21 +64,12 @@ pub struct Readahead {
     pub sparse: bool,
     /// Per file (one reader per file here: the kernel keeps it per open file).
     pub state: Vec<FileRa>,
-    /// Pages brought in by readahead (including the faulting pages).
-    pub pages_read: u64,
-    /// Pages fault-around mapped (filemap_map_pages), the faulting ones included.
-    pub fault_around_pages: u64,
-    /// Readahead windows cut short because a folio's __GFP_NORETRY charge failed.
-    pub charge_failures: u64,
     /// Per file, the pages whose blocks are allocated but unwritten (fallocate: an unwritten
     /// extent); empty = every block holds data. Reading an unwritten block is no I/O: the
     /// filesystem zeroes the folio (ext4_mpage_readpages treats a block that ext4_map_blocks
     /// does not report EXT4_MAP_MAPPED as a hole). Writeback makes the block written (ext4
     /// converts the extent when the write completes).
     pub unwritten: Vec<Vec<bool>>,
-    /// Page-cache pages filled by zeroing (holes, unwritten blocks) and by device reads.
-    pub pages_zeroed: u64,
-    pub pages_from_device: u64,
     /// mapping_max_folio_order of the files (0: no large folios; the default).
     pub max_order: u8,
     /// Page-cache folios readahead created, by order (measurement).
@@ -169,7 +161,7 @@ impl Kernel {
                 if self.mms[mm].ptes[q as usize] == PTE_NONE {
                     self.set_pte(mm, q, pfn, false, false);
                     mapped_vp |= q == vp;
-                    self.ra.fault_around_pages += 1;
+                    self.vmstat.count_vm_event(FAULT_AROUND_MAPPED);
                 }
             }
             p = fend;
@@ -221,8 +213,9 @@ impl Kernel {
                 None => 0,
             }
         };
-        self.ra.pages_zeroed += zeroed;
-        self.ra.pages_from_device += nr - zeroed;
+        self.vmstat.count_vm_events(FILE_PAGES_ZEROED, zeroed);
+        self.vmstat
+            .count_vm_events(FILE_PAGES_READ_FROM_DEVICE, nr - zeroed);
         (
             zeroed * self.cost.zero_page,
             (nr - zeroed) * self.cost.file_read_page,
@@ -410,7 +403,7 @@ impl Kernel {
             for p in first..first + nr {
                 self.files[file].cache[p as usize] = PTE_SWPCACHE | pfn;
             }
-            self.ra.pages_read += nr;
+            self.vmstat.count_vm_events(READAHEAD_PAGES_READ, nr);
             self.ra.folios_by_order[order as usize] += 1;
             if (first..first + nr).contains(&mark) {
                 self.ra.state[file].mark = Some(first);

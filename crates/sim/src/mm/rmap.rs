@@ -3,29 +3,12 @@
 //! from its (owner, index) — the anon_vma / i_mmap walk of a single VMA; a large folio's PTEs
 //! are those of pages index..index + nr that hold its pfn.
 
-use crate::arch::x86::tlb::ArchTlbBatch;
 use crate::config::Patch;
 use crate::kernel::{Backing, CpuId, Kernel, MmId};
 use crate::mm::folio::{pg, Pfn};
+use crate::mm::mm_types_task::TlbUbc;
 use crate::mm::pgtable::*;
-
-/// current->tlb_ubc (struct tlbflush_unmap_batch).
-pub struct TlbUbc {
-    pub arch: ArchTlbBatch,
-    pub flush_required: bool,
-    /// A dirty PTE was deferred: a CPU may hold a writable, dirty translation.
-    pub writable: bool,
-}
-
-impl TlbUbc {
-    pub fn new(nr_cpus: usize) -> TlbUbc {
-        TlbUbc {
-            arch: ArchTlbBatch::new(nr_cpus),
-            flush_required: false,
-            writable: false,
-        }
-    }
-}
+use crate::mm::vmstat::VmEventItem::*;
 
 /// TTU_* flags we model.
 pub const TTU_BATCH_FLUSH: u32 = 1;
@@ -70,7 +53,7 @@ impl Kernel {
         let nr_pages = self.folios.get(pfn).nr_pages();
         self.charge(cpu, self.cost.rmap_walk);
         if self.pmd_mapped(mm, first) {
-            self.referenced_steps += 1;
+            self.vmstat.count_vm_event(REFERENCED_STEPS);
             return self.pmdp_clear_flush_young(cpu, mm, first) as u32;
         }
         let batch = self.has(Patch::ClearFlushYoungPtes) && nr_pages > 1;
@@ -96,11 +79,11 @@ impl Kernel {
             steps += 1;
             let (y, tests) = self.clear_flush_young_ptes(cpu, mm, vp, nr);
             self.charge(cpu, (tests - nr) * self.cost.young_clear);
-            self.young_tests += tests;
+            self.vmstat.count_vm_events(YOUNG_TESTS, tests);
             young |= y;
             vp += nr;
         }
-        self.referenced_steps += steps;
+        self.vmstat.count_vm_events(REFERENCED_STEPS, steps);
         young as u32
     }
 
@@ -149,8 +132,8 @@ impl Kernel {
         if self.pmd_mapped(mm, first) {
             // TTU_SPLIT_HUGE_PMD: a file PMD is zapped with its own flush (huge_memory.rs).
             self.zap_huge_pmd(cpu, mm, first, pfn);
-            self.ttu_steps += 1;
-            self.ttu_ptes += nr_pages;
+            self.vmstat.count_vm_event(TTU_STEPS);
+            self.vmstat.count_vm_events(TTU_PTES, nr_pages);
             return true;
         }
         let mut steps = 0u64;
@@ -212,8 +195,8 @@ impl Kernel {
             if anon {
                 m.swapents += nr;
             }
-            self.ttu_steps += 1;
-            self.ttu_ptes += nr;
+            self.vmstat.count_vm_event(TTU_STEPS);
+            self.vmstat.count_vm_events(TTU_PTES, nr);
             vp += nr;
         }
         if dirty {

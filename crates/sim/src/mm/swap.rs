@@ -136,18 +136,6 @@ pub struct BlockSwap {
     pub readahead: BTreeSet<(MmId, u64)>,
     /// vma->swap_readahead_info per mm (one VMA each).
     pub vma_ra: Vec<VmaRa>,
-    /// Counters: read and write requests (bios), readahead pages read (SWAP_RA) and faults
-    /// that found one (SWAP_RA_HIT), swap writes completed.
-    pub read_requests: u64,
-    pub write_requests: u64,
-    pub swap_ra: u64,
-    pub swap_ra_hit: u64,
-    pub writes_done: u64,
-    /// Faulting tasks put to sleep on a read (their own, or a readahead still in flight) and
-    /// the summed sleep (ns).
-    pub read_sleeps: u64,
-    pub read_sleeps_on_readahead: u64,
-    pub read_sleep_ns: u64,
 }
 
 pub struct SwapDevice {

@@ -25,6 +25,7 @@ use crate::kernel::{CpuId, Kernel, MmId};
 use crate::mm::folio::{pg, Pfn};
 use crate::mm::pgtable::*;
 use crate::mm::swap::{VmaRa, SWAP_RA_ORDER_CEILING};
+use crate::mm::vmstat::VmEventItem::*;
 
 /// SWAP_RA_HITS_MAX (SWAP_RA_HITS_MASK with PAGE_SHIFT 12).
 const SWAP_RA_HITS_MAX: u64 = 63;
@@ -133,7 +134,7 @@ impl Kernel {
             self.swap_cache_add(mm, p, ra, e);
             let b = self.swap.block.as_mut().expect("a block swap device");
             b.readahead.insert((mm, p));
-            b.swap_ra += 1;
+            self.vmstat.count_vm_event(SWAP_RA);
             folios.push(ra);
         }
         // folio_add_lru: on the LRU (through the per-CPU batch) once allocated; the reads keep
@@ -142,7 +143,7 @@ impl Kernel {
             self.lru_add_fault(f);
         }
         self.lru_add_batch(cpu, folios.len() as u32);
-        self.vmstat.pswpin += folios.len() as u64;
+        self.vmstat.count_vm_events(PSWPIN, folios.len() as u64);
         let read = self.swap_read_submit(cpu, &folios);
         self.swap_read_wait(cpu, read, false);
         if self.mms[mm].ptes[vp as usize] == swp_entry_swapcache(pfn) {
@@ -177,7 +178,7 @@ impl Kernel {
         v.addr = vp;
         if readahead {
             v.hits = (v.hits + 1).min(SWAP_RA_HITS_MAX);
-            b.swap_ra_hit += 1;
+            self.vmstat.count_vm_event(SWAP_RA_HIT);
         }
         if let Some(read) = self.swap.read_in_flight(pfn, now) {
             self.swap_read_wait(cpu, read, true);

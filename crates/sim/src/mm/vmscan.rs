@@ -6,8 +6,10 @@ use crate::config::Patch;
 use crate::kernel::{CpuId, Kernel};
 use crate::locking::{LockId, PAGE_CACHE_DELETE_LINES};
 use crate::mm::folio::*;
+use crate::mm::mm_types_task::TlbUbc;
 use crate::mm::pgtable::*;
-use crate::mm::rmap::{TlbUbc, TTU_BATCH_FLUSH};
+use crate::mm::rmap::TTU_BATCH_FLUSH;
+use crate::mm::vmstat::VmEventItem::*;
 
 pub const SWAP_CLUSTER_MAX: u64 = 32;
 pub const DEF_PRIORITY: i32 = 12;
@@ -73,7 +75,7 @@ impl Kernel {
     /// try_to_free_mem_cgroup_pages → do_try_to_free_pages for the (single) memcg.
     pub fn try_to_free_mem_cgroup_pages(&mut self, cpu: CpuId, nr_pages: u64) -> u64 {
         let t0 = self.cpus[cpu].clock;
-        self.direct_reclaims += 1;
+        self.vmstat.count_vm_event(DIRECT_RECLAIMS);
         let mut sc = ScanControl::new(nr_pages.max(SWAP_CLUSTER_MAX), DEF_PRIORITY);
         loop {
             loop {
@@ -90,8 +92,8 @@ impl Kernel {
             }
             // snapshot_refaults
             self.lruvec.refaults_snapshot = [
-                self.vmstat.workingset_activate_anon,
-                self.vmstat.workingset_activate_file,
+                self.vmstat[WORKINGSET_ACTIVATE_ANON],
+                self.vmstat[WORKINGSET_ACTIVATE_FILE],
             ];
             if sc.nr_reclaimed > 0 || self.sleep_pending(cpu) {
                 break;
@@ -109,7 +111,8 @@ impl Kernel {
         // dirty and unqueued), MGLRU from its own loop (mm/lru_gen.rs); do_try_to_free_pages
         // itself wakes nobody.
         self.writeback_queue.clear();
-        self.reclaim_ns += self.cpus[cpu].clock - t0;
+        self.vmstat
+            .count_vm_events(RECLAIM_NS, self.cpus[cpu].clock - t0);
         sc.nr_reclaimed
     }
 
@@ -134,20 +137,20 @@ impl Kernel {
     /// shrink_node, returning the (scanned, stolen) pages it added to the vmstat counters (for
     /// the per-reclaimer counts kswapd and global direct reclaim keep).
     pub(crate) fn shrink_node_counted(&mut self, cpu: CpuId, sc: &mut ScanControl) -> (u64, u64) {
-        let scanned = self.vmstat.pgscan_anon + self.vmstat.pgscan_file;
-        let stolen = self.vmstat.pgsteal_anon + self.vmstat.pgsteal_file;
+        let scanned = self.vmstat[PGSCAN_ANON] + self.vmstat[PGSCAN_FILE];
+        let stolen = self.vmstat[PGSTEAL_ANON] + self.vmstat[PGSTEAL_FILE];
         self.shrink_node(cpu, sc);
         (
-            self.vmstat.pgscan_anon + self.vmstat.pgscan_file - scanned,
-            self.vmstat.pgsteal_anon + self.vmstat.pgsteal_file - stolen,
+            self.vmstat[PGSCAN_ANON] + self.vmstat[PGSCAN_FILE] - scanned,
+            self.vmstat[PGSTEAL_ANON] + self.vmstat[PGSTEAL_FILE] - stolen,
         )
     }
 
     pub(crate) fn shrink_node(&mut self, cpu: CpuId, sc: &mut ScanControl) {
         sc.may_deactivate = 0;
         let refaults = [
-            self.vmstat.workingset_activate_anon,
-            self.vmstat.workingset_activate_file,
+            self.vmstat[WORKINGSET_ACTIVATE_ANON],
+            self.vmstat[WORKINGSET_ACTIVATE_FILE],
         ];
         for (t, lru) in [(0usize, LRU_INACTIVE_ANON), (1, LRU_INACTIVE_FILE)] {
             if sc.force_deactivate
@@ -333,7 +336,7 @@ impl Kernel {
     pub fn shrink_active_list(&mut self, cpu: CpuId, nr: u64, lru: u8) {
         let list = self.isolate_lru_folios(cpu, nr, lru);
         let scanned: u64 = list.iter().map(|&p| self.folios.get(p).nr_pages()).sum();
-        self.vmstat.pgrefill += scanned;
+        self.vmstat.count_vm_events(PGREFILL, scanned);
         let mut nr_deactivate = 0;
         let nr_rotated = 0;
         for &pfn in &list {
@@ -346,7 +349,7 @@ impl Kernel {
             nr_deactivate += f.nr_pages();
         }
         self.move_folios_to_lru(cpu, &list);
-        self.vmstat.pgdeactivate += nr_deactivate;
+        self.vmstat.count_vm_events(PGDEACTIVATE, nr_deactivate);
         self.lru_note_cost(is_file_lru(lru), 0, nr_rotated);
     }
 
@@ -359,9 +362,9 @@ impl Kernel {
         let nr_scanned: u64 = list.iter().map(|&p| self.folios.get(p).nr_pages()).sum();
         let file = is_file_lru(lru);
         if file {
-            self.vmstat.pgscan_file += nr_scanned;
+            self.vmstat.count_vm_events(PGSCAN_FILE, nr_scanned);
         } else {
-            self.vmstat.pgscan_anon += nr_scanned;
+            self.vmstat.count_vm_events(PGSCAN_ANON, nr_scanned);
         }
         sc.nr_scanned += nr_scanned;
         let (nr_reclaimed, stat, ret) = self.shrink_folio_list(cpu, list);
@@ -376,9 +379,9 @@ impl Kernel {
             }
         }
         if file {
-            self.vmstat.pgsteal_file += nr_reclaimed;
+            self.vmstat.count_vm_events(PGSTEAL_FILE, nr_reclaimed);
         } else {
-            self.vmstat.pgsteal_anon += nr_reclaimed;
+            self.vmstat.count_vm_events(PGSTEAL_ANON, nr_reclaimed);
         }
         let _ = stat.nr_activate;
         self.lru_note_cost(file, stat.nr_pageout, nr_scanned - nr_reclaimed);
@@ -419,8 +422,8 @@ impl Kernel {
         let f = self.folios.get_mut(pfn);
         f.clear(pg::DIRTY);
         let n = f.nr_pages();
-        self.vmstat.pswpout += n;
-        self.vmstat.nr_vmscan_write += n;
+        self.vmstat.count_vm_events(PSWPOUT, n);
+        self.vmstat.count_vm_events(NR_VMSCAN_WRITE, n);
         if self.swap.block.is_some() {
             self.charge(cpu, n * self.cost.swap_writeout);
             self.swap_writepage_bdev(cpu, pfn);
@@ -510,7 +513,7 @@ impl Kernel {
             // (the charge's retries) sees its earlier writes end.
             self.end_io(self.cpus[cpu].clock);
         }
-        let mut ubc = TlbUbc::new(self.nr_cpus());
+        let mut ubc = TlbUbc::new(self.arch, self.nr_cpus());
         let mut stat = ReclaimStat::default();
         let mut ret = Vec::new();
         let mut free = Vec::with_capacity(self.policy.settings.free_batch);
@@ -595,7 +598,7 @@ impl Kernel {
                 if self.folios.get(pfn).is_file_lru() {
                     // Reclaim never writes file folios (6.18): tag for the flusher, activate.
                     self.folios.get_mut(pfn).set(pg::RECLAIM);
-                    self.vmstat.nr_vmscan_immediate_reclaim += nr;
+                    self.vmstat.count_vm_events(NR_VMSCAN_IMMEDIATE, nr);
                     self.writeback_queue.push(pfn);
                     activate = true;
                 } else if references == FolioRef::ReclaimClean {
@@ -644,7 +647,7 @@ impl Kernel {
             nr_reclaimed +=
                 self.pageout_batch(cpu, &mut ubc, &mut dirty, &mut free, &mut stat, &mut ret);
         }
-        self.vmstat.pgactivate += pgactivate;
+        self.vmstat.count_vm_events(PGACTIVATE, pgactivate);
         self.free_folio_batch(cpu, &mut ubc, &mut free);
         // The final flush.
         self.try_to_unmap_flush(cpu, &mut ubc);

@@ -6,6 +6,7 @@ use crate::kernel::Kernel;
 use crate::mm::folio::{
     pg, Pfn, LRU_ACTIVE_ANON, LRU_ACTIVE_FILE, LRU_INACTIVE_ANON, LRU_INACTIVE_FILE,
 };
+use crate::mm::vmstat::VmEventItem::*;
 
 /// Shadow layout: bit 0 = the folio had PG_workingset, bits 1.. = eviction stamp.
 const STAMP_BITS: u32 = 25;
@@ -39,9 +40,9 @@ impl Kernel {
         let file = self.folios.get(pfn).is_file_lru();
         let n = self.folios.get(pfn).nr_pages();
         if file {
-            self.vmstat.workingset_refault_file += n;
+            self.vmstat.count_vm_events(WORKINGSET_REFAULT_FILE, n);
         } else {
-            self.vmstat.workingset_refault_anon += n;
+            self.vmstat.count_vm_events(WORKINGSET_REFAULT_ANON, n);
         }
         let stamp = (shadow >> 1) as u64;
         let workingset = shadow & 1 != 0;
@@ -64,17 +65,17 @@ impl Kernel {
         let f = self.folios.get_mut(pfn);
         f.set(pg::ACTIVE);
         if file {
-            self.vmstat.workingset_activate_file += n;
+            self.vmstat.count_vm_events(WORKINGSET_ACTIVATE_FILE, n);
         } else {
-            self.vmstat.workingset_activate_anon += n;
+            self.vmstat.count_vm_events(WORKINGSET_ACTIVATE_ANON, n);
         }
         self.workingset_age_nonresident(n);
         if workingset {
             self.folios.get_mut(pfn).set(pg::WORKINGSET);
             if file {
-                self.vmstat.workingset_restore_file += n;
+                self.vmstat.count_vm_events(WORKINGSET_RESTORE_FILE, n);
             } else {
-                self.vmstat.workingset_restore_anon += n;
+                self.vmstat.count_vm_events(WORKINGSET_RESTORE_ANON, n);
             }
             self.lru_note_cost(file, n, 0);
         }

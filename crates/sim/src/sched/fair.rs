@@ -15,6 +15,7 @@
 use super::pelt::NICE_0_LOAD;
 use super::{RunQueues, BUSY_FACTOR, MAX_BALANCE_INTERVAL_MS, SCHED_MIGRATION_COST_NS};
 use crate::kernel::{CpuId, Kernel, TaskId};
+use crate::mm::vmstat::VmEventItem::*;
 
 /// enum cpu_idle_type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -264,8 +265,8 @@ impl Kernel {
             self.enqueue(rqs, this, t, now);
             moved += 1;
             match idle {
-                IdleType::NewlyIdle => self.sched.newidle_migrations += 1,
-                _ => self.sched.balance_migrations += 1,
+                IdleType::NewlyIdle => self.vmstat.count_vm_event(MIGRATIONS_NEWIDLE_BALANCE),
+                _ => self.vmstat.count_vm_event(MIGRATIONS_PERIODIC_BALANCE),
             }
             if idle == IdleType::NewlyIdle {
                 // A newly idle CPU takes one task and runs it.
@@ -292,7 +293,7 @@ impl Kernel {
                     let next = self.take_next(rqs, src);
                     self.context_switch(src, next);
                     self.enqueue(rqs, this, curr, now.max(t_src));
-                    self.sched.active_migrations += 1;
+                    self.vmstat.count_vm_event(MIGRATIONS_ACTIVE_BALANCE);
                     self.sched.nr_balance_failed[this][lvl] = cache_nice_tries + 1;
                     return 1;
                 }

@@ -32,6 +32,7 @@ pub mod topology;
 
 use crate::cpumask::CpuMask;
 use crate::kernel::{CpuId, Kernel, TaskId};
+use crate::mm::vmstat::VmEventItem::*;
 use pelt::Avg;
 use std::collections::{BTreeSet, VecDeque};
 use topology::{SchedDomain, Topology};
@@ -166,8 +167,6 @@ pub struct Sched {
     /// wake-ups by such completions per waking CPU.
     pub io_waker: std::collections::BTreeMap<TaskId, CpuId>,
     pub io_wakeups: Vec<u64>,
-    /// Wake-ups that went through the target's wake list with an IPI (ttwu_queue_wakelist).
-    pub wakelist_ipis: u64,
     /// Per CPU: time spent running tasks.
     pub busy_ns: Vec<u64>,
     pub background: Option<background::BackgroundLoad>,
@@ -181,11 +180,6 @@ pub struct Sched {
     pub cpumask_max: Vec<u64>,
     pub samples: u64,
     pub next_sample: u64,
-    /// Migrations by cause.
-    pub wake_migrations: u64,
-    pub balance_migrations: u64,
-    pub newidle_migrations: u64,
-    pub active_migrations: u64,
     /// The scripts of Class::Starter tasks still running them (fork.rs).
     pub starters: std::collections::BTreeMap<TaskId, VecDeque<fork::StartOp>>,
 }
@@ -424,14 +418,14 @@ impl Kernel {
         se.wakeups += 1;
         let cpu = self.wake_target(rqs, t, waker);
         if self.sched.se[t].last_cpu.is_some_and(|c| c != cpu) {
-            self.sched.wake_migrations += 1;
+            self.vmstat.count_vm_event(MIGRATIONS_WAKEUP);
         }
         if self.ttwu_queue_cond(rqs, waker, cpu) {
             // ttwu_queue_wakelist: the wake-up is queued on the target's wake list and the
             // target is sent a call-function IPI (counted in /proc/interrupts' CAL line). Only
             // counted: the woken task starts at `now` as before.
             self.irq.function_call_interrupts[cpu] += 1;
-            self.sched.wakelist_ipis += 1;
+            self.vmstat.count_vm_event(WAKELIST_IPIS);
         }
         self.activate_task(rqs, t, cpu, now);
     }

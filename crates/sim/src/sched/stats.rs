@@ -3,6 +3,7 @@
 
 use super::Class;
 use crate::kernel::Kernel;
+use crate::mm::vmstat::Place;
 use serde_json::{json, Value};
 
 /// Build `placement` for a run of `secs` simulated seconds.
@@ -87,12 +88,7 @@ pub fn report(k: &Kernel, secs: f64) -> Value {
         .collect();
     json!({
         "worker_migrations_per_task_per_second": per_task_per_s,
-        "migrations_by_cause": {
-            "wakeup": k.sched.wake_migrations,
-            "periodic_balance": k.sched.balance_migrations,
-            "newidle_balance": k.sched.newidle_migrations,
-            "active_balance": k.sched.active_migrations,
-        },
+        "migrations_by_cause": k.vmstat.json(Place::MigrationsByCause).collect::<serde_json::Map<_, _>>(),
         "cpumask_samples": k.sched.samples,
         "autogroup": k.sched.autogroup,
         "groups": groups,

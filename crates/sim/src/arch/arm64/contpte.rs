@@ -15,6 +15,7 @@
 use crate::arch::Arch;
 use crate::kernel::{CpuId, Kernel, MmId};
 use crate::mm::pgtable::*;
+use crate::mm::vmstat::VmEventItem::*;
 
 /// CONT_PTES with 4 KiB pages (64 KiB blocks).
 pub const CONT_PTES: u64 = 16;
@@ -69,7 +70,7 @@ impl Kernel {
     fn contpte_unfold(&mut self, cpu: CpuId, mm: MmId, vp: u64) {
         let b = block_of(vp);
         self.contpte_unfolded.insert((mm, b));
-        self.contpte_unfolds += 1;
+        self.vmstat.count_vm_event(CONTPTE_UNFOLDS);
         self.charge(cpu, 2 * CONT_PTES * self.cost.pte_clear);
         self.arm64_flush_tlb_range(cpu, mm, b, b + CONT_PTES);
     }

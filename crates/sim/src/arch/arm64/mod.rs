@@ -1,2 +1,3 @@
 pub mod contpte;
 pub mod tlb;
+pub mod tlbbatch;

@@ -8,8 +8,8 @@
 //! TLBI issue cost; the DSB charges the wait. The TLB and CAL interrupt counters and the
 //! `nr_tlb_*` vmstat counters stay 0 (arm64 never calls count_vm_tlb_event).
 
-use crate::arch::x86::tlb::ArchTlbBatch;
 use crate::kernel::{CpuId, Kernel, MmId};
+use crate::mm::vmstat::VmEventItem::*;
 
 /// MAX_DVM_OPS = PTRS_PER_PTE (4 KiB pages): ranges of this many pages or more become one
 /// whole-ASID invalidation (__flush_tlb_range_limit_excess → flush_tlb_mm).
@@ -44,12 +44,6 @@ pub fn tlbi_range_ops(pages: u64, tlbi_range: bool) -> u64 {
 }
 
 impl Kernel {
-    /// arch_tlbbatch_should_defer: always (no mm_cpumask to look at; the REPEAT_TLBI
-    /// erratum, which disables deferral, is not modelled).
-    pub fn arm64_arch_tlbbatch_should_defer(&self) -> bool {
-        true
-    }
-
     /// __flush_tlb_range_nosync (last level, stride PAGE_SIZE): issue the TLBIs for pages
     /// [start, end) of `mm` without waiting. A range of MAX_DVM_OPS pages or more is
     /// flush_tlb_mm instead (ASIDE1IS + DSB).
@@ -73,7 +67,7 @@ impl Kernel {
             }
             tlbi_range_ops(pages, self.arm64_tlbi_range)
         };
-        self.tlbi_ops += ops;
+        self.vmstat.count_vm_events(TLBI_OPS, ops);
         self.charge(cpu, ops * self.cost.tlbi_op);
         if excess {
             self.arm64_dsb_ish(cpu);
@@ -82,32 +76,9 @@ impl Kernel {
 
     /// dsb(ish): wait until every TLBI this CPU issued has completed on every PE.
     pub fn arm64_dsb_ish(&mut self, cpu: CpuId) {
-        self.dsb_ish += 1;
+        self.vmstat.count_vm_event(DSB_ISH);
         let ns = self.cost.dsb_ish + self.cost.dsb_ish_per_cpu * self.nr_cpus() as u64;
         self.charge(cpu, ns);
-    }
-
-    /// arch_tlbbatch_add_pending: the TLBIs for the unmapped range go out now (nosync); the
-    /// batch only remembers that a DSB is owed (the struct has no cpumask on arm64).
-    pub fn arm64_arch_tlbbatch_add_pending(
-        &mut self,
-        cpu: CpuId,
-        batch: &mut ArchTlbBatch,
-        mm: MmId,
-        start: u64,
-        end: u64,
-    ) {
-        self.arm64_flush_tlb_range_nosync(cpu, mm, start, end);
-        batch.unmapped_pages = true;
-    }
-
-    /// arch_tlbbatch_flush: one DSB ISH completes every TLBI of the batch.
-    pub fn arm64_arch_tlbbatch_flush(&mut self, cpu: CpuId, batch: &mut ArchTlbBatch) {
-        self.arm64_dsb_ish(cpu);
-        batch.unmapped_pages = false;
-        if self.paranoid() {
-            self.check_tlb_coherent("after arch_tlbbatch_flush");
-        }
     }
 
     /// flush_tlb_range / flush_tlb_page (__flush_tlb_range): TLBIs, then DSB ISH.

@@ -17,6 +17,7 @@
 //! INVLPGB and its TLBSYNC in which another CPU could run.
 
 use crate::kernel::{CpuId, Kernel, MmId};
+use crate::mm::vmstat::VmEventItem::*;
 
 /// MAX_ASID_AVAILABLE - TLB_NR_DYN_ASIDS - 1 without PTI (12 PCID bits: 4094 - 6 - 1).
 const GLOBAL_ASID_POOL: u64 = 4087;
@@ -35,9 +36,8 @@ pub struct Invlpgb {
     transition: Vec<bool>,
     /// Per CPU: its loaded ASID is its loaded mm's global one.
     on_global: Vec<bool>,
-    /// Counters (`extra`): INVLPGB instructions, TLBSYNCs, global ASIDs handed out.
-    pub invlpgb_ops: u64,
-    pub tlbsyncs: u64,
+    /// Global ASIDs handed out (the pool's use; INVLPGB_OPS and TLBSYNC count the
+    /// instructions, mm/vm_event_item.rs).
     pub global_asids: u64,
 }
 
@@ -79,16 +79,12 @@ impl Kernel {
     fn tlbsync(&mut self, cpu: CpuId) {
         let ns = self.cost.tlbsync + self.cost.tlbsync_per_cpu * self.nr_cpus() as u64;
         self.charge(cpu, ns);
-        if let Some(s) = &mut self.invlpgb {
-            s.tlbsyncs += 1;
-        }
+        self.vmstat.count_vm_event(TLBSYNC);
     }
 
     fn invlpgb_issue(&mut self, cpu: CpuId, n: u64) {
         self.charge(cpu, n * self.cost.invlpgb);
-        if let Some(s) = &mut self.invlpgb {
-            s.invlpgb_ops += n;
-        }
+        self.vmstat.count_vm_events(INVLPGB_OPS, n);
     }
 
     /// invlpgb_flush_all_nonglobals + TLBSYNC (arch_tlbbatch_flush): every user translation

@@ -1,3 +1,4 @@
 pub mod invlpgb;
 pub mod pgtable;
 pub mod tlb;
+pub mod tlbbatch;

@@ -9,6 +9,7 @@
 use crate::cpumask::CpuMask;
 use crate::kernel::{CpuId, Kernel, MmId};
 use crate::mm::folio::Pfn;
+use crate::mm::vmstat::VmEventItem::*;
 
 pub const TLB_WRITABLE: u8 = 1;
 pub const TLB_DIRTY: u8 = 2;
@@ -170,63 +171,7 @@ pub struct FlushTlbInfo {
     pub trim_cpumask: bool,
 }
 
-/// struct arch_tlbflush_unmap_batch.
-#[derive(Clone, Debug)]
-pub struct ArchTlbBatch {
-    pub cpumask: CpuMask,
-    pub unmapped_pages: bool,
-}
-
-impl ArchTlbBatch {
-    pub fn new(nr_cpus: usize) -> ArchTlbBatch {
-        ArchTlbBatch {
-            cpumask: CpuMask::new(nr_cpus),
-            unmapped_pages: false,
-        }
-    }
-}
-
 impl Kernel {
-    /// arch_tlbbatch_should_defer: some CPU other than this one may cache the mm.
-    pub fn x86_arch_tlbbatch_should_defer(&self, cpu: CpuId, mm: MmId) -> bool {
-        self.mms[mm].cpumask.any_but(cpu)
-    }
-
-    /// arch_tlbbatch_add_pending: bump the mm's generation and snapshot its cpumask.
-    pub fn x86_arch_tlbbatch_add_pending(&mut self, batch: &mut ArchTlbBatch, mm: MmId) {
-        self.mms[mm].tlb_gen += 1;
-        batch.cpumask.or(&self.mms[mm].cpumask);
-        batch.unmapped_pages = true;
-    }
-
-    /// arch_tlbbatch_flush: one flush with mm = NULL over the whole batch mask.
-    pub fn x86_arch_tlbbatch_flush(&mut self, cpu: CpuId, batch: &mut ArchTlbBatch) {
-        let info = FlushTlbInfo {
-            mm: None,
-            start: 0,
-            end: TLB_FLUSH_ALL,
-            new_tlb_gen: None,
-            freed_tables: false,
-            trim_cpumask: false,
-        };
-        if self.invlpgb_enabled() && batch.unmapped_pages {
-            // 6.15+ with INVLPGB: one broadcast of every non-global translation, no IPIs.
-            self.invlpgb_flush_all_nonglobals(cpu);
-        } else if batch.cpumask.any_but(cpu) {
-            let mask = batch.cpumask.clone();
-            self.flush_tlb_multi(cpu, &mask, &info);
-        } else if batch.cpumask.test(cpu) {
-            // Run locally with interrupts off (local_irq_disable around flush_tlb_func).
-            let ns = self.flush_tlb_func(cpu, cpu, &info);
-            self.irq_off_local(cpu, ns);
-        }
-        batch.cpumask.clear_all();
-        batch.unmapped_pages = false;
-        if self.paranoid() {
-            self.check_tlb_coherent("after arch_tlbbatch_flush");
-        }
-    }
-
     /// flush_tlb_mm_range: pages [start, end) of `mm`.
     pub fn x86_flush_tlb_mm_range(
         &mut self,
@@ -291,7 +236,7 @@ impl Kernel {
     /// off; then the sender waits (csd_lock_wait) for the slowest target's call to return.
     /// The target's clock is charged its handler and flush work, whatever it was doing.
     pub fn flush_tlb_multi(&mut self, sender: CpuId, mask: &CpuMask, info: &FlushTlbInfo) {
-        self.vmstat.nr_tlb_remote_flush += 1;
+        self.vmstat.count_vm_event(NR_TLB_REMOTE_FLUSH);
         let t0 = self.cpus[sender].clock;
         let mut sent = 0u64;
         let mut last_ack = t0;
@@ -322,7 +267,7 @@ impl Kernel {
         let remote = cpu != sender;
         if remote {
             self.irq.tlb_shootdowns[cpu] += 1;
-            self.vmstat.nr_tlb_remote_flush_received += 1;
+            self.vmstat.count_vm_event(NR_TLB_REMOTE_FLUSH_RECEIVED);
         }
         let Some(loaded) = self.cpus[cpu].loaded_mm else {
             return 0;
@@ -365,13 +310,13 @@ impl Kernel {
                 // The receiver's fixed work is part of ipi_handle.
                 n * self.cost.local_flush_one
             } else {
-                self.vmstat.nr_tlb_local_flush_one += n;
+                self.vmstat.count_vm_events(NR_TLB_LOCAL_FLUSH_ONE, n);
                 self.cost.flush_tlb_range_fixed + n * self.cost.local_flush_one
             }
         } else {
             self.cpus[cpu].tlb.flush_mm(loaded);
             if !remote {
-                self.vmstat.nr_tlb_local_flush_all += 1;
+                self.vmstat.count_vm_event(NR_TLB_LOCAL_FLUSH_ALL);
             }
             self.cost.local_flush_all
         };
