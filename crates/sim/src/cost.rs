@@ -160,6 +160,13 @@ pub struct CostTable {
     /// bandwidth): ~2 GB/s, a PCIe 3.0 x4 NVMe drive's sequential rate (swap bios carry up
     /// to SWAP_CLUSTER_MAX pages, so bandwidth, not IOPS, bounds them): 2 us. Estimate.
     pub swap_page_transfer: u64,
+    /// CPU time per page a block swap request completes, on the CPU its interrupt runs on:
+    /// the hardirq, then (one hardware queue: blk_mq_complete_request raises BLOCK_SOFTIRQ
+    /// locally) blk_mq_end_request and each bio's end_io (end_swap_bio_read/write:
+    /// folio_end_read with its wake-up, folio_end_writeback with the rotation). Estimate for
+    /// bare metal: ~400 ns (a folio's end_io with its LRU rotation, ~200 ns, plus the
+    /// request's interrupt and blk-mq completion spread over its pages); not measured.
+    pub swap_complete_page: u64,
 }
 
 impl CostTable {
@@ -211,6 +218,7 @@ impl CostTable {
             swap_read_latency: 80_000,
             swap_write_latency: 20_000,
             swap_page_transfer: 2_000,
+            swap_complete_page: 400,
         }
     }
 

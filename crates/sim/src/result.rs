@@ -194,6 +194,7 @@ fn swap_block_extra(k: &Kernel, extra: &mut Extra) {
                 "swapin_sleeps": b.read_sleeps,
                 "swapin_sleeps_on_readahead": b.read_sleeps_on_readahead,
                 "swapin_sleep_ms": b.read_sleep_ns / 1_000_000,
+                "completion_irq_ms": b.complete_ns / 1_000_000,
                 "io_wakeups_by_cpu": wakeups,
             }),
         );

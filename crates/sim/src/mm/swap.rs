@@ -148,6 +148,9 @@ pub struct BlockSwap {
     pub read_sleeps: u64,
     pub read_sleeps_on_readahead: u64,
     pub read_sleep_ns: u64,
+    /// CPU time the completions took on their interrupt's CPU (ns): `swap_complete_page`
+    /// per page completed.
+    pub complete_ns: u64,
 }
 
 pub struct SwapDevice {
