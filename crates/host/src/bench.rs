@@ -62,6 +62,7 @@ fn prepare(scn: &Scenario) -> Result<(HostConfig, MemcgRoot, Box<dyn HostWorkloa
     // The live machine has its own topology and load.
     scn.skip_section("machine.topology");
     scn.skip_section("machine.background_load");
+    scn.skip_section("machine.background_kthreads");
     // ... and its own sched_autogroup_enabled.
     scn.skip_section("sched");
     let cfg = HostConfig::read(scn)?;

@@ -9,9 +9,10 @@ use reclaimlab_core::foreign::BackgroundFromHost;
 use reclaimlab_core::{ResultDoc, Scenario, Target};
 use reclaimlab_host::SwapRequest;
 
-/// `--background-from-host`: the simulator's `machine.background_load` from the host runs'
-/// median foreign record (`reclaimlab_core::foreign`). None when no foreign user task ran; an
-/// error when the host document has no record (written before bench kept one).
+/// `--background-from-host`: the simulator's `machine.background_load` (user tasks) and
+/// `machine.background_kthreads` (kernel threads) from the host runs' median foreign record
+/// (`reclaimlab_core::foreign`). None when no foreign task ran; an error when the host
+/// document has no record (written before bench kept one).
 pub fn derived_background(host: &ResultDoc) -> Result<Option<BackgroundFromHost>> {
     match reclaimlab_core::foreign::of_doc(host) {
         Some(f) => Ok(reclaimlab_core::foreign::background_load(&f)),
@@ -36,7 +37,7 @@ pub struct FromHost {
 pub struct HostAndSim {
     pub host: ResultDoc,
     pub sim: ResultDoc,
-    /// `--background-from-host`: the derived load (None: off, or no foreign user task ran).
+    /// `--background-from-host`: the derived load (None: off, or no foreign task ran).
     pub background: Option<BackgroundFromHost>,
     /// `--placement-from-host`: each valid host run's start placement, in run order (the
     /// simulation's runs are in the same order).
