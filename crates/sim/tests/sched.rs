@@ -433,8 +433,7 @@ fn bad_kernel_thread_shares_are_errors_naming_the_key() {
             reclaimlab_core::Scenario::load("anon-sweep", &sets, reclaimlab_core::Target::Sim)
                 .unwrap();
         let e = reclaimlab_sim::config::SimConfig::from_scenario(&scn)
-            .err()
-            .expect(v)
+            .expect_err(v)
             .to_string();
         assert!(
             e.contains("machine.background_kthreads.duty") && e.contains(why),

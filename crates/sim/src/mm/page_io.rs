@@ -19,11 +19,11 @@
 //!
 //! The completion's CPU time (`swap_complete_page` per page) is charged to the CPU its
 //! interrupt runs on, as an interrupt steals it from whatever runs there
-//! (`swap_complete_irq`).
+//! (`swap_complete_irq`), at the request's submission rather than at its completion.
 //!
-//! Not modelled: the device's
-//! request queue depth for swap (blk_mq_get_tag waits); a bio split where swap slots are not
-//! contiguous (one request per batch); cluster readahead for rotational disks.
+//! Not modelled: the device's request queue depth for swap (blk_mq_get_tag waits); a bio
+//! split where swap slots are not contiguous (one request per batch); cluster readahead for
+//! rotational disks.
 
 use crate::kernel::{CpuId, Kernel};
 use crate::mm::folio::{pg, Pfn};
