@@ -271,11 +271,13 @@ pub struct ValidateArgs {
     /// Print a Markdown table (for docs/validation.md).
     #[arg(long)]
     pub markdown: bool,
-    /// Give each simulation the foreign load its host runs had: machine.background_load
-    /// from the median of the runs' `foreign` records (the user tasks outside the run's
-    /// memcg: how many ran, their CPU time, how often they ran, their sessions and nice;
-    /// kernel threads are left out, they do not switch mm). Printed with each table. Off by
-    /// default: the simulated machine is quiet unless the scenario says otherwise.
+    /// Give each simulation the foreign load its host runs had, from the median of the
+    /// runs' `foreign` records: machine.background_load from the user tasks outside the
+    /// run's memcg (how many ran, their CPU time, how often they ran, their sessions and
+    /// nice) and machine.background_kthreads from the kernel threads (each CPU's share of
+    /// time in them, their mean run, their nice: bound per-CPU threads without an mm).
+    /// Printed with each table. Off by default: the simulated machine is quiet unless the
+    /// scenario says otherwise.
     #[arg(long)]
     pub background_from_host: bool,
     /// anon-sweep: simulate each host run from where its threads started (which CPUs

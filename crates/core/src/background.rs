@@ -28,6 +28,8 @@ pub struct BackgroundLoad {
     /// `group_nice`: the sessions' autogroup nice (`/proc/PID/autogroup`: the group's
     /// shares).
     pub group_nice: i32,
+    /// Kernel threads (`machine.background_kthreads`): no mm, the root task group.
+    pub kthread: bool,
 }
 
 impl BackgroundLoad {
@@ -86,7 +88,69 @@ impl BackgroundLoad {
             groups,
             nice,
             group_nice,
+            kthread: false,
         }))
+    }
+
+    /// Read `machine.background_kthreads.*`: `duty`, each CPU's share of time in kernel
+    /// threads ("0.004,0.035": CPU 0, CPU 1, ...; a missing or 0 share is none), `slice` (the
+    /// mean run per wake-up, 50us) and `nice` (0). One bound task per CPU with a share, each
+    /// waking every `slice / share`.
+    pub fn kthreads_from_scenario(scn: &Scenario) -> anyhow::Result<Vec<BackgroundLoad>> {
+        let s = &scn.source;
+        let p = "machine.background_kthreads";
+        let key = format!("{p}.duty");
+        let list = s.str_or(&key, "")?;
+        let slice = s.duration_ns_or(&format!("{p}.slice"), 50_000)?;
+        let why = "a nice level is -20..=19 (sched_prio_to_weight)";
+        let nice = s.i64_in(&format!("{p}.nice"), 0, -20, 19, why)? as i32;
+        if !(1_000..=1_000_000_000).contains(&slice) {
+            return Err(s.err(&format!("{p}.slice"), "must be 1us..=1s").into());
+        }
+        let mut out = Vec::new();
+        for (cpu, v) in list
+            .split(',')
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .enumerate()
+        {
+            let duty: f64 = v.parse().map_err(|_| {
+                s.err(
+                    &key,
+                    format!("{v:?} is not a number (one share per CPU, comma-separated)"),
+                )
+            })?;
+            if !(0.0..=1.0).contains(&duty) {
+                return Err(s
+                    .err(&key, format!("{v}: a CPU's share is in [0, 1]"))
+                    .into());
+            }
+            if cpu >= scn.machine.cpus {
+                return Err(s
+                    .err(
+                        &key,
+                        format!(
+                            "more shares than CPUs (machine.cpus = {})",
+                            scn.machine.cpus
+                        ),
+                    )
+                    .into());
+            }
+            if duty == 0.0 {
+                continue;
+            }
+            out.push(BackgroundLoad {
+                tasks: 1,
+                duty,
+                period_ns: ((slice as f64 / duty) as u64).max(slice),
+                cpus: Some(vec![cpu]),
+                groups: 1,
+                nice,
+                group_nice: 0,
+                kthread: true,
+            });
+        }
+        Ok(out)
     }
 
     /// Run time per period.

@@ -4,12 +4,12 @@
 //! bench records, around each repetition's measured window, every task on the machine outside
 //! the run's memcg (bench's own threads included: they are foreign to the workload), from
 //! `/proc/PID/task/TID/schedstat` and `stat`, split into user tasks and kernel threads
-//! (PF_KTHREAD). The translation uses the user tasks only: a kernel thread borrows the mm the
-//! CPU had (lazy TLB) and never makes the CPU leave the workload's mm, so it does not take the
-//! workload's CPUs out of (or put them into) a flush's IPI set the way a process does. Kernel
-//! threads do wake on the workers' CPUs (kworkers), which is a reason for the balancer to move a
-//! worker; the background model has no per-CPU kernel threads, so that part is recorded but not
-//! translated.
+//! (PF_KTHREAD). User tasks become `machine.background_load` (processes: while one runs its
+//! CPU leaves the workload's mm). Kernel threads become `machine.background_kthreads`: a
+//! kernel thread borrows the mm the CPU had (lazy TLB), so it does not take a CPU out of a
+//! flush's IPI set the way a process does, but it makes the CPU busy where it runs (per-CPU
+//! kworkers, such as the block layer's on a disk's interrupt CPU), which decides where a
+//! waking worker is placed.
 
 use serde::{Deserialize, Serialize};
 
@@ -97,6 +97,19 @@ pub struct BackgroundFromHost {
     pub group_nice: i32,
     /// Foreign user tasks that ran on the host, before the cap.
     pub tasks_on_host: u64,
+    /// The kernel threads, as `machine.background_kthreads` (None: none ran).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kthreads: Option<KthreadsFromHost>,
+}
+
+/// Fields of `machine.background_kthreads` derived from a foreign record.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct KthreadsFromHost {
+    /// Per CPU, the share of the window its kernel threads ran (by the CPU each was last on).
+    pub duty: Vec<f64>,
+    /// Their mean run per time put on a CPU (cpu_seconds / timeslices), ns.
+    pub slice_ns: u64,
+    pub nice: i32,
 }
 
 /// At most this many modelled foreign tasks: each stands for tasks_on_host / tasks of the
@@ -119,7 +132,51 @@ pub const MIN_PERIOD_NS: u64 = 100_000;
 ///   Clamped to [100 µs, window].
 /// - `groups`: distinct autogroups (sessions) among them, at most `tasks`.
 /// - `nice`, `group_nice`: the median nice and autogroup nice of the tasks that ran.
+///
+/// With `kthreads` from [`kthreads_load`]; when only kernel threads ran, `tasks` is 0.
 pub fn background_load(f: &ForeignLoad) -> Option<BackgroundFromHost> {
+    let kthreads = kthreads_load(f);
+    match user_load(f) {
+        Some(b) => Some(BackgroundFromHost { kthreads, ..b }),
+        None => kthreads.map(|k| BackgroundFromHost {
+            tasks: 0,
+            duty: 0.0,
+            period_ns: MIN_PERIOD_NS,
+            groups: 1,
+            nice: 0,
+            group_nice: 0,
+            tasks_on_host: 0,
+            kthreads: Some(k),
+        }),
+    }
+}
+
+/// The kernel threads of `f`, or None when none ran: per CPU, their run time (by the CPU
+/// each was last on) over the window; the slice is their CPU time over their timeslices, so
+/// the modelled threads run as long and as often in total as the host's.
+pub fn kthreads_load(f: &ForeignLoad) -> Option<KthreadsFromHost> {
+    let k = &f.kthreads;
+    if k.timeslices == 0 || k.cpu_seconds <= 0.0 || f.window_seconds <= 0.0 {
+        return None;
+    }
+    let duty: Vec<f64> = k
+        .cpu_seconds_by_last_cpu
+        .iter()
+        .map(|s| (s / f.window_seconds).clamp(0.0, 1.0))
+        .collect();
+    if duty.iter().all(|&d| d == 0.0) {
+        return None;
+    }
+    let slice = (k.cpu_seconds / k.timeslices as f64 * 1e9).clamp(1_000.0, 1e9);
+    Some(KthreadsFromHost {
+        duty,
+        slice_ns: slice.round() as u64,
+        nice: k.median_nice.clamp(-20, 19),
+    })
+}
+
+/// The foreign user tasks of `f` (see [`background_load`]).
+fn user_load(f: &ForeignLoad) -> Option<BackgroundFromHost> {
     let u = &f.user;
     let on_host = u.tasks_ran + u.tasks_exited;
     if on_host == 0 || f.window_seconds <= 0.0 {
@@ -142,6 +199,7 @@ pub fn background_load(f: &ForeignLoad) -> Option<BackgroundFromHost> {
         nice: u.median_nice.clamp(-20, 19),
         group_nice: u.median_group_nice.clamp(-20, 19),
         tasks_on_host: on_host,
+        kthreads: None,
     })
 }
 
@@ -149,19 +207,31 @@ impl BackgroundFromHost {
     /// The `--set`s that give the simulator this load.
     pub fn sets(&self) -> Vec<String> {
         let p = "machine.background_load";
-        vec![
-            format!("{p}.tasks={}", self.tasks),
-            format!("{p}.duty={}", self.duty.max(1e-6)),
-            format!("{p}.period={}ns", self.period_ns),
-            format!("{p}.groups={}", self.groups),
-            format!("{p}.nice={}", self.nice),
-            format!("{p}.group_nice={}", self.group_nice),
-        ]
+        let mut v = vec![format!("{p}.tasks={}", self.tasks)];
+        if self.tasks > 0 {
+            v.extend([
+                format!("{p}.duty={}", self.duty.max(1e-6)),
+                format!("{p}.period={}ns", self.period_ns),
+                format!("{p}.groups={}", self.groups),
+                format!("{p}.nice={}", self.nice),
+                format!("{p}.group_nice={}", self.group_nice),
+            ]);
+        }
+        if let Some(k) = &self.kthreads {
+            let p = "machine.background_kthreads";
+            let duty: Vec<String> = k.duty.iter().map(|d| format!("{d:.6}")).collect();
+            v.extend([
+                format!("{p}.duty={}", duty.join(",")),
+                format!("{p}.slice={}ns", k.slice_ns),
+                format!("{p}.nice={}", k.nice),
+            ]);
+        }
+        v
     }
 
     /// A table cell: the derived keys.
     pub fn cell(&self) -> String {
-        format!(
+        let user = format!(
             "tasks {} (host {}), duty {:.4}, period {:.1} ms, groups {}, nice {}, group nice {}",
             self.tasks,
             self.tasks_on_host,
@@ -170,7 +240,19 @@ impl BackgroundFromHost {
             self.groups,
             self.nice,
             self.group_nice
-        )
+        );
+        match &self.kthreads {
+            None => user,
+            Some(k) => {
+                let duty: Vec<String> = k.duty.iter().map(|d| format!("{d:.4}")).collect();
+                format!(
+                    "{user}; kernel threads: duty per CPU {}, slice {:.0} us, nice {}",
+                    duty.join("/"),
+                    k.slice_ns as f64 / 1e3,
+                    k.nice
+                )
+            }
+        }
     }
 
     /// One line for a table header.
@@ -184,7 +266,8 @@ fn median_f(v: &mut [f64]) -> f64 {
 }
 
 /// The median record of several runs, field by field, for the fields the translation uses
-/// (window, and the user class's counts, times, groups and nice); the rest from the first.
+/// (window, the user class's counts, times, groups and nice, the kernel threads' time, runs,
+/// nice and time per CPU); the rest from the first.
 pub fn median(records: &[&ForeignLoad]) -> Option<ForeignLoad> {
     let first = *records.first()?;
     let m = |f: &dyn Fn(&ForeignLoad) -> f64| {
@@ -205,6 +288,23 @@ pub fn median(records: &[&ForeignLoad]) -> Option<ForeignLoad> {
     out.kthreads.tasks_ran = m(&|r| r.kthreads.tasks_ran as f64).round() as u64;
     out.kthreads.cpu_seconds = m(&|r| r.kthreads.cpu_seconds);
     out.kthreads.timeslices = m(&|r| r.kthreads.timeslices as f64).round() as u64;
+    out.kthreads.median_nice = m(&|r| r.kthreads.median_nice as f64).round() as i32;
+    let cpus = records
+        .iter()
+        .map(|r| r.kthreads.cpu_seconds_by_last_cpu.len())
+        .max()
+        .unwrap_or(0);
+    out.kthreads.cpu_seconds_by_last_cpu = (0..cpus)
+        .map(|c| {
+            m(&|r| {
+                r.kthreads
+                    .cpu_seconds_by_last_cpu
+                    .get(c)
+                    .copied()
+                    .unwrap_or(0.0)
+            })
+        })
+        .collect();
     Some(out)
 }
 
@@ -326,6 +426,40 @@ mod tests {
         assert_eq!((b.tasks, b.tasks_on_host), (4, 4));
         assert!((b.duty - 0.01).abs() < 1e-12);
         assert_eq!(b.period_ns, 200_000_000);
+    }
+
+    #[test]
+    fn kernel_threads_become_bound_bursts_per_cpu() {
+        // 0.4 CPU-s of kernel threads in 10 s, 0.1 s last on CPU 0 and 0.3 s on CPU 1, in
+        // 8 000 runs: shares 0.01 and 0.03, 50 us a run.
+        let mut r = rec(0, 0.0, 0, 10.0);
+        r.kthreads = ForeignClass {
+            tasks_ran: 5,
+            cpu_seconds: 0.4,
+            timeslices: 8_000,
+            median_nice: -20,
+            cpu_seconds_by_last_cpu: vec![0.1, 0.3],
+            ..Default::default()
+        };
+        let b = background_load(&r).expect("kernel threads alone are a load");
+        assert_eq!(b.tasks, 0);
+        let k = b.kthreads.as_ref().unwrap();
+        assert!((k.duty[0] - 0.01).abs() < 1e-12 && (k.duty[1] - 0.03).abs() < 1e-12);
+        assert_eq!((k.slice_ns, k.nice), (50_000, -20));
+        let sets = b.sets();
+        assert_eq!(sets[0], "machine.background_load.tasks=0");
+        assert!(sets.contains(&"machine.background_kthreads.duty=0.010000,0.030000".into()));
+        assert!(sets.contains(&"machine.background_kthreads.slice=50000ns".into()));
+        // With user tasks too, both loads.
+        let mut both = rec(4, 0.6, 300, 15.0);
+        both.kthreads = r.kthreads.clone();
+        let b = background_load(&both).unwrap();
+        assert_eq!(b.tasks, 4);
+        assert!(b.kthreads.is_some());
+        // The median keeps each CPU's time.
+        let m = median(&[&r, &r, &both]).unwrap();
+        assert_eq!(m.kthreads.cpu_seconds_by_last_cpu, vec![0.1, 0.3]);
+        assert_eq!(m.kthreads.median_nice, -20);
     }
 
     #[test]

@@ -176,6 +176,13 @@ pub struct CostTable {
     /// slots, nrpages, the NR_FILE_PAGES statistics): the mirror of the delete's xarray work,
     /// ~50 ns. Estimate, not measured.
     pub page_cache_insert_locked: u64,
+    /// CPU time per page a block swap request completes, on the CPU its interrupt runs on:
+    /// the hardirq, then (one hardware queue: blk_mq_complete_request raises BLOCK_SOFTIRQ
+    /// locally) blk_mq_end_request and each bio's end_io (end_swap_bio_read/write:
+    /// folio_end_read with its wake-up, folio_end_writeback with the rotation). Estimate for
+    /// bare metal: ~400 ns (a folio's end_io with its LRU rotation, ~200 ns, plus the
+    /// request's interrupt and blk-mq completion spread over its pages); not measured.
+    pub swap_complete_page: u64,
 }
 
 impl CostTable {
@@ -230,6 +237,7 @@ impl CostTable {
             line_transfer: 60,
             page_cache_delete_locked: 100,
             page_cache_insert_locked: 50,
+            swap_complete_page: 400,
         }
     }
 

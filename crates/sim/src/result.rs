@@ -188,6 +188,7 @@ fn swap_block_extra(k: &Kernel, extra: &mut Extra) {
         wakeups.resize(k.nr_cpus(), 0);
         let mut swap_block = serde_json::json!({
             "swapin_sleep_ms": k.vmstat[SWAPIN_SLEEP_NS] / 1_000_000,
+            "completion_irq_ms": k.vmstat[SWAP_COMPLETE_NS] / 1_000_000,
             "io_wakeups_by_cpu": wakeups,
         });
         object(&mut swap_block).extend(k.vmstat.json(Place::SwapBlock));

@@ -131,6 +131,35 @@ fn cgroup_v1_reclaim_waits_for_swap_writeback_and_v2_does_not() {
     }
 }
 
+/// Reclaim an 8-page mm run on CPU 0, from CPU 0, with the interrupt on CPU 1 and each page's
+/// completion costing `ns`.
+fn reclaimed_with_completion_cost(ns: u64) -> Kernel {
+    let mut k = block_kernel(2, IrqCpu::Cpu(1));
+    k.cost.swap_complete_page = ns;
+    let (mm, _) = dirty_mm_on(&mut k, 0, 8);
+    for vp in 0..8 {
+        k.mms[mm].ptes[vp] &= !PTE_YOUNG;
+    }
+    let _ = k.try_to_free_mem_cgroup_pages(0, 8);
+    k
+}
+
+#[test]
+fn a_completion_takes_its_time_on_the_interrupt_cpu() {
+    // Every write's completion (hardirq + BLOCK_SOFTIRQ, end_swap_bio_write) is CPU 1's
+    // time, not the reclaimer's.
+    let free = reclaimed_with_completion_cost(0);
+    let mut k = reclaimed_with_completion_cost(1_000);
+    let written = k.vmstat[PSWPOUT];
+    assert!(written >= 8, "pswpout {written}");
+    assert_eq!(free.vmstat[PSWPOUT], written);
+    assert_eq!(k.cpus[1].clock - free.cpus[1].clock, written * 1_000);
+    assert_eq!(k.vmstat[SWAP_COMPLETE_NS], written * 1_000);
+    // The reclaimer's clock is where a free completion leaves it.
+    assert_eq!(k.cpus[0].clock, free.cpus[0].clock);
+    assert_invariants(&mut k);
+}
+
 #[test]
 fn swap_in_reads_ahead_and_the_faulting_task_sleeps() {
     let (mut k, mm, t) = swapped_out(IrqCpu::Submitter);
@@ -228,6 +257,7 @@ fn a_block_run_sleeps_on_swap_in_and_rotates_written_folios() {
     let b = &doc.runs[0].extra["swap_block"];
     assert!(b["swapin_sleeps"].as_u64().unwrap() > 0, "{b}");
     assert!(b["read_requests"].as_u64().unwrap() > 0, "{b}");
+    assert!(b["completion_irq_ms"].as_u64().unwrap() > 0, "{b}");
     let wakeups = wakeups_by_cpu(&doc);
     assert!(
         wakeups.iter().filter(|&&w| w > 0).count() > 1,

@@ -366,3 +366,79 @@ fn anon_sweep_main_thread_and_clone_placement() {
         assert_eq!(two["mms"][m]["cpumask_weight_max"], 1, "{two}");
     }
 }
+
+/// A per-CPU kernel thread on the block device's interrupt CPU (kblockd's kworker): bound
+/// there, no mm of its own, and busy often enough that a worker whose read completes while
+/// it runs is placed on the other CPU (wake_affine_idle / select_idle_sibling).
+#[test]
+fn a_kernel_thread_on_the_interrupt_cpu_moves_waking_workers() {
+    let base = [
+        "machine.cpus=2",
+        "workload.processes=2",
+        "workload.bytes=16M",
+        "memcg.limit=16M",
+        "run.duration=1s",
+        "swap.device=block",
+        "swap.irq_cpu=1",
+    ];
+    let tasks = |d: &reclaimlab_core::ResultDoc| {
+        d.runs[0].extra["placement"]["tasks"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let worker_migrations = |d: &reclaimlab_core::ResultDoc| {
+        tasks(d)
+            .iter()
+            .filter(|t| t["kind"] == "worker")
+            .map(|t| t["migrations"].as_u64().unwrap())
+            .sum::<u64>()
+    };
+    let quiet = common::sim_with("anon-sweep", &base, &[]);
+    assert_eq!(worker_migrations(&quiet), 0);
+    let kt = common::sim_with(
+        "anon-sweep",
+        &base,
+        &[
+            "machine.background_kthreads.duty=0,0.05",
+            "machine.background_kthreads.slice=50us",
+        ],
+    );
+    assert!(worker_migrations(&kt) > 0);
+    let bg: Vec<_> = tasks(&kt)
+        .into_iter()
+        .filter(|t| t["kind"] == "background")
+        .collect();
+    assert_eq!(bg.len(), 1, "one bound thread for the one CPU with a share");
+    let t = &bg[0];
+    assert!(t["mm"].is_null(), "a kernel thread has no mm: {t}");
+    assert_eq!(t["migrations"], 0, "bound to its CPU: {t}");
+    // 5% of 1 s in 50-us runs, plus what its CPU's interrupts and context switches add to
+    // whatever runs there.
+    let cpu = t["cpu_seconds"].as_f64().unwrap();
+    assert!((0.045..=0.1).contains(&cpu), "{t}");
+}
+
+#[test]
+fn bad_kernel_thread_shares_are_errors_naming_the_key() {
+    for (v, why) in [
+        ("0.1,0.2,0.3", "more shares than CPUs"),
+        ("0,x", "not a number"),
+        ("1.5", "in [0, 1]"),
+    ] {
+        let sets = [
+            "machine.cpus=2".to_string(),
+            format!("machine.background_kthreads.duty={v}"),
+        ];
+        let scn =
+            reclaimlab_core::Scenario::load("anon-sweep", &sets, reclaimlab_core::Target::Sim)
+                .unwrap();
+        let e = reclaimlab_sim::config::SimConfig::from_scenario(&scn)
+            .expect_err(v)
+            .to_string();
+        assert!(
+            e.contains("machine.background_kthreads.duty") && e.contains(why),
+            "{v}: {e}"
+        );
+    }
+}

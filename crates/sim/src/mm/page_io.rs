@@ -17,9 +17,13 @@
 //! transfer one after another (`swap_page_transfer` per page) and complete a fixed latency
 //! after their transfer (`swap_read_latency`, `swap_write_latency`).
 //!
-//! Not modelled: the completion interrupt's CPU time on the CPU it runs on; the device's
-//! request queue depth for swap (blk_mq_get_tag waits); a bio split where swap slots are not
-//! contiguous (one request per batch); cluster readahead for rotational disks.
+//! The completion's CPU time (`swap_complete_page` per page) is charged to the CPU its
+//! interrupt runs on, as an interrupt steals it from whatever runs there
+//! (`swap_complete_irq`), at the request's submission rather than at its completion.
+//!
+//! Not modelled: the device's request queue depth for swap (blk_mq_get_tag waits); a bio
+//! split where swap slots are not contiguous (one request per batch); cluster readahead for
+//! rotational disks.
 
 use crate::kernel::{CpuId, Kernel};
 use crate::mm::folio::{pg, Pfn};
@@ -63,6 +67,8 @@ impl Kernel {
             pages * self.cost.swap_page_transfer,
             self.cost.swap_write_latency,
         );
+        let irq = self.swap_irq_cpu(cpu);
+        self.swap_complete_irq(irq, pages);
         for pfn in batch {
             self.inflight_add(done, pfn);
         }
@@ -74,6 +80,18 @@ impl Kernel {
             Some(IrqCpu::Cpu(c)) => c,
             _ => cpu,
         }
+    }
+
+    /// The completion of a request of `pages` on `irq`, the CPU its interrupt runs on: the
+    /// hardirq, then BLOCK_SOFTIRQ there (blk_mq_complete_request on a one-queue device, or on
+    /// the submitter's own queue) ending the request and each bio (end_swap_bio_read/write).
+    /// Its time is charged to that CPU's clock when the request is submitted, as the
+    /// call-function handlers are (smp.rs): whatever that CPU runs around the completion
+    /// loses it; an idle CPU's charge only matters to a task placed there before its clock.
+    fn swap_complete_irq(&mut self, irq: CpuId, pages: u64) {
+        let ns = pages * self.cost.swap_complete_page;
+        self.vmstat.count_vm_events(SWAP_COMPLETE_NS, ns);
+        self.charge(irq, ns);
     }
 
     /// swap_read_submit → swap_bdev_submit_read for `folios`, read by one bio from `cpu`:
@@ -90,6 +108,7 @@ impl Kernel {
             done,
             irq: self.swap_irq_cpu(cpu),
         };
+        self.swap_complete_irq(read.irq, pages);
         let b = self.swap.block.as_mut().expect("a block swap device");
         self.vmstat.count_vm_event(SWAP_READ_REQUESTS);
         for &pfn in folios {

@@ -206,6 +206,9 @@ vm_event_items! {
     SWAPIN_SLEEPS: SwapBlock = "swapin_sleeps",
     SWAPIN_SLEEPS_ON_READAHEAD: SwapBlock = "swapin_sleeps_on_readahead",
     SWAPIN_SLEEP_NS: Custom = "swapin_sleep_ns",
+    /// CPU time the completions took on their interrupt's CPU (ns, reported in ms):
+    /// `swap_complete_page` per page completed.
+    SWAP_COMPLETE_NS: Custom = "swap_complete_ns",
 
     // The scheduler (sched/): task migrations by cause (try_to_wake_up's placement, periodic
     // and new-idle load balancing, active balancing).

@@ -5,6 +5,14 @@
 //! wake-up placement, and its CPU drops out of flush IPIs for the workload's mms while it
 //! runs (should_flush_tlb). A quiet machine is `tasks = 0` (the default). The tasks run at
 //! `nice` in `groups` sessions of their own (autogroups at `group_nice`, autogroup.rs).
+//!
+//! Kernel threads that run on the machine's CPUs (`machine.background_kthreads`: per-CPU
+//! kworkers such as the block layer's kblockd on a device's interrupt CPU) are the same
+//! periodic bursts, one task bound to each CPU given a share (kthread_bind: a per-CPU
+//! worker pool's threads run only there), in the root task group, with no mm of their own:
+//! context_switch's enter_lazy_tlb keeps the previous mm loaded and the CPU lazy. So they do
+//! not take a CPU out of a flush's IPI set the way a process does, but they make it busy for
+//! wake-up placement and preempt what runs there.
 
 use super::autogroup::{nice_to_weight, WORKLOAD_GROUP};
 use super::{Class, RunQueues};
@@ -25,11 +33,25 @@ pub struct BgState {
     pub period_start: u64,
     /// Run time left in this period's burst.
     pub left_ns: u64,
+    /// The load it belongs to: None for `machine.background_load`, else its index in
+    /// `Sched::kthreads`.
+    pub kthreads: Option<usize>,
 }
 
 impl Kernel {
     /// Create the background tasks, asleep, their first wake-ups staggered over one period.
     pub fn background_spawn(&mut self) {
+        for (set, b) in self.sched.kthreads.clone().into_iter().enumerate() {
+            let cpu = b
+                .cpus
+                .as_ref()
+                .and_then(|l| l.first().copied())
+                .unwrap_or(0);
+            // A per-CPU worker: bound to its CPU, no mm (kthreads run on the borrowed one).
+            let t = self.task_new(usize::MAX, Some(cpu), 0, 1);
+            self.tasks[t].kthread = true;
+            self.background_task_init(t, &b, cpu, Some(set), 0);
+        }
         let Some(b) = self.sched.background.clone() else {
             return;
         };
@@ -37,43 +59,62 @@ impl Kernel {
         for i in 0..b.tasks {
             let mm = self.mm_alloc(1, Backing::Anon, false);
             let t = self.task_new(mm, None, 0, 1);
-            let se = &mut self.sched.se[t];
-            se.class = Class::Background;
-            se.sleeping = true;
-            se.avg.avg = 0;
-            se.weight = nice_to_weight(b.nice);
             // Its session: the foreign groups follow the workload's (autogroup.rs).
-            se.group = WORKLOAD_GROUP + 1 + i % b.groups;
-            if let Some(l) = &b.cpus {
-                let mut m = CpuMask::new(n);
-                l.iter().for_each(|&c| m.set(c));
-                se.allowed = Some(m);
-                // Its first CPU: spread over the allowed ones.
-                se.last_cpu = Some(l[i % l.len()]);
-            } else {
-                se.last_cpu = Some(i % n);
-            }
+            self.sched.se[t].group = WORKLOAD_GROUP + 1 + i % b.groups;
+            let first_cpu = match &b.cpus {
+                Some(l) => {
+                    let mut m = CpuMask::new(n);
+                    l.iter().for_each(|&c| m.set(c));
+                    self.sched.se[t].allowed = Some(m);
+                    // Its first CPU: spread over the allowed ones.
+                    l[i % l.len()]
+                }
+                None => i % n,
+            };
             let first = b.period_ns * i as u64 / b.tasks as u64;
-            self.sched.bg_state.push(BgState {
-                task: t,
-                period_start: first,
-                left_ns: b.run_ns(),
-            });
-            self.sched.timers.insert((first, t));
+            self.background_task_init(t, &b, first_cpu, None, first);
         }
+    }
+
+    /// A background task's scheduler state: asleep until `first`, at `b`'s nice, last on
+    /// `cpu`.
+    fn background_task_init(
+        &mut self,
+        t: TaskId,
+        b: &BackgroundLoad,
+        cpu: CpuId,
+        kthreads: Option<usize>,
+        first: u64,
+    ) {
+        let se = &mut self.sched.se[t];
+        se.class = Class::Background;
+        se.sleeping = true;
+        se.avg.avg = 0;
+        se.weight = nice_to_weight(b.nice);
+        se.last_cpu = Some(cpu);
+        self.sched.bg_state.push(BgState {
+            task: t,
+            period_start: first,
+            left_ns: b.run_ns(),
+            kthreads,
+        });
+        self.sched.timers.insert((first, t));
     }
 
     /// One engine step of a background task: run until its burst ends or the tick, then
     /// sleep to the next period (or at once, if it fell a whole period behind); with
     /// `duty = 1` it never sleeps.
     pub fn background_step(&mut self, rqs: &mut RunQueues, cpu: CpuId, t: TaskId) {
-        let b = self.sched.background.clone().expect("background task");
         let i = self
             .sched
             .bg_state
             .iter()
             .position(|s| s.task == t)
             .expect("background state");
+        let b = match self.sched.bg_state[i].kthreads {
+            Some(set) => self.sched.kthreads[set].clone(),
+            None => self.sched.background.clone().expect("background task"),
+        };
         let now = self.cpus[cpu].clock;
         let to_tick = self.cpus[cpu].next_tick.saturating_sub(now).max(1);
         // In slices: while the burst runs its CPU has the task's mm loaded and is not lazy, so

@@ -101,13 +101,15 @@ pub struct SchedConfig {
     pub topology: Option<Topology>,
     /// `machine.background_load` (None: a quiet machine).
     pub background: Option<background::BackgroundLoad>,
+    /// `machine.background_kthreads`: one bound kernel thread per CPU with a share.
+    pub kthreads: Vec<background::BackgroundLoad>,
     /// `sched.autogroup` (sched_autogroup_enabled): every session is a task group.
     pub autogroup: bool,
 }
 
 impl SchedConfig {
     /// Read `machine.topology.{sockets,cores_per_socket,threads_per_core}`,
-    /// `machine.background_load.*` and `sched.autogroup`.
+    /// `machine.background_load.*`, `machine.background_kthreads.*` and `sched.autogroup`.
     pub fn from_scenario(scn: &reclaimlab_core::Scenario) -> anyhow::Result<SchedConfig> {
         let s = &scn.source;
         let keys = [
@@ -144,6 +146,7 @@ impl SchedConfig {
         Ok(SchedConfig {
             topology,
             background: background::BackgroundLoad::from_scenario(scn)?,
+            kthreads: background::BackgroundLoad::kthreads_from_scenario(scn)?,
             autogroup: s.bool_or("sched.autogroup", true)?,
         })
     }
@@ -170,6 +173,7 @@ pub struct Sched {
     /// Per CPU: time spent running tasks.
     pub busy_ns: Vec<u64>,
     pub background: Option<background::BackgroundLoad>,
+    pub kthreads: Vec<background::BackgroundLoad>,
     pub bg_state: Vec<background::BgState>,
     /// `sched.autogroup`, and the task groups: the workload's session, then the foreign
     /// sessions of `machine.background_load.groups`.
@@ -212,6 +216,7 @@ impl Sched {
             sd,
             busy_ns: vec![0; nr_cpus],
             background: cfg.background.clone(),
+            kthreads: cfg.kthreads.clone(),
             autogroup: cfg.autogroup,
             groups,
             ..Default::default()

@@ -9,9 +9,10 @@ use reclaimlab_core::foreign::BackgroundFromHost;
 use reclaimlab_core::{ResultDoc, Scenario, Target};
 use reclaimlab_host::SwapRequest;
 
-/// `--background-from-host`: the simulator's `machine.background_load` from the host runs'
-/// median foreign record (`reclaimlab_core::foreign`). None when no foreign user task ran; an
-/// error when the host document has no record (written before bench kept one).
+/// `--background-from-host`: the simulator's `machine.background_load` (user tasks) and
+/// `machine.background_kthreads` (kernel threads) from the host runs' median foreign record
+/// (`reclaimlab_core::foreign`). None when no foreign task ran; an error when the host
+/// document has no record (written before bench kept one).
 pub fn derived_background(host: &ResultDoc) -> Result<Option<BackgroundFromHost>> {
     match reclaimlab_core::foreign::of_doc(host) {
         Some(f) => Ok(reclaimlab_core::foreign::background_load(&f)),
@@ -36,7 +37,7 @@ pub struct FromHost {
 pub struct HostAndSim {
     pub host: ResultDoc,
     pub sim: ResultDoc,
-    /// `--background-from-host`: the derived load (None: off, or no foreign user task ran).
+    /// `--background-from-host`: the derived load (None: off, or no foreign task ran).
     pub background: Option<BackgroundFromHost>,
     /// `--placement-from-host`: each valid host run's start placement, in run order (the
     /// simulation's runs are in the same order).
@@ -160,10 +161,12 @@ pub fn host_and_sim(
         host.machine.memory_bytes.max(64 << 20)
     ));
     // A host that swapped to a disk is simulated with the block device, unless the sets name one.
-    if reclaimlab_core::scenario::host_swap_is_block(&host.machine.swap)
-        && !sets.iter().any(|s| s.starts_with("swap.device="))
-    {
-        sets.push("swap.device=block".into());
+    if reclaimlab_core::scenario::host_swap_is_block(&host.machine.swap) {
+        push_unless_set(&mut sets, "swap.device", "block");
+    }
+    // The host's memcg version (writeback_throttling_sane, the dirty domain), unless set.
+    if matches!(host.machine.cgroup.as_str(), "v1" | "v2") {
+        push_unless_set(&mut sets, "sim.cgroup", &host.machine.cgroup);
     }
     let s = Scenario::load(scenario, &sets, Target::Sim)?;
     if from.placement {
@@ -184,4 +187,33 @@ pub fn host_and_sim(
         background,
         placements: None,
     })
+}
+
+/// Append `key=value` unless the sets already give `key` a value (a suite's or the command
+/// line's choice stands).
+fn push_unless_set(sets: &mut Vec<String>, key: &str, value: &str) {
+    let prefix = format!("{key}=");
+    if !sets.iter().any(|s| s.starts_with(&prefix)) {
+        sets.push(format!("{prefix}{value}"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::push_unless_set;
+
+    #[test]
+    fn a_host_fact_is_added_only_where_the_sets_leave_it_open() {
+        let mut sets = vec!["memcg.limit=64M".to_string()];
+        push_unless_set(&mut sets, "sim.cgroup", "v1");
+        assert_eq!(sets, ["memcg.limit=64M", "sim.cgroup=v1"]);
+        // A suite's or the command line's own choice stands.
+        let mut sets = vec!["sim.cgroup=v2".to_string()];
+        push_unless_set(&mut sets, "sim.cgroup", "v1");
+        assert_eq!(sets, ["sim.cgroup=v2"]);
+        // A key that merely starts the same is another key.
+        let mut sets = vec!["sim.cgroupx=1".to_string()];
+        push_unless_set(&mut sets, "sim.cgroup", "v1");
+        assert_eq!(sets.len(), 2);
+    }
 }

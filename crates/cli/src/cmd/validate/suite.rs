@@ -170,6 +170,7 @@ fn check_configs(suite: &Suite, cli_sets: &[String]) -> Result<()> {
                 // Read by the sim backend (the scheduler model) when it runs.
                 s.skip_section("machine.topology");
                 s.skip_section("machine.background_load");
+                s.skip_section("machine.background_kthreads");
                 s.skip_section("sched");
                 s.finish()
             })
