@@ -82,6 +82,8 @@ pub struct Readahead {
     pub max_order: u8,
     /// Page-cache folios readahead created, by order (measurement).
     pub folios_by_order: [u64; 10],
+    /// THP_FILE_MAPPED: page-cache folios mapped with one PMD (do_set_pmd).
+    pub thp_file_mapped: u64,
     /// Folios carrying PG_readahead: (file, first index) → the folio (a reclaimed and
     /// re-read folio at the same index is a different one, without the flag).
     pub marks: std::collections::BTreeMap<(usize, u64), crate::mm::folio::Pfn>,
