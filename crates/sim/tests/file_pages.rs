@@ -533,3 +533,32 @@ fn a_sequential_write_sweep_of_a_fallocated_file_ends_in_pmd_mapped_order_9_foli
     assert_eq!(k.vmstat.pgfault, folios);
     assert_eq!(k.vmstat.pgmajfault, 1);
 }
+
+#[test]
+fn readahead_reads_queue_behind_writeback_on_the_same_device() {
+    // A file whose blocks hold data (not fallocated): its misses are device reads.
+    let mut k = kernel(common::cfg(0), 1 << 20);
+    let mm = writable_mapping(&mut k, 1024);
+    k.ra.ra_pages = 64;
+    let read = k.cost.file_read_page;
+    // The device is busy with writeback for 1 ms.
+    let now = k.cpus[0].clock;
+    k.wb.busy_until = now + 1_000_000;
+    // The miss reads around pages 0..64: its task sleeps until the writes ahead of it and
+    // its own read are done.
+    k.user_access(0, mm, 0, false);
+    let (until, _) = k.take_sleep(0).expect("a read wait");
+    assert_eq!(until, now + 1_000_000 + 64 * read);
+    // The PG_readahead hit (page 48) submits the next window asynchronously: no wait then,
+    // but a fault that reaches one of its folios before the device has read it waits.
+    k.cpus[0].clock = until;
+    for vp in 1..=48 {
+        k.user_access(0, mm, vp, false);
+    }
+    assert!(k.take_sleep(0).is_none());
+    assert!(!k.ra.reads_in_flight.is_empty(), "no asynchronous window");
+    let t = k.cpus[0].clock;
+    k.user_access(0, mm, 100, false);
+    let (until2, _) = k.take_sleep(0).expect("a wait on the window's read");
+    assert!(until2 > t && until2 <= t + 64 * read, "{until2} vs {t}");
+}

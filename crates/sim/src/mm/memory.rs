@@ -368,7 +368,7 @@ impl Kernel {
     fn filemap_fault(&mut self, cpu: CpuId, mm: MmId, file: usize, vp: u64, write: bool) -> bool {
         // do_read_fault: ->map_pages first, ->fault only if that did not map the page;
         // do_shared_fault (a store) does no fault-around.
-        if !write && self.filemap_map_pages(mm, file, vp) {
+        if !write && self.filemap_map_pages(cpu, mm, file, vp) {
             return true;
         }
         let major = self.files[file].cache[vp as usize] & PTE_SWPCACHE == 0;
@@ -390,7 +390,12 @@ impl Kernel {
         let slot = self.files[file].cache[vp as usize];
         if slot & PTE_SWPCACHE != 0 {
             let pfn = slot & PTE_LOW_MASK;
-            if major && !write && self.filemap_fault_retry(mm, file, vp) {
+            // folio_lock: a folio asynchronous readahead is still reading is waited for.
+            let first = self.folios.get(pfn).index as u64;
+            if let Some(done) = self.folio_read_pending(cpu, file, first, pfn) {
+                self.io_wait_until(cpu, done);
+            }
+            if major && !write && self.filemap_fault_retry(cpu, mm, file, vp) {
                 return true;
             }
             if self.pte_changed(mm, vp) {
@@ -429,7 +434,7 @@ impl Kernel {
         for p in start..start + nr {
             self.files[file].cache[p as usize] = PTE_SWPCACHE | pfn;
         }
-        if !write && self.filemap_fault_retry(mm, file, vp) {
+        if !write && self.filemap_fault_retry(cpu, mm, file, vp) {
             return true;
         }
         if self.pte_changed(mm, vp) {
@@ -486,9 +491,9 @@ impl Kernel {
     /// handle_mm_fault whose do_read_fault maps the page (and its cached neighbours) by
     /// fault-around, counting them as hits against mmap_miss. Returns whether it mapped the
     /// page (not if its folio carries PG_readahead: then the retry's filemap_fault maps it).
-    fn filemap_fault_retry(&mut self, mm: MmId, file: usize, vp: u64) -> bool {
+    fn filemap_fault_retry(&mut self, cpu: CpuId, mm: MmId, file: usize, vp: u64) -> bool {
         self.vmstat.pgfault += 1;
-        self.filemap_map_pages(mm, file, vp)
+        self.filemap_map_pages(cpu, mm, file, vp)
     }
 
     /// The aligned extent (first page, order) of the page-cache folio a miss at `vp` creates:
