@@ -216,6 +216,8 @@ impl Kernel {
     /// read goes to the same device as writeback (one request queue: submit_bio of the read
     /// waits behind the writes already queued), so it completes after them.
     pub fn file_fill(&mut self, cpu: CpuId, file: usize, first: u64, nr: u64) {
+        // A new folio at `first`: an asynchronous read of an earlier one there is forgotten.
+        self.ra.reads_in_flight.remove(&(file, first));
         let (zero, read) = self.file_read_cost(file, first, nr);
         self.charge(cpu, zero);
         if read > 0 {
