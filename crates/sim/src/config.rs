@@ -68,6 +68,11 @@ pub struct SimConfig {
     /// Map PMD-sized page-cache folios with one PMD (`sim.file_pmd_map`, default true:
     /// finish_fault → do_set_pmd, as 6.18 does for a suitably aligned file mapping).
     pub file_pmd_map: bool,
+    /// A page-cache fault maps the whole large folio with PTEs (`sim.file_fault_whole_folio`,
+    /// default false): finish_fault as of "mm/fault: Try to map the entire file folio in
+    /// finish_fault()" (posted September 2025); without it only shmem does and other files
+    /// take one fault per page. `validation/file.toml` sets it: the host's counters show it.
+    pub file_fault_whole_folio: bool,
     /// The lost-write oracle (`sim.oracle`, default true; off only to measure its cost).
     pub oracle: bool,
     /// `sim.interleave`: `folio` (default) or `step` (engine.rs).
@@ -158,6 +163,7 @@ impl Default for SimConfig {
             writeback_queue_depth: 0,
             writeback_request_pages: 1024,
             file_pmd_map: true,
+            file_fault_whole_folio: false,
             oracle: true,
             interleave: Interleave::Folio,
             page_data: None,
@@ -213,6 +219,8 @@ impl SimConfig {
             writeback_request_pages: s
                 .u64_or("sim.writeback_request_pages", d.writeback_request_pages)?,
             file_pmd_map: s.bool_or("sim.file_pmd_map", d.file_pmd_map)?,
+            file_fault_whole_folio: s
+                .bool_or("sim.file_fault_whole_folio", d.file_fault_whole_folio)?,
             oracle: s.bool_or("sim.oracle", d.oracle)?,
             interleave: match s.str_or("sim.interleave", "folio")?.as_str() {
                 "step" => Interleave::Step,

@@ -61,6 +61,11 @@ pub struct Mm {
     pub next_trim: u64,
     /// PMD-mapped page-cache folios, by PMD index (vp >> 9) (mm/huge_memory.rs).
     pub pmd_mapped: std::collections::BTreeSet<u64>,
+    /// PMD ranges (vp >> 9) with a PTE page table, i.e. whose PMD is not pmd_none. A table is
+    /// installed with the first PTE under the PMD (pte_alloc / pmd_install) and freed only
+    /// when the mm goes (free_pgtables): reclaim's unmap clears PTEs, not tables, so a range
+    /// once mapped by PTEs is never PMD-mapped again (do_set_pmd needs pmd_none).
+    pub pte_tables: Vec<bool>,
 }
 
 /// A task (thread) and the workload cursor it runs.
@@ -272,6 +277,7 @@ impl Kernel {
             incarnation: 0,
             next_trim: 0,
             pmd_mapped: Default::default(),
+            pte_tables: vec![false; pages.div_ceil(crate::mm::huge_memory::HPAGE_PMD_NR) as usize],
         });
         for c in &mut self.cpus {
             c.tlb.add_mm();

@@ -281,7 +281,33 @@ fn file_extra(k: &Kernel, extra: &mut Extra) {
             "readahead_folios_by_order".into(),
             serde_json::json!(k.ra.folios_by_order),
         );
+        extra.insert(
+            "page_cache_folios_by_order".into(),
+            serde_json::json!(page_cache_folios_by_order(k)),
+        );
     }
+    if k.ra.thp_file_mapped > 0 {
+        extra.insert("thp_file_mapped".into(), j(k.ra.thp_file_mapped));
+    }
+}
+
+/// The files' page-cache folios at the end of the run, by order (what bench reads from
+/// the data file's cache after its run).
+fn page_cache_folios_by_order(k: &Kernel) -> [u64; 10] {
+    use crate::mm::pgtable::{PTE_LOW_MASK, PTE_SWPCACHE};
+    let mut by_order = [0u64; 10];
+    for file in &k.files {
+        for (p, &slot) in file.cache.iter().enumerate() {
+            if slot & PTE_SWPCACHE == 0 {
+                continue;
+            }
+            let f = k.folios.get(slot & PTE_LOW_MASK);
+            if f.index as usize == p {
+                by_order[(f.order as usize).min(9)] += 1;
+            }
+        }
+    }
+    by_order
 }
 
 #[cfg(test)]

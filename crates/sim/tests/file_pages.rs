@@ -420,3 +420,147 @@ fn a_busy_holder_receives_the_unmap_flushes_and_slows_reclaim() {
     let err = common::try_sim_with("file-reclaim", &[], &["host.hold=spin"]).unwrap_err();
     assert!(err.contains("workload.hold"), "{err}");
 }
+
+/// A `pages`-page data file as bench makes it (fallocated, never written) mapped shared by a
+/// task on CPU 0, readahead of `ra_pages` with large folios up to order 9.
+fn fallocated_mapping(k: &mut Kernel, pages: u64, ra_pages: u64) -> usize {
+    let mm = writable_mapping(k, pages);
+    k.file_fallocated(0);
+    k.ra.ra_pages = ra_pages;
+    k.ra.max_order = 9;
+    mm
+}
+
+/// File 0 of `pages` pages, mapped shared and writable by a task running on CPU 0.
+fn writable_mapping(k: &mut Kernel, pages: u64) -> usize {
+    k.files.push(File {
+        cache: vec![0; pages as usize],
+    });
+    let mm = k.mm_alloc(pages, Backing::File(0), true);
+    let t = k.task_new(mm, Some(0), 0, pages);
+    k.context_switch(0, Some(t));
+    mm
+}
+
+/// common::cfg(`order`) with finish_fault mapping whole file folios.
+fn whole_folio_cfg(order: u8) -> SimConfig {
+    SimConfig {
+        file_fault_whole_folio: true,
+        ..common::cfg(order)
+    }
+}
+
+/// Page faults taken by a task storing to pages 0..8 of a mapping of order-2 folios.
+fn store_faults(cfg: SimConfig) -> (u64, Kernel, usize) {
+    let mut k = kernel(cfg, 1 << 20);
+    let mm = writable_mapping(&mut k, 64);
+    for vp in 0..8 {
+        k.user_access(0, mm, vp, true);
+    }
+    (k.vmstat[PGFAULT], k, mm)
+}
+
+#[test]
+fn a_write_fault_maps_the_whole_large_folio_writable_and_dirty() {
+    use reclaimlab_sim::mm::pgtable::*;
+    // Two order-2 folios: two faults, every PTE writable and dirty.
+    let (faults, k, mm) = store_faults(whole_folio_cfg(2));
+    assert_eq!(faults, 2);
+    for vp in 0..8 {
+        let p = k.mms[mm].ptes[vp];
+        assert!(
+            pte_present(p) && p & PTE_DIRTY != 0 && p & PTE_WRITE != 0,
+            "{vp}: {p:#x}"
+        );
+    }
+    assert_eq!(k.mms[mm].rss, 8);
+    // Without it (one page per fault, as before the finish_fault change): eight.
+    assert_eq!(store_faults(common::cfg(2)).0, 8);
+}
+
+#[test]
+fn a_pmd_range_that_once_held_ptes_maps_a_pmd_sized_folio_with_ptes() {
+    use reclaimlab_sim::mm::pgtable::*;
+    let mut k = kernel(whole_folio_cfg(0), 1 << 20);
+    let mm = writable_mapping(&mut k, 1024);
+    // A clean order-0 page in the first 2 MiB: mapped by a PTE (a page table under the PMD),
+    // then reclaimed: its PTE goes, the table stays.
+    k.user_access(0, mm, 5, false);
+    for _ in 0..8 {
+        if k.files[0].cache[5] & PTE_SWPCACHE == 0 {
+            break;
+        }
+        k.try_to_free_mem_cgroup_pages(0, 1 << 20);
+    }
+    assert_eq!(
+        k.files[0].cache[5] & PTE_SWPCACHE,
+        0,
+        "page 5 not reclaimed"
+    );
+    assert!(k.mms[mm].ptes[..512].iter().all(|&p| p == PTE_NONE));
+    // Now order-9 folios: the first range is not pmd_none, so its folio is mapped by 512 PTEs
+    // in one fault; the second range never had a table and is PMD-mapped.
+    k.cfg.file_folio_order = 9;
+    let faults = k.vmstat[PGFAULT];
+    for vp in 0..1024 {
+        k.user_access(0, mm, vp, true);
+    }
+    assert_eq!(k.vmstat[PGFAULT] - faults, 2);
+    assert!(!k.pmd_mapped(mm, 0) && k.pmd_mapped(mm, 512));
+    assert_eq!(k.ra.thp_file_mapped, 1);
+    assert!(k.mms[mm].ptes[..512]
+        .iter()
+        .all(|&p| pte_present(p) && p & PTE_DIRTY != 0));
+}
+
+#[test]
+fn a_sequential_write_sweep_of_a_fallocated_file_ends_in_pmd_mapped_order_9_folios() {
+    // As bench's sequential writer (no madvise: no VM_HUGEPAGE), with room for the file:
+    // one read-around at order 0, windows of order 2, 4, 6, 8, then order 9 to the end.
+    let pages = 32768;
+    let mut k = kernel(whole_folio_cfg(0), 1 << 20);
+    let mm = fallocated_mapping(&mut k, pages, 2048);
+    for vp in 0..pages {
+        k.writeback_poll(0);
+        k.user_access(0, mm, vp, true);
+    }
+    let o = k.ra.folios_by_order;
+    let order9 = (pages - 5 * 2048) / 512;
+    assert_eq!(o, [2048, 0, 512, 0, 128, 0, 32, 0, 8, order9], "{o:?}");
+    // Every order-9 folio is PMD-mapped: the ramp's 20 ranges hold PTE tables, the rest none.
+    assert_eq!(k.ra.thp_file_mapped, order9);
+    assert!((10240..pages).step_by(512).all(|vp| k.pmd_mapped(mm, vp)));
+    // One fault per folio (whole folios mapped at once), not one per page.
+    let folios: u64 = o.iter().sum();
+    assert_eq!(k.vmstat[PGFAULT], folios);
+    assert_eq!(k.vmstat[PGMAJFAULT], 1);
+}
+
+#[test]
+fn readahead_reads_queue_behind_writeback_on_the_same_device() {
+    // A file whose blocks hold data (not fallocated): its misses are device reads.
+    let mut k = kernel(common::cfg(0), 1 << 20);
+    let mm = writable_mapping(&mut k, 1024);
+    k.ra.ra_pages = 64;
+    let read = k.cost.file_read_page;
+    // The device is busy with writeback for 1 ms.
+    let now = k.cpus[0].clock;
+    k.wb.busy_until = now + 1_000_000;
+    // The miss reads around pages 0..64: its task sleeps until the writes ahead of it and
+    // its own read are done.
+    k.user_access(0, mm, 0, false);
+    let (until, _) = k.take_sleep(0).expect("a read wait");
+    assert_eq!(until, now + 1_000_000 + 64 * read);
+    // The PG_readahead hit (page 48) submits the next window asynchronously: no wait then,
+    // but a fault that reaches one of its folios before the device has read it waits.
+    k.cpus[0].clock = until;
+    for vp in 1..=48 {
+        k.user_access(0, mm, vp, false);
+    }
+    assert!(k.take_sleep(0).is_none());
+    assert!(!k.ra.reads_in_flight.is_empty(), "no asynchronous window");
+    let t = k.cpus[0].clock;
+    k.user_access(0, mm, 100, false);
+    let (until2, _) = k.take_sleep(0).expect("a wait on the window's read");
+    assert!(until2 > t && until2 <= t + 64 * read, "{until2} vs {t}");
+}

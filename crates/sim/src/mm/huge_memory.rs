@@ -31,9 +31,11 @@ impl Kernel {
         self.mms[mm].pmd_mapped.contains(&(vp >> HPAGE_PMD_ORDER))
     }
 
-    /// do_set_pmd: map the whole PMD-sized page-cache folio `pfn` (holding `vp`) if its
-    /// range of the page table is empty. Returns false if it cannot (then the caller maps
-    /// the page with a PTE).
+    /// do_set_pmd: map the whole PMD-sized page-cache folio `pfn` (holding `vp`) if the PMD
+    /// is pmd_none: neither PMD-mapped nor holding a PTE table (finish_fault and
+    /// filemap_map_pmd try it only then; a table left by an earlier PTE mapping stays until
+    /// the mm goes, `Mm::pte_tables`). Returns false if it cannot (then the caller maps the
+    /// folio with PTEs). Counts THP_FILE_MAPPED.
     pub(crate) fn do_set_pmd(&mut self, mm: MmId, vp: u64, pfn: Pfn, write: bool) -> bool {
         if !self.cfg.file_pmd_map {
             return false;
@@ -46,12 +48,19 @@ impl Kernel {
         if start != f.index as u64 || start + HPAGE_PMD_NR > self.mms[mm].ptes.len() as u64 {
             return false;
         }
-        if self.mms[mm].ptes[start as usize..(start + HPAGE_PMD_NR) as usize]
-            .iter()
-            .any(|&p| p != PTE_NONE)
+        if self.mms[mm].pte_tables[(start >> HPAGE_PMD_ORDER) as usize]
+            || self.mms[mm]
+                .pmd_mapped
+                .contains(&(start >> HPAGE_PMD_ORDER))
         {
             return false;
         }
+        debug_assert!(
+            self.mms[mm].ptes[start as usize..(start + HPAGE_PMD_NR) as usize]
+                .iter()
+                .all(|&p| p == PTE_NONE)
+        );
+        self.ra.thp_file_mapped += 1;
         let writable = self.mms[mm].writable && write;
         for p in start..start + HPAGE_PMD_NR {
             self.mms[mm].ptes[p as usize] = mk_pte(pfn, writable, write);

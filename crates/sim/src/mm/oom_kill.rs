@@ -71,6 +71,7 @@ impl Kernel {
         m.swapents = 0;
         m.incarnation += 1;
         m.pmd_mapped.clear();
+        m.pte_tables.fill(false);
         m.tlb_gen += 1;
         m.cpumask.clear_all();
         let gen = m.tlb_gen;

@@ -207,6 +207,30 @@ impl Kernel {
         self.sleep_after_step(cpu, base + ns);
     }
 
+    /// The faulting task on `cpu` waits for a device read that completes at `done` (the
+    /// device queue included); a kernel thread's read is charged to its CPU until then.
+    pub fn io_wait_until(&mut self, cpu: CpuId, done: u64) {
+        let now = self.cpus[cpu].clock;
+        if done <= now {
+            return;
+        }
+        if !self.can_sleep(cpu) {
+            self.charge(cpu, done - now);
+            return;
+        }
+        // Only what this wait adds to a sleep already pending counts as read wait.
+        let pending = self
+            .wb
+            .sleep_until
+            .get(cpu)
+            .copied()
+            .flatten()
+            .unwrap_or(now);
+        self.vmstat
+            .count_vm_events(FILE_READ_WAIT_NS, done.saturating_sub(pending.max(now)));
+        self.sleep_after_step(cpu, done);
+    }
+
     /// folio_mark_dirty for a page-cache folio (anon folios just get PG_dirty).
     pub fn folio_mark_dirty(&mut self, pfn: Pfn) {
         let f = self.folios.get_mut(pfn);

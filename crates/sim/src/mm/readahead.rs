@@ -29,7 +29,7 @@
 //! charged to the faulting CPU).
 
 use crate::kernel::{CpuId, Kernel, MmId};
-use crate::mm::folio::pg;
+use crate::mm::folio::{pg, Pfn};
 use crate::mm::pgtable::*;
 use crate::mm::vmstat::VmEventItem::*;
 
@@ -74,6 +74,8 @@ pub struct Readahead {
     pub max_order: u8,
     /// Page-cache folios readahead created, by order (measurement).
     pub folios_by_order: [u64; 10],
+    /// THP_FILE_MAPPED: page-cache folios mapped with one PMD (do_set_pmd).
+    pub thp_file_mapped: u64,
     /// Folios carrying PG_readahead: (file, first index) → the folio (a reclaimed and
     /// re-read folio at the same index is a different one, without the flag).
     pub marks: std::collections::BTreeMap<(usize, u64), crate::mm::folio::Pfn>,
@@ -82,6 +84,11 @@ pub struct Readahead {
     /// __filemap_get_folio's charge and carries on, so the retried fault goes straight to the
     /// allocation (no second mmap_miss count, read-around or PGMAJFAULT).
     pub sync_done: std::collections::BTreeSet<(usize, u64)>,
+    /// Folios whose device read, submitted by asynchronous readahead, completes later:
+    /// (file, first index) → (the folio, completion time). Until then the folio is locked
+    /// and not uptodate: a fault on it waits (filemap_fault's folio_lock), fault-around
+    /// skips it (next_uptodate_folio). Reclaim does not see the lock (an approximation).
+    pub reads_in_flight: std::collections::BTreeMap<(usize, u64), (crate::mm::folio::Pfn, u64)>,
 }
 
 /// The order of the folio page_cache_ra_order allocates at `idx`: `order`, lowered until the
@@ -129,7 +136,7 @@ impl Kernel {
     /// whether the faulting page was mapped (VM_FAULT_NOPAGE: no ->fault call follows).
     /// Mapping the neighbours costs no CPU time of its own in the model (a fault's
     /// `fault_base` covers it).
-    pub(crate) fn filemap_map_pages(&mut self, mm: MmId, file: usize, vp: u64) -> bool {
+    pub(crate) fn filemap_map_pages(&mut self, cpu: CpuId, mm: MmId, file: usize, vp: u64) -> bool {
         let len = self.files[file].cache.len() as u64;
         let base = vp & !(FAULT_AROUND_PAGES - 1);
         let end = (base + FAULT_AROUND_PAGES).min(len);
@@ -146,7 +153,10 @@ impl Kernel {
             let f = *self.folios.get(pfn);
             let first = f.index as u64;
             let fend = (first + f.nr_pages()).min(end);
-            if f.test(pg::LOCKED) || self.ra.marks.get(&(file, first)) == Some(&pfn) {
+            if f.test(pg::LOCKED)
+                || self.ra.marks.get(&(file, first)) == Some(&pfn)
+                || self.folio_read_pending(cpu, file, first, pfn).is_some()
+            {
                 p = fend;
                 continue;
             }
@@ -194,11 +204,48 @@ impl Kernel {
 
     /// Fill pages `first..first + nr` of `file` on a miss from `cpu`: zeroing a hole or an
     /// unwritten block is CPU time; a device read (`file_read_page` per page) is I/O the
-    /// faulting task sleeps on (filemap_fault waits for the folio's read: folio_lock).
+    /// faulting task sleeps on (filemap_fault waits for the folio's read: folio_lock). The
+    /// read goes to the same device as writeback (one request queue: submit_bio of the read
+    /// waits behind the writes already queued), so it completes after them.
     pub fn file_fill(&mut self, cpu: CpuId, file: usize, first: u64, nr: u64) {
+        // A new folio at `first`: an asynchronous read of an earlier one there is forgotten.
+        self.ra.reads_in_flight.remove(&(file, first));
         let (zero, read) = self.file_read_cost(file, first, nr);
         self.charge(cpu, zero);
-        self.io_wait(cpu, read);
+        if read > 0 {
+            let done = self.blk_submit(cpu, 0, read, 0);
+            self.io_wait_until(cpu, done);
+        }
+    }
+
+    /// An asynchronous readahead's device read of the folio `pfn` at `first` of `file`:
+    /// submitted to the device now, waited for by the first fault that finds the folio before
+    /// the read completes.
+    fn file_read_async(&mut self, cpu: CpuId, file: usize, first: u64, pfn: Pfn, read: u64) {
+        let done = self.blk_submit(cpu, 0, read, 0);
+        let now = self.cpus[cpu].clock;
+        let reads = &mut self.ra.reads_in_flight;
+        if reads.len() >= 4096 {
+            // Forget reads already complete (their folios need no wait).
+            reads.retain(|_, &mut (_, d)| d > now);
+        }
+        reads.insert((file, first), (pfn, done));
+    }
+
+    /// Whether the page-cache folio `pfn` at `first` of `file` is still being read at `cpu`'s
+    /// time, and until when.
+    pub(crate) fn folio_read_pending(
+        &self,
+        cpu: CpuId,
+        file: usize,
+        first: u64,
+        pfn: Pfn,
+    ) -> Option<u64> {
+        let now = self.cpus[cpu].clock;
+        match self.ra.reads_in_flight.get(&(file, first)) {
+            Some(&(p, done)) if p == pfn && done > now => Some(done),
+            _ => None,
+        }
     }
 
     /// Cost of filling pages `first..first + nr` of `file` on a miss: zeroing for a hole of
@@ -389,10 +436,13 @@ impl Kernel {
                 self.file_fill(cpu, file, first, nr);
             } else {
                 // page_cache_async_ra: the reads are submitted and the task goes on; the
-                // device works in the background (its read bandwidth is not modelled, so a
-                // reader that catches up with the window does not wait for it).
-                let (zero, _read) = self.file_read_cost(file, first, nr);
+                // device works in the background, and a fault that reaches a folio before
+                // its read completes waits for it (`reads_in_flight`).
+                let (zero, read) = self.file_read_cost(file, first, nr);
                 self.charge(cpu, zero);
+                if read > 0 {
+                    self.file_read_async(cpu, file, first, pfn, read);
+                }
             }
             let slot = self.files[file].cache[first as usize];
             if slot & PTE_SWP != 0 {

@@ -22,6 +22,7 @@ pub fn cfg(file_folio_order: u8) -> SimConfig {
         writeback_queue_depth: 0,
         writeback_request_pages: 1024,
         file_pmd_map: true,
+        file_fault_whole_folio: false,
         oracle: true,
         interleave: reclaimlab_sim::config::Interleave::Step,
         page_data: None,
