@@ -86,3 +86,35 @@ fn a_derived_foreign_load_makes_the_lone_workers_flushes_send_ipis() {
     let share = bg.iter().sum::<f64>() / (4.0 * 2.0);
     assert!((0.004..0.012).contains(&share), "{bg:?}");
 }
+
+/// A foreign task's burst is its own CPU time, interrupts included (a kernel without
+/// CONFIG_IRQ_TIME_ACCOUNTING, as bench's load tasks time themselves): the reclaim flushes
+/// it takes while it runs do not stretch it past its duty.
+#[test]
+fn a_foreign_task_that_takes_flush_interrupts_still_runs_its_duty() {
+    let d = common::sim_with(
+        "anon-sweep",
+        &[
+            "machine.cpus=2",
+            "run.duration=1s",
+            "workload.processes=2",
+            "workload.cpus=[0,1]",
+            "workload.bytes=32M",
+            "memcg.limit=32M",
+            "machine.background_load.tasks=1",
+            "machine.background_load.duty=0.3",
+            "machine.background_load.period=20ms",
+            "machine.background_load.cpus=0",
+        ],
+        &[],
+    );
+    let r = &d.runs[0];
+    assert!(r.counters["tlb_shootdowns"] > 1000, "no flush to take");
+    let tasks = r.extra["placement"]["tasks"].as_array().unwrap();
+    // The workload's tasks come first; the foreign task is the last.
+    let load = tasks.last().unwrap()["cpu_seconds"].as_f64().unwrap();
+    assert!(
+        (load - 0.3).abs() < 0.01,
+        "foreign task ran {load} s of 1 s at duty 0.3"
+    );
+}
