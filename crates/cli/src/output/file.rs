@@ -41,8 +41,17 @@ pub fn check_writable(p: &Path, what: &str) -> Result<()> {
     Ok(())
 }
 
-/// Write `bytes` to `p` atomically: a reader sees the old file or the whole new one.
+/// Write `bytes` to `p` atomically: a reader sees the old file or the whole new one. A path
+/// that exists and is not a regular file (`/dev/null`, a FIFO, `/dev/stdout`) is written
+/// through, never replaced: renaming over it would put a regular file in a device's place.
 pub fn write_atomic(p: &Path, bytes: &[u8]) -> Result<()> {
+    if std::fs::metadata(p).is_ok_and(|m| !m.is_file()) {
+        return std::fs::OpenOptions::new()
+            .write(true)
+            .open(p)
+            .and_then(|mut f| f.write_all(bytes))
+            .with_context(|| format!("cannot write {}", p.display()));
+    }
     let dir = parent_of(p);
     let mut tmp = tempfile::Builder::new()
         .prefix(".reclaimlab-")
@@ -70,6 +79,31 @@ pub fn write_atomic(p: &Path, bytes: &[u8]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--out /dev/null` (or a FIFO) is written through: the device stays a device.
+    #[test]
+    fn a_path_that_is_not_a_regular_file_is_written_through_not_replaced() {
+        use std::os::unix::fs::FileTypeExt;
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("fifo");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let reader = {
+            let f = fifo.clone();
+            std::thread::spawn(move || std::fs::read(f).unwrap())
+        };
+        write_atomic(&fifo, b"whole").unwrap();
+        assert_eq!(reader.join().unwrap(), b"whole");
+        assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+        write_atomic(Path::new("/dev/null"), b"gone").unwrap();
+        assert!(std::fs::metadata("/dev/null")
+            .unwrap()
+            .file_type()
+            .is_char_device());
+    }
 
     #[test]
     fn unwritable_paths_fail_fast_and_writes_are_whole() {
