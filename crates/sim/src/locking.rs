@@ -41,16 +41,14 @@ use crate::timeline::{partition_point_back, BlockTimeline, History, Timeline};
 /// Holds remembered per lock (see the module doc).
 pub const LOCK_HISTORY: usize = 4096;
 /// Holders remembered per lock, to find who held it last before a new section: a CPU whose
-/// step ran ahead leaves a run of its own holds that a lagging CPU's sections land among. A
-/// page-cache lock is taken per page, and two CPUs' runs reach thousands of holds (on the file
-/// suite's random reader, fewer than 4096 remembered undercount the hand-overs); lru_lock is
-/// taken per batch of folios, so far fewer cover the same time, and a longer history there
-/// only costs inserts (a lagging CPU's hold moves every later entry).
+/// step ran ahead leaves a run of its own holds that a lagging CPU's sections land among. Two
+/// CPUs' runs reach thousands of holds (on the file suite's random reader, fewer than 4096
+/// remembered undercount the hand-overs; on 16 CPUs a shorter lru_lock history moves seed
+/// 000's figures too), so as many as the holds themselves.
 const HOLDER_HISTORY: usize = LOCK_HISTORY;
 /// A remembered holder's CPU in the low bits (65 536 CPUs), its end in the rest (2^48 ns,
 /// 78 hours of simulated time; run.duration is at most a day).
 const HOLDER_CPU_BITS: u32 = 16;
-const LRU_LOCK_HOLDER_HISTORY: usize = HOLDER_HISTORY;
 
 /// Cache lines a lru_lock section writes that the previous holder wrote too: the lock word
 /// and the lruvec's list heads (struct lruvec: lists[] then lru_lock, two lines), and the
@@ -100,7 +98,6 @@ pub struct SpinLock {
     /// mostly lands near the latest).
     /// Packed as end << 16 | CPU (8 bytes, so a lagging CPU's insert moves half as much).
     holders: History<u64>,
-    holder_cap: usize,
 }
 
 impl Default for SpinLock {
@@ -125,7 +122,6 @@ impl SpinLock {
             remote_handoffs: 0,
             line_transfers: 0,
             holders: History::new(),
-            holder_cap: HOLDER_HISTORY,
         }
     }
 
@@ -185,7 +181,7 @@ impl SpinLock {
         } else {
             self.holders.insert(i, packed);
         }
-        if self.holders.len() > self.holder_cap {
+        if self.holders.len() > HOLDER_HISTORY {
             self.holders.pop_front();
         }
     }
@@ -223,10 +219,7 @@ pub struct Locks {
 impl Locks {
     pub fn new(nr_cpus: usize) -> Locks {
         Locks {
-            lru_lock: SpinLock {
-                holder_cap: LRU_LOCK_HOLDER_HISTORY,
-                ..SpinLock::new(nr_cpus)
-            },
+            lru_lock: SpinLock::new(nr_cpus),
             i_pages: Vec::new(),
             lru_add_pending: vec![0; nr_cpus],
         }

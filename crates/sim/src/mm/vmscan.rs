@@ -451,7 +451,7 @@ impl Kernel {
             self.lock_irq_section(cpu, LockId::IPages(file), locked, PAGE_CACHE_DELETE_LINES);
             self.charge(cpu, self.cost.remove_mapping - locked);
         }
-        if self.folios.get(pfn).test(pg::ORPHAN) {
+        if f.test(pg::ORPHAN) {
             // Its mm exited: no page table is left to hold a shadow, only the slot to drop.
             self.orphan_free_swap(pfn);
             return;
