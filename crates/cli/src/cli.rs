@@ -160,7 +160,7 @@ pub struct CalibrateArgs {
     #[arg(long)]
     pub json: bool,
     /// Run only these benchmark families: parallel, fault, access, flush, shootdown, zram,
-    /// readahead, blockio, reclaim, contention, cycle.
+    /// readahead, writeback, blockio, reclaim, contention, cycle.
     #[arg(long, value_delimiter = ',', value_name = "FAMILY,...")]
     pub only: Option<Vec<String>>,
     /// The profile's name (default: the --out file's stem).

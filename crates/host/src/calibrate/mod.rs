@@ -25,6 +25,7 @@ pub mod readahead;
 pub mod reclaim;
 pub mod shootdown;
 pub mod stats;
+pub mod writeback;
 pub mod zram;
 
 use crate::cgroup::MemcgRoot;
@@ -41,7 +42,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// The benchmark families, in the order they run (`--only` takes a subset).
-pub const FAMILIES: [&str; 11] = [
+pub const FAMILIES: [&str; 12] = [
     "parallel",
     "fault",
     "access",
@@ -49,6 +50,7 @@ pub const FAMILIES: [&str; 11] = [
     "shootdown",
     "zram",
     "readahead",
+    "writeback",
     "blockio",
     "reclaim",
     "contention",
@@ -101,6 +103,8 @@ pub struct Sizes {
     pub readahead_pages: usize,
     /// Requests per blockio sample.
     pub blockio_reqs: usize,
+    /// Dirty pages written back per writeback sample.
+    pub writeback_pages: usize,
     pub reclaim_pages: usize,
 }
 
@@ -116,6 +120,7 @@ impl Sizes {
                 zram_pages: 1024,
                 readahead_pages: 4096,
                 blockio_reqs: 64,
+                writeback_pages: 1024,
                 reclaim_pages: 4096,
             }
         } else {
@@ -128,6 +133,7 @@ impl Sizes {
                 zram_pages: 4096,
                 readahead_pages: 16 * 1024,
                 blockio_reqs: 256,
+                writeback_pages: 4096,
                 reclaim_pages: 16 * 1024,
             }
         }
@@ -231,6 +237,7 @@ pub fn calibrate(opts: &Options) -> Result<Calibration> {
             "shootdown" => fam_shootdown(&ctx),
             "zram" => fam_zram(&ctx),
             "readahead" => fam_readahead(&ctx),
+            "writeback" => fam_writeback(&ctx),
             "blockio" => fam_blockio(&ctx),
             "reclaim" => fam_reclaim(&ctx),
             "contention" => fam_contention(&ctx),
@@ -573,6 +580,61 @@ fn fam_readahead(ctx: &Ctx) -> Result<Vec<Measurement>> {
             r.unwritten_random,
         )?,
     ])
+}
+
+fn fam_writeback(ctx: &Ctx) -> Result<Vec<Measurement>> {
+    let s = ctx.sizes;
+    let n = s.writeback_pages;
+    let r = with_data_file(ctx, "wb", "page-cache writeback", move |p| {
+        writeback::measure(p, n, s.samples)
+    })?;
+    let spread = writeback::SPREAD;
+    let mut v = Vec::new();
+    for (tag, passes, what) in [
+        (
+            "random-unwritten",
+            &r.random_unwritten,
+            format!("{n} dirty pages, a random 1 in {spread} of a new fallocated file (unwritten extents), dirtied through a shared mapping and written back with sync_file_range, CPU 0"),
+        ),
+        (
+            "random-written",
+            &r.random_written,
+            "the same pages dirtied again once their blocks are written".to_string(),
+        ),
+        (
+            "seq-unwritten",
+            &r.seq_unwritten,
+            format!("every page of a new fallocated {n}-page file, dirtied in index order, written back the same way"),
+        ),
+    ] {
+        let col = |f: fn(&writeback::Pass) -> f64| passes.iter().map(f).collect::<Vec<f64>>();
+        // The random passes' pages are isolated order-0 folios; the long run's orders vary.
+        let orders = if tag == "seq-unwritten" {
+            serde_json::json!(r.seq_folio_orders)
+        } else {
+            serde_json::json!({ "0": n })
+        };
+        v.push(Measurement::new(
+            &format!("writeback-{tag}-submit"),
+            "ns/page",
+            &format!("{what}: the writing thread's CPU time in sync_file_range (do_writepages: page_mkclean, block mapping, bio submission), per page"),
+            col(|p| p.caller_cpu),
+        )?
+        .observe("folio_orders", orders.clone()));
+        v.push(
+            Measurement::new(
+                &format!("writeback-{tag}-complete"),
+                "ns/page",
+                &format!("{what}: all kernel threads' CPU time (schedstat) over the same window minus their time over an idle window as long right after, per page: the completion side (ext4's extent conversion workers, the block layer)"),
+                col(|p| p.kthread_cpu - p.kthread_idle),
+            )?
+            .observe("wall_ns_per_page", col(|p| p.wall))
+            .observe("kthread_ns_per_page", col(|p| p.kthread_cpu))
+            .observe("kthread_idle_ns_per_page", col(|p| p.kthread_idle))
+            .observe("folio_orders", orders),
+        );
+    }
+    Ok(v)
 }
 
 fn fam_blockio(ctx: &Ctx) -> Result<Vec<Measurement>> {
@@ -949,6 +1011,7 @@ pub fn derive_all(ms: &[Measurement]) -> (BTreeMap<String, Derived>, Vec<Check>,
     derive_ipi_handle(ms, &mut costs, &mut notes);
     derive_ipi_delivery(ms, &mut costs, &mut notes);
     paths::derive(ms, &mut costs, &mut notes);
+    writeback::derive(ms, &mut costs, &mut notes);
     cycle::derive(ms, &mut costs, &mut notes);
     let checks = checks(ms, &costs);
     (costs, checks, notes)

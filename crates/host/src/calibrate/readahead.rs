@@ -52,7 +52,7 @@ fn resident(m: &Mapping, pages: usize) -> Result<u64> {
 }
 
 /// Page indices 0..pages in a fixed pseudo-random order (Fisher-Yates with an LCG).
-fn shuffled(pages: usize) -> Vec<usize> {
+pub(crate) fn shuffled(pages: usize) -> Vec<usize> {
     let mut v: Vec<usize> = (0..pages).collect();
     let mut x: u64 = 0x2545_f491_4f6c_dd1d;
     for i in (1..pages).rev() {

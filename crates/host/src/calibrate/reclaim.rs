@@ -147,7 +147,7 @@ fn hear(from: &mut File, buf: &mut Vec<u8>, limit: Duration) -> Result<String> {
 }
 
 /// This thread's CPU time so far, ns.
-fn thread_cpu_ns() -> f64 {
+pub(super) fn thread_cpu_ns() -> f64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
