@@ -65,6 +65,11 @@ pub struct SimConfig {
     /// sleeps until a request completes (blk_mq_get_tag).
     pub writeback_queue_depth: u64,
     pub writeback_request_pages: u64,
+    /// The CPU the data disk's completion interrupt runs on (`sim.writeback_irq_cpu`: a CPU
+    /// number, or "submitter", the default: the CPU that submitted the write, as with a queue
+    /// per CPU). A one-queue disk (virtio-blk with one request queue) completes on the CPU its
+    /// interrupt is routed to, and the completion's CPU time lands there.
+    pub writeback_irq_cpu: Option<usize>,
     /// Map PMD-sized page-cache folios with one PMD (`sim.file_pmd_map`, default true:
     /// finish_fault → do_set_pmd, as 6.18 does for a suitably aligned file mapping).
     pub file_pmd_map: bool,
@@ -162,6 +167,7 @@ impl Default for SimConfig {
             cgroup_v1: false,
             writeback_queue_depth: 0,
             writeback_request_pages: 1024,
+            writeback_irq_cpu: None,
             file_pmd_map: true,
             file_fault_whole_folio: false,
             oracle: true,
@@ -218,6 +224,24 @@ impl SimConfig {
                 .u64_or("sim.writeback_queue_depth", d.writeback_queue_depth)?,
             writeback_request_pages: s
                 .u64_or("sim.writeback_request_pages", d.writeback_request_pages)?,
+            writeback_irq_cpu: match s.str_or("sim.writeback_irq_cpu", "submitter")?.as_str() {
+                "submitter" => None,
+                o => match o.parse::<usize>() {
+                    Ok(c) if c < scn.machine.cpus => Some(c),
+                    _ => {
+                        return Err(s
+                            .err(
+                                "sim.writeback_irq_cpu",
+                                format!(
+                                    "{}: use submitter or a CPU number below machine.cpus ({})",
+                                    reclaimlab_core::units::clip(o),
+                                    scn.machine.cpus
+                                ),
+                            )
+                            .into())
+                    }
+                },
+            },
             file_pmd_map: s.bool_or("sim.file_pmd_map", d.file_pmd_map)?,
             file_fault_whole_folio: s
                 .bool_or("sim.file_fault_whole_folio", d.file_fault_whole_folio)?,

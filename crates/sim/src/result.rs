@@ -246,6 +246,13 @@ fn writeback_extra(k: &Kernel, extra: &mut Extra) {
         extra.insert("writeback_rotated".into(), j(k.vmstat[PGROTATED]));
         let runs = k.vmstat.json(Place::FlusherRuns).collect();
         extra.insert("flusher_runs".into(), serde_json::Value::Object(runs));
+        extra.insert(
+            "writeback_cpu_ms".into(),
+            serde_json::json!({
+                "submit": k.vmstat[WRITEBACK_SUBMIT_NS] / 1_000_000,
+                "complete": k.vmstat[WRITEBACK_COMPLETE_NS] / 1_000_000,
+            }),
+        );
         if k.wb.flusher.is_some() {
             extra.extend(k.vmstat.json(Place::Flusher));
             let waits = k.vmstat[FLUSHER_REQUEST_WAITS];

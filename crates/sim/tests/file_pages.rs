@@ -316,15 +316,62 @@ fn each_request_costs_the_device_its_fixed_time_so_scattered_pages_write_slower(
         let mut k = kernel(cfg, 1 << 20);
         k.cost.file_write_page = 1_000;
         k.cost.file_write_request = 10_000;
+        // Only the device's time: no CPU time for the submission or the completion.
+        let c = &mut k.cost;
+        (c.writepages_folio, c.writepages_request) = (0, 0);
+        (c.writeback_complete_folio, c.writeback_complete_request) = (0, 0);
+        let t0 = k.cpus[0].clock;
         dirty_file_pages(&mut k, pages);
         k.wb_start_all(0);
         assert_eq!(k.vmstat[NR_WRITTEN], 16);
-        k.wb.busy_until - k.cpus[0].clock
+        // The device's time, whatever the submitting CPU spent.
+        k.wb.busy_until - t0
     };
     let contiguous: Vec<u32> = (0..16).collect();
     let scattered: Vec<u32> = (0..32).step_by(2).collect();
     assert_eq!(done(&contiguous), 10_000 + 16 * 1_000);
     assert_eq!(done(&scattered), 16 * (10_000 + 1_000));
+}
+
+#[test]
+fn writeback_charges_per_folio_per_request_and_for_unwritten_blocks_on_the_irq_cpu() {
+    // The writing CPU pays do_writepages; the disk's interrupt CPU pays the completions (and
+    // ext4's extent conversion for unwritten blocks). Scattered pages are a request each.
+    let cpu_time = |pages: &[u32], fallocated: bool| {
+        let cfg = SimConfig {
+            writeback_queue_depth: 128,
+            writeback_request_pages: 1024,
+            writeback_irq_cpu: Some(1),
+            ..common::cfg(0)
+        };
+        let mut k = kernel(cfg, 1 << 20);
+        let c = &mut k.cost;
+        (
+            c.writepages_folio,
+            c.writepages_request,
+            c.writepages_unwritten_request,
+        ) = (100, 1_000, 10_000);
+        (
+            c.writeback_complete_folio,
+            c.writeback_complete_request,
+            c.writeback_convert_request,
+        ) = (200, 2_000, 20_000);
+        dirty_file_pages(&mut k, pages);
+        if fallocated {
+            k.file_fallocated(0);
+        }
+        let (c0, c1) = (k.cpus[0].clock, k.cpus[1].clock);
+        k.wb_start_all(0);
+        (k.cpus[0].clock - c0, k.cpus[1].clock - c1)
+    };
+    let contiguous: Vec<u32> = (0..16).collect();
+    let scattered: Vec<u32> = (0..32).step_by(2).collect();
+    assert_eq!(
+        cpu_time(&contiguous, false),
+        (16 * 100 + 1_000, 16 * 200 + 2_000)
+    );
+    assert_eq!(cpu_time(&scattered, false), (16 * 1_100, 16 * 2_200));
+    assert_eq!(cpu_time(&scattered, true), (16 * 11_100, 16 * 22_200));
 }
 
 #[test]

@@ -32,8 +32,7 @@
 //! reclaimer's clock (it sits in the middle of the folio list).
 //!
 //! Not modelled: the pos_ratio rate control between freerun and the limit (writers are not
-//! slowed there, only stopped at the limit), the flusher's CPU time per page (only its TLB
-//! flushes cost), the device's parallelism (requests are served one after another: with
+//! slowed there, only stopped at the limit), the device's parallelism (requests are served one after another: with
 //! `sim.writeback_queue_depth` > 0 each costs `file_write_request` plus `file_write_page` per
 //! page, so measure both with the queue full), per-inode dirtied_when beyond one timestamp per
 //! file.
@@ -297,31 +296,59 @@ impl Kernel {
         self.wb.nr_writeback += n;
         let (file, idx) = (f.owner as usize, f.index as u64);
         // A folio that cannot join the open request starts one: the device's cost per
-        // request on top of its pages (`file_write_request`).
+        // request on top of its pages (`file_write_request`, with a request queue).
         let requests = self.cfg.writeback_queue_depth > 0;
-        let new_request = requests && !self.bio_merges(file, idx, n);
-        let fixed = if new_request {
+        let new_request = !self.bio_merges(file, idx, n);
+        let fixed = if new_request && requests {
             self.cost.file_write_request
         } else {
             0
         };
+        let unwritten = self.block_unwritten(file, idx);
+        self.writepages_charge(cpu, new_request, unwritten);
         let done = self.blk_submit(cpu, fixed, n * self.cost.file_write_page, 0);
         self.inflight_add(done, pfn);
         self.vmstat.count_vm_events(NR_WRITTEN, n);
-        if requests {
-            if !new_request {
+        if !new_request {
+            if requests {
                 if let Some(last) = self.wb.requests.back_mut() {
                     *last = done;
                 }
-                if let Some(r) = self.wb.open_request.as_mut() {
-                    r.1 += n;
-                    r.2 += n;
-                }
-            } else {
+            }
+            if let Some(r) = self.wb.open_request.as_mut() {
+                r.1 += n;
+                r.2 += n;
+            }
+        } else {
+            if requests {
                 self.wb.requests.push_back(done);
-                self.wb.open_request = Some((file, idx + n, n));
+            }
+            self.wb.open_request = Some((file, idx + n, n));
+        }
+    }
+
+    /// The CPU time of writing one folio back: do_writepages on the writing CPU (per folio,
+    /// per request, and ext4's extent split for a request into unwritten blocks), and the
+    /// completion on the data disk's interrupt CPU (`sim.writeback_irq_cpu`): end_io per
+    /// request and folio, and for unwritten blocks ext4_end_io_rsv_work's conversion. The
+    /// completion is charged at submission, as the call-function handlers are (smp.rs);
+    /// the folio's writeback still ends at the device's completion time.
+    fn writepages_charge(&mut self, cpu: CpuId, new_request: bool, unwritten: bool) {
+        let c = &self.cost;
+        let (mut submit, mut complete) = (c.writepages_folio, c.writeback_complete_folio);
+        if new_request {
+            submit += c.writepages_request;
+            complete += c.writeback_complete_request;
+            if unwritten {
+                submit += c.writepages_unwritten_request;
+                complete += c.writeback_convert_request;
             }
         }
+        self.charge(cpu, submit);
+        let irq = self.cfg.writeback_irq_cpu.unwrap_or(cpu);
+        self.charge(irq, complete);
+        self.vmstat.count_vm_events(WRITEBACK_SUBMIT_NS, submit);
+        self.vmstat.count_vm_events(WRITEBACK_COMPLETE_NS, complete);
     }
 
     /// The device takes a request from `cpu` now: it transfers after the requests before it

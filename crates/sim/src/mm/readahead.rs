@@ -193,6 +193,16 @@ impl Kernel {
         self.ra.unwritten[file] = vec![true; self.files[file].cache.len()];
     }
 
+    /// Whether the block under page `idx` of `file` is allocated but unwritten.
+    pub(crate) fn block_unwritten(&self, file: usize, idx: u64) -> bool {
+        self.ra
+            .unwritten
+            .get(file)
+            .and_then(|u| u.get(idx as usize))
+            .copied()
+            .unwrap_or(false)
+    }
+
     /// The block of page `idx` of `file` now holds data (its writeback completed).
     pub(crate) fn file_block_written(&mut self, file: usize, idx: u64, nr: u64) {
         if let Some(u) = self.ra.unwritten.get_mut(file).filter(|u| !u.is_empty()) {

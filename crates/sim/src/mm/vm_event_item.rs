@@ -180,6 +180,10 @@ vm_event_items! {
     RECLAIM_WAIT_NS: Custom = "reclaim_wait_ns",
     /// The summed device-read waits; reported in seconds.
     FILE_READ_WAIT_NS: Custom = "file_read_wait_ns",
+    /// CPU time of writeback: do_writepages on the writing CPU, the completions (end_io,
+    /// ext4's extent conversion) on the disk's interrupt CPU; reported in ms.
+    WRITEBACK_SUBMIT_NS: Custom = "writeback_submit_ns",
+    WRITEBACK_COMPLETE_NS: Custom = "writeback_complete_ns",
 
     // Page-cache reads (mm/readahead.rs, mm/filemap.rs).
     /// Page-cache pages filled by zeroing (holes, unwritten blocks) and by device reads.

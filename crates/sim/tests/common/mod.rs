@@ -21,6 +21,7 @@ pub fn cfg(file_folio_order: u8) -> SimConfig {
         cgroup_v1: false,
         writeback_queue_depth: 0,
         writeback_request_pages: 1024,
+        writeback_irq_cpu: None,
         file_pmd_map: true,
         file_fault_whole_folio: false,
         oracle: true,
