@@ -296,6 +296,16 @@ fn file_extra(k: &Kernel, extra: &mut Extra) {
     if k.ra.thp_file_mapped > 0 {
         extra.insert("thp_file_mapped".into(), j(k.ra.thp_file_mapped));
     }
+    if !k.files.is_empty() {
+        // As bench's file workers report it: whether the threads kept pace with each other.
+        let per: Vec<u64> = k
+            .tasks
+            .iter()
+            .filter(|t| t.is_worker())
+            .map(|t| t.pages_touched)
+            .collect();
+        extra.insert("pages_touched_per_thread".into(), serde_json::json!(per));
+    }
 }
 
 /// The files' page-cache folios at the end of the run, by order (what bench reads from

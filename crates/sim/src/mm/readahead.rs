@@ -15,6 +15,13 @@
 //! file; once one cannot be added (a cached page in its range, or its charge fails) the rest
 //! of the window is read in order-0 folios (do_page_cache_ra), ra->order kept. `sim.file_folio_order` (non-zero) replaces the ramp with one fixed order.
 //!
+//! One file_ra_state per open file (file->f_ra): the threads of a process faulting through
+//! one mapping share it, so two sequential streams overwrite each other's window. A marker
+//! hit whose fault is not where the state expects its marker takes page_cache_async_ra's
+//! interleaved branch (the window starts at the next page missing after it), and ra->order
+//! ramps on whichever stream hits a marker; a miss's read-around resets it for both. Every
+//! asynchronous window ends on a boundary of its order, so the next one starts aligned.
+//!
 //! The mmap_miss heuristic (do_sync_mmap_readahead): every miss counts one, a hit in the cache
 //! takes one off (do_async_mmap_readahead) and a read fault's fault-around takes off one per
 //! cached page it maps (filemap_map_pages, up to 16; PG_workingset pages do not count); past
@@ -33,13 +40,13 @@ use crate::mm::folio::{pg, Pfn};
 use crate::mm::pgtable::*;
 use crate::mm::vmstat::VmEventItem::*;
 
-/// struct file_ra_state, plus the index of the folio carrying PG_readahead.
+/// struct file_ra_state: one per open file, so every thread faulting through the one mapping
+/// of a file shares it (file->f_ra), and interleaved streams overwrite each other's window.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FileRa {
     pub start: u64,
     pub size: u64,
     pub async_size: u64,
-    pub mark: Option<u64>,
     /// ra->order: the folio order of the last window (6.16+ keeps it in file_ra_state).
     pub order: u8,
     /// ra->mmap_miss: page-cache misses of mmap faults not yet offset by hits.
@@ -102,6 +109,22 @@ pub fn ra_folio_order(idx: u64, order: u8, limit: u64) -> u8 {
         o -= 1;
     }
     o
+}
+
+/// page_cache_async_ra's end alignment ("mm/readahead: Terminate async readahead on natural
+/// boundary", June 2025, in the 6.18 the test machine runs): the window of `size` pages from `start` is cut back so that it ends on a multiple
+/// of 2^min(`order`, log2 of `max_pages`'s lowest set bit), unless that would leave nothing;
+/// the next window then starts aligned and its folios can have the full order.
+pub fn ra_align_end(start: u64, size: u64, order: u8, max_pages: u64) -> u64 {
+    let ffs = max_pages.trailing_zeros().min(63) as u8;
+    let align = 1u64 << order.min(ffs);
+    let end = start + size;
+    let aligned_end = end & !(align - 1);
+    if aligned_end > start {
+        size - (end - aligned_end)
+    } else {
+        size
+    }
 }
 
 /// get_next_ra_size.
@@ -296,6 +319,40 @@ impl Kernel {
         }
     }
 
+    /// page_cache_async_ra for a fault at `vp` on the folio (of `nr` pages) carrying
+    /// PG_readahead, with the file's shared state `st`. If the fault is where that state
+    /// expects its own marker (round_down(start + size - async_size, nr)), the window moves
+    /// on and ramps up. Otherwise the state is another stream's (two threads reading one
+    /// file through one struct file): the marker's own stream is taken to end at the next
+    /// page missing from the cache (page_cache_next_miss, at most ra_pages away) and the new
+    /// window starts there, its size that distance plus the request (do_async_mmap_readahead
+    /// asks for ra_pages) ramped up. Either way ra->order rises by two and the window's end is
+    /// aligned to it. Returns false when there is nothing to read (no miss within reach).
+    fn page_cache_async_ra(&self, file: usize, vp: u64, nr: u64, st: &mut FileRa) -> bool {
+        let ra_pages = self.ra.ra_pages;
+        let expected = (st.start + st.size - st.async_size) & !(nr - 1);
+        if vp == expected {
+            st.start += st.size;
+            st.size = st.size.max(get_next_ra_size(st.size, ra_pages));
+        } else {
+            let cache = &self.files[file].cache;
+            let len = cache.len() as u64;
+            let mut next = vp + 1;
+            while next < len && next - vp <= ra_pages && cache[next as usize] & PTE_SWPCACHE != 0 {
+                next += 1;
+            }
+            if next >= len || next - vp > ra_pages {
+                return false;
+            }
+            st.start = next;
+            st.size = get_next_ra_size(next - vp + ra_pages, ra_pages);
+        }
+        st.order = st.order.saturating_add(2);
+        st.size = ra_align_end(st.start, st.size, st.order, ra_pages);
+        st.async_size = st.size;
+        true
+    }
+
     /// The window filemap_fault's readahead reads for page `vp` of `file`
     /// (do_sync_mmap_readahead on a miss, do_async_mmap_readahead → page_cache_async_ra on
     /// a PG_readahead hit), stored in the file's state. Returns whether the fault waits for
@@ -305,7 +362,6 @@ impl Kernel {
         if self.ra.state.len() <= file {
             self.ra.state.resize(file + 1, FileRa::default());
         }
-        let len = self.files[file].cache.len() as u64;
         let cached = |k: &Kernel, p: u64| k.files[file].cache[p as usize] & PTE_SWPCACHE != 0;
         let mut st = self.ra.state[file];
         let major = !cached(self, vp);
@@ -344,39 +400,19 @@ impl Kernel {
             // do_sync_mmap_readahead's read-around starts again from order 0.
             st.order = 0;
         } else if marked {
-            let first = {
+            let nr = {
                 let pfn = self.files[file].cache[vp as usize] & PTE_LOW_MASK;
-                self.folios.get(pfn).index as u64
+                self.folios.get(pfn).nr_pages()
             };
-            if st.mark == Some(first) {
-                st.start += st.size;
-                st.size = get_next_ra_size(st.size, ra_pages);
-            } else {
-                // A marked folio without matching state (another reader moved the state):
-                // the old async size is the cached run after the folio; ramp that up from the
-                // next missing page (page_cache_next_miss, at most ra_pages away).
-                let mut next = vp + 1;
-                while next < len && next - vp <= ra_pages && cached(self, next) {
-                    next += 1;
-                }
-                if next >= len || next - vp > ra_pages {
-                    return None;
-                }
-                st.start = next;
-                st.size = get_next_ra_size(next - vp + 1, ra_pages);
+            if !self.page_cache_async_ra(file, vp, nr, &mut st) {
+                return None;
             }
-            st.async_size = st.size;
-            // page_cache_async_ra: ramp the order up by two per window.
-            st.order = st.order.saturating_add(2);
         } else {
             return None;
         }
         // page_cache_ra_order: cap at the mapping's largest order and at the window size.
         let ilog2 = 63 - st.size.max(1).leading_zeros() as u8;
         st.order = st.order.min(self.ra.max_order).min(ilog2);
-        if !resume {
-            st.mark = None;
-        }
         self.ra.state[file] = st;
         Some(major || resume)
     }
@@ -466,7 +502,6 @@ impl Kernel {
             self.vmstat.count_vm_events(READAHEAD_PAGES_READ, nr);
             self.ra.folios_by_order[order as usize] += 1;
             if (first..first + nr).contains(&mark) {
-                self.ra.state[file].mark = Some(first);
                 self.ra.marks.insert((file, first), pfn);
             }
             idx = first + nr;
