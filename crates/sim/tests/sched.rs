@@ -513,3 +513,65 @@ fn failed_load_imbalance_passes_never_push_the_running_task() {
     assert_eq!(k.nr_running(&rqs, 0), 3);
     check(&mut k, &rqs);
 }
+
+/// A 2-CPU machine swapping to a one-queue block device whose interrupt is on CPU 1, with a
+/// kernel thread bound to each CPU (5% of every 1 ms) and one workload task (task 0).
+fn block_machine_with_kthreads() -> (Kernel, RunQueues) {
+    use reclaimlab_sim::mm::swap::{BlockConfig, IrqCpu};
+    let mut cfg = common::cfg(0);
+    cfg.swap.block = Some(BlockConfig {
+        irq: IrqCpu::Cpu(1),
+        page_cluster: 3,
+    });
+    let kthread = |cpu: usize| reclaimlab_sim::sched::background::BackgroundLoad {
+        tasks: 1,
+        duty: 0.05,
+        period_ns: 1_000_000,
+        cpus: Some(vec![cpu]),
+        groups: 1,
+        nice: 0,
+        group_nice: 0,
+        kthread: true,
+    };
+    cfg.sched.kthreads = vec![kthread(0), kthread(1)];
+    let mut k = Kernel::new(
+        cfg,
+        reclaimlab_sim::config::Policy::linux_6_18(),
+        2,
+        1024,
+        1 << 20,
+        60,
+        1,
+    );
+    let mm = k.mm_alloc(1, reclaimlab_sim::kernel::Backing::Anon, true);
+    k.task_new(mm, None, 0, 1);
+    k.background_spawn();
+    (k, RunQueues::new(2))
+}
+
+#[test]
+fn the_kworker_on_the_interrupt_cpu_is_woken_by_a_completion_after_its_waiter() {
+    let (mut k, mut rqs) = block_machine_with_kthreads();
+    let (kt0, kt1) = (1, 2);
+    // CPU 0's thread wakes on its own timer; CPU 1's, the interrupt CPU's, has none: the
+    // device's completions start its runs.
+    let timers: Vec<usize> = k.sched.timers.iter().map(|&(_, t)| t).collect();
+    assert!(
+        timers.contains(&kt0) && !timers.contains(&kt1),
+        "{timers:?}"
+    );
+    // The worker runs on CPU 1 and sleeps on a swap-in read completing at 2 ms.
+    k.enqueue(&mut rqs, 1, 0, 0);
+    k.cpus[1].clock = 1_000_000;
+    k.block_task_woken_by(&mut rqs, 1, 2_000_000, Some(1));
+    k.sched.timers.retain(|&(_, t)| t != kt0);
+    assert_eq!(k.cpus[1].curr, None);
+    k.run_next_timer(&mut rqs);
+    // The completion placed the worker on its idle CPU first (no migration), then woke the
+    // kworker there; the CPU's one pick runs the kworker, the worker waits at the head.
+    assert_eq!(k.se(0).nr_migrations, 0);
+    assert_eq!(k.cpus[1].curr, Some(kt1));
+    assert_eq!(rqs.rq[1].front(), Some(&0));
+    assert!(k.sched.timers.is_empty(), "{:?}", k.sched.timers);
+    check(&mut k, &rqs);
+}
