@@ -182,8 +182,9 @@ impl Kernel {
         self.block_task(rqs, cpu, Some(wake));
     }
 
-    /// A swap completion on `cpu` at `now` has just woken a task waiting for its read; the
-    /// same completion wakes the block layer's kworker there if its period has come round.
+    /// A completion of the disk (a swap-in, or a page-cache read on the same device) on `cpu`
+    /// at `now` has just woken the task waiting for it; the same completion wakes the block
+    /// layer's kworker there if its period has come round.
     ///
     /// blk-mq ends the request in BLOCK_SOFTIRQ on the interrupt's CPU (a one-queue device
     /// raises it there: blk_mq_complete_request_remote): the bio's end_io first
