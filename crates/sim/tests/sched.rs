@@ -442,3 +442,136 @@ fn bad_kernel_thread_shares_are_errors_naming_the_key() {
         );
     }
 }
+
+/// Task 1 waits on CPU 0 behind task 0, cache-hot (it stopped running 0.1 ms before `now`).
+fn hot_waiter(k: &mut Kernel, rqs: &mut RunQueues, now: u64) {
+    if !rqs.rq[0].contains(&1) {
+        rqs.rq[0].push_back(1);
+    }
+    k.sched.se[1].sleeping = false;
+    k.sched.se[1].exec_start = now - 100_000;
+}
+
+#[test]
+fn a_balanced_pass_forgets_earlier_failures_so_a_hot_task_stays_put() {
+    use reclaimlab_sim::sched::fair::IdleType;
+    let (mut k, mut rqs) = machine(2, 2);
+    k.enqueue(&mut rqs, 0, 0, 0);
+    k.enqueue(&mut rqs, 0, 1, 0);
+    let cache_nice_tries = k.sched.sd[1][0].cache_nice_tries;
+    // Idle CPU 1 fails to pull the hot waiter: each pass counts a failure.
+    let mut now = 10_000_000;
+    for _ in 0..=cache_nice_tries {
+        hot_waiter(&mut k, &mut rqs, now);
+        assert_eq!(k.sched_balance_rq(&mut rqs, 1, 0, IdleType::Idle, now), 0);
+        now += 1_000_000;
+    }
+    assert_eq!(k.sched.nr_balance_failed[1][0], cache_nice_tries + 1);
+    // The waiter blocks: CPU 0 runs one task, the domain is balanced (out_balanced), and the
+    // failure count starts again from zero.
+    rqs.rq[0].retain(|&t| t != 1);
+    k.sched.se[1].sleeping = true;
+    assert_eq!(k.sched_balance_rq(&mut rqs, 1, 0, IdleType::Idle, now), 0);
+    assert_eq!(k.sched.nr_balance_failed[1][0], 0);
+    // It is back, hot: the cache-hot rule protects it again (it would move if the old
+    // failures still counted).
+    now += 1_000_000;
+    hot_waiter(&mut k, &mut rqs, now);
+    assert_eq!(k.sched_balance_rq(&mut rqs, 1, 0, IdleType::Idle, now), 0);
+    assert_eq!(where_is(&k, &rqs, 1), Some(0));
+    assert_eq!(k.se(1).nr_migrations, 0);
+    check(&mut k, &rqs);
+}
+
+#[test]
+fn failed_load_imbalance_passes_never_push_the_running_task() {
+    use reclaimlab_sim::sched::fair::IdleType;
+    // CPU 0 runs task 0 with tasks 1 and 2 waiting, both pinned there (overloaded); CPU 1
+    // runs task 3 (fully busy): from CPU 1 that is a load imbalance (migrate_load). Nothing
+    // waiting may move, so every pass fails, but not all are pinned (task 0 could run on
+    // CPU 1). imbalanced_active_balance pushes only for a task-count imbalance, so task 0 is
+    // never pushed however often the pass fails.
+    let (mut k, mut rqs) = machine(2, 4);
+    for t in 0..3 {
+        k.enqueue(&mut rqs, 0, t, 0);
+    }
+    k.tasks[1].pinned = Some(0);
+    k.tasks[2].pinned = Some(0);
+    k.enqueue(&mut rqs, 1, 3, 0);
+    let mut now = 10_000_000;
+    for _ in 0..12 {
+        k.cpus[1].clock = now;
+        assert_eq!(
+            k.sched_balance_rq(&mut rqs, 1, 0, IdleType::NotIdle, now),
+            0
+        );
+        now += 1_000_000;
+    }
+    assert!(k.sched.nr_balance_failed[1][0] > k.sched.sd[1][0].cache_nice_tries + 2);
+    assert_eq!(k.vmstat[MIGRATIONS_ACTIVE_BALANCE], 0);
+    assert_eq!(k.cpus[0].curr, Some(0));
+    assert_eq!(k.nr_running(&rqs, 0), 3);
+    check(&mut k, &rqs);
+}
+
+/// A 2-CPU machine swapping to a one-queue block device whose interrupt is on CPU 1, with a
+/// kernel thread bound to each CPU (5% of every 1 ms) and one workload task (task 0).
+fn block_machine_with_kthreads() -> (Kernel, RunQueues) {
+    use reclaimlab_sim::mm::swap::{BlockConfig, IrqCpu};
+    let mut cfg = common::cfg(0);
+    cfg.swap.block = Some(BlockConfig {
+        irq: IrqCpu::Cpu(1),
+        page_cluster: 3,
+    });
+    let kthread = |cpu: usize| reclaimlab_sim::sched::background::BackgroundLoad {
+        tasks: 1,
+        duty: 0.05,
+        period_ns: 1_000_000,
+        cpus: Some(vec![cpu]),
+        groups: 1,
+        nice: 0,
+        group_nice: 0,
+        kthread: true,
+    };
+    cfg.sched.kthreads = vec![kthread(0), kthread(1)];
+    let mut k = Kernel::new(
+        cfg,
+        reclaimlab_sim::config::Policy::linux_6_18(),
+        2,
+        1024,
+        1 << 20,
+        60,
+        1,
+    );
+    let mm = k.mm_alloc(1, reclaimlab_sim::kernel::Backing::Anon, true);
+    k.task_new(mm, None, 0, 1);
+    k.background_spawn();
+    (k, RunQueues::new(2))
+}
+
+#[test]
+fn the_kworker_on_the_interrupt_cpu_is_woken_by_a_completion_after_its_waiter() {
+    let (mut k, mut rqs) = block_machine_with_kthreads();
+    let (kt0, kt1) = (1, 2);
+    // CPU 0's thread wakes on its own timer; CPU 1's, the interrupt CPU's, has none: the
+    // device's completions start its runs.
+    let timers: Vec<usize> = k.sched.timers.iter().map(|&(_, t)| t).collect();
+    assert!(
+        timers.contains(&kt0) && !timers.contains(&kt1),
+        "{timers:?}"
+    );
+    // The worker runs on CPU 1 and sleeps on a swap-in read completing at 2 ms.
+    k.enqueue(&mut rqs, 1, 0, 0);
+    k.cpus[1].clock = 1_000_000;
+    k.block_task_woken_by(&mut rqs, 1, 2_000_000, Some(1));
+    k.sched.timers.retain(|&(_, t)| t != kt0);
+    assert_eq!(k.cpus[1].curr, None);
+    k.run_next_timer(&mut rqs);
+    // The completion placed the worker on its idle CPU first (no migration), then woke the
+    // kworker there; the CPU's one pick runs the kworker, the worker waits at the head.
+    assert_eq!(k.se(0).nr_migrations, 0);
+    assert_eq!(k.cpus[1].curr, Some(kt1));
+    assert_eq!(rqs.rq[1].front(), Some(&0));
+    assert!(k.sched.timers.is_empty(), "{:?}", k.sched.timers);
+    check(&mut k, &rqs);
+}

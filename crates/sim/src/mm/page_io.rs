@@ -74,12 +74,18 @@ impl Kernel {
         }
     }
 
+    /// The one CPU every swap completion interrupts, if the device is a one-queue block
+    /// device (`swap.irq_cpu` a CPU); None for zram or per-CPU queues.
+    pub(crate) fn swap_irq_fixed_cpu(&self) -> Option<CpuId> {
+        match self.swap.block.as_ref().and_then(|b| b.cfg).map(|c| c.irq) {
+            Some(IrqCpu::Cpu(c)) => Some(c),
+            _ => None,
+        }
+    }
+
     /// The CPU a request submitted from `cpu` completes on.
     fn swap_irq_cpu(&self, cpu: CpuId) -> CpuId {
-        match self.swap.block.as_ref().and_then(|b| b.cfg).map(|c| c.irq) {
-            Some(IrqCpu::Cpu(c)) => c,
-            _ => cpu,
-        }
+        self.swap_irq_fixed_cpu().unwrap_or(cpu)
     }
 
     /// The completion of a request of `pages` on `irq`, the CPU its interrupt runs on: the

@@ -40,6 +40,9 @@ pub struct BgState {
     /// The load it belongs to: None for `machine.background_load`, else its index in
     /// `Sched::kthreads`.
     pub kthreads: Option<usize>,
+    /// The block layer's kworker on a one-queue swap device's interrupt CPU: woken by that
+    /// device's completions (kblockd_wake), not by a timer of its own.
+    pub on_completion: bool,
 }
 
 impl Kernel {
@@ -55,6 +58,15 @@ impl Kernel {
             let t = self.task_new(usize::MAX, Some(cpu), 0, 1);
             self.tasks[t].kthread = true;
             self.background_task_init(t, &b, cpu, Some(set), 0);
+            if self.swap_irq_fixed_cpu() == Some(cpu) {
+                // Armed from time 0; the first completion on its CPU wakes it.
+                self.sched.timers.remove(&(0, t));
+                self.sched
+                    .bg_state
+                    .last_mut()
+                    .expect("just added")
+                    .on_completion = true;
+            }
         }
         let Some(b) = self.sched.background.clone() else {
             return;
@@ -102,6 +114,7 @@ impl Kernel {
             left_ns: b.run_ns(),
             seen_runtime: 0,
             kthreads,
+            on_completion: false,
         });
         self.sched.timers.insert((first, t));
     }
@@ -160,7 +173,52 @@ impl Kernel {
         }
         st.period_start = next;
         st.left_ns = b.run_ns();
+        if st.on_completion {
+            // Asleep until a completion after `next` queues work for it (kblockd_wake).
+            self.block_task(rqs, cpu, None);
+            return;
+        }
         let wake = next.max(now);
         self.block_task(rqs, cpu, Some(wake));
+    }
+
+    /// A completion of the disk (a swap-in, or a page-cache read on the same device) on `cpu`
+    /// at `now` has just woken the task waiting for it; the same completion wakes the block
+    /// layer's kworker there if its period has come round.
+    ///
+    /// blk-mq ends the request in BLOCK_SOFTIRQ on the interrupt's CPU (a one-queue device
+    /// raises it there: blk_mq_complete_request_remote): the bio's end_io first
+    /// (end_swap_bio_read → folio_end_read wakes the waiter), then freeing the request, whose
+    /// blk_mq_sched_restart reruns a queue that had to wait asynchronously
+    /// (blk_mq_run_hw_queue(hctx, true) → kblockd_mod_delayed_work_on(WORK_CPU_UNBOUND): on a
+    /// per-CPU workqueue, this CPU). So the waiter is placed before the kworker is runnable,
+    /// and both are runnable before the CPU leaves the interrupt: one pick decides which runs
+    /// first (EEVDF's earliest deadline; kblockd is WQ_HIGHPRI, nice -20, so its deadline comes
+    /// first; the model's pick gives ties to the waiting entity). How often the queue needs the
+    /// restart the model does not know: the kworker keeps its share and slice, only the start
+    /// of each run is tied to a completion.
+    pub(crate) fn kblockd_wake(&mut self, rqs: &mut RunQueues, cpu: CpuId, now: u64) {
+        let Some(t) = self
+            .sched
+            .bg_state
+            .iter()
+            .find(|s| {
+                s.on_completion
+                    && s.period_start <= now
+                    && self.sched.se[s.task].sleeping
+                    && self.sched.se[s.task].last_cpu == Some(cpu)
+            })
+            .map(|s| s.task)
+        else {
+            return;
+        };
+        self.try_to_wake_up(rqs, t, cpu, now);
+        let fresh = self.cpus[cpu]
+            .curr
+            .is_some_and(|c| c != t && self.sched.se[c].run_start >= now);
+        if fresh {
+            // The CPU was idle when the interrupt came: it picks among everything it woke.
+            self.resched(rqs, cpu, true);
+        }
     }
 }

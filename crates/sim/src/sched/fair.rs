@@ -232,13 +232,17 @@ impl Kernel {
         now: u64,
     ) -> usize {
         let Some((kind, imbalance, src)) = self.find_busiest(rqs, this, lvl, idle) else {
-            let i = &mut self.sched.balance_interval[this][lvl];
-            *i = (*i * 2).min(self.sched.sd[this][lvl].max_interval_ms);
+            self.out_balanced(this, lvl, idle);
             return 0;
         };
         let sd = &self.sched.sd[this][lvl];
         let (cache_nice_tries, min_ms) = (sd.cache_nice_tries, sd.min_interval_ms);
         let failed = self.sched.nr_balance_failed[this][lvl];
+        // LBF_ALL_PINNED: cleared by any task on the source (its running one included) that
+        // may run here, whether or not it then moves (can_migrate_task's first test).
+        let mut all_pinned = !self.cpus[src]
+            .curr
+            .is_some_and(|c| self.cpu_allowed(c, this) && !self.tasks[c].kthread);
         // detach_tasks: from the tail of the source queue (the least recently run).
         let mut left = imbalance as i64;
         let mut moved = 0;
@@ -248,6 +252,9 @@ impl Kernel {
             i -= 1;
             loops += 1;
             let t = rqs.rq[src][i];
+            if self.cpu_allowed(t, this) && !self.tasks[t].kthread {
+                all_pinned = false;
+            }
             if !self.can_migrate_task(t, this, now, failed <= cache_nice_tries) {
                 continue;
             }
@@ -278,12 +285,22 @@ impl Kernel {
             self.sched.balance_interval[this][lvl] = min_ms;
             return moved;
         }
+        if all_pinned {
+            // out_all_pinned: nothing there could ever come here; as balanced.
+            self.out_balanced(this, lvl, idle);
+            return 0;
+        }
         if idle != IdleType::NewlyIdle {
             self.sched.nr_balance_failed[this][lvl] += 1;
         }
-        // need_active_balance: too many failures in a row; the stopper pushes the source's
-        // running task here (only when the source has more than it can run).
-        if self.sched.nr_balance_failed[this][lvl] > cache_nice_tries + 2
+        // out_unbalanced: the interval goes back to its minimum.
+        self.sched.balance_interval[this][lvl] = min_ms;
+        // need_active_balance → imbalanced_active_balance: a task-count imbalance (migrate_task)
+        // that failed too many times in a row; the stopper pushes the source's running task
+        // here (only when the source has more than it can run). A load imbalance is not
+        // pushed (that needs misfit or reduced capacity, which the model has not).
+        if kind == Migration::Task
+            && self.sched.nr_balance_failed[this][lvl] > cache_nice_tries + 2
             && self.nr_running(rqs, src) > 1
         {
             if let Some(curr) = self.cpus[src].curr {
@@ -300,6 +317,17 @@ impl Kernel {
             }
         }
         0
+    }
+
+    /// sched_balance_rq's out_balanced (and out_all_pinned): the failure count restarts —
+    /// a later hot task is again protected until cache_nice_tries more failures in a row —
+    /// and, except for new-idle balancing, the interval doubles up to its maximum.
+    fn out_balanced(&mut self, this: CpuId, lvl: usize, idle: IdleType) {
+        self.sched.nr_balance_failed[this][lvl] = 0;
+        if idle != IdleType::NewlyIdle {
+            let i = &mut self.sched.balance_interval[this][lvl];
+            *i = (*i * 2).min(self.sched.sd[this][lvl].max_interval_ms);
+        }
     }
 
     /// can_migrate_task for a queued task: allowed on `dst`, and not cache-hot

@@ -387,13 +387,17 @@ impl Kernel {
             return;
         };
         let waker = self.timer_waker(t);
-        if self.sched.io_waker.remove(&t).is_some() {
+        let io = self.sched.io_waker.remove(&t).is_some();
+        if io {
             if self.sched.io_wakeups.len() <= waker {
                 self.sched.io_wakeups.resize(self.nr_cpus(), 0);
             }
             self.sched.io_wakeups[waker] += 1;
         }
         self.try_to_wake_up(rqs, t, waker, at);
+        if io {
+            self.kblockd_wake(rqs, waker, at);
+        }
     }
 
     /// The CPU task `t`'s timer wakes it from: a device completion's interrupt CPU, else the
