@@ -877,27 +877,47 @@ fn fam_cycle(ctx: &Ctx) -> Result<Vec<Measurement>> {
 }
 
 fn fam_contention(ctx: &Ctx) -> Result<Vec<Measurement>> {
+    let mut v = one_vs_two(ctx, "file")?;
+    ensure_swap(ctx)?;
+    v.append(&mut one_vs_two(ctx, "anon")?);
+    Ok(v)
+}
+
+/// One reclaimer against two at once in one memcg (CPUs 0 and 1), of clean order-0 page
+/// cache (`file`) or of anonymous memory to zram swap (`anon`): the same pages in all.
+fn one_vs_two(ctx: &Ctx, kind: &str) -> Result<Vec<Measurement>> {
     let s = ctx.sizes;
     let n = s.reclaim_pages;
     let bytes = (n * mem::PAGE) as u64;
+    let anon = kind == "anon";
+    let job = |tag: &str, pages| {
+        if anon {
+            Prep::Anon {
+                pages,
+                data: Data::Pattern,
+            }
+        } else {
+            Prep::File {
+                path: reclaim::data_path(ctx.dir, tag),
+                pages,
+                chunk: 1,
+                observe: false,
+            }
+        }
+    };
+    let swappiness = if anon { 100 } else { 0 };
     let mut one = Vec::new();
     let mut one_cpu = Vec::new();
     let mut two_wall = Vec::new();
     let mut two_cpu = Vec::new();
     let mut two_wallsum = Vec::new();
     for _ in 0..s.samples {
-        let file = |tag: &str, pages| Prep::File {
-            path: reclaim::data_path(ctx.dir, tag),
-            pages,
-            chunk: 1,
-            observe: false,
-        };
         let solo = reclaim::run(
             ctx.root,
             ctx.cleanup,
-            vec![(0, file("solo", 2 * n))],
+            vec![(0, job("solo", 2 * n))],
             bytes,
-            0,
+            swappiness,
             CHILD_LIMIT,
         )?;
         one.push(per_page(
@@ -913,9 +933,9 @@ fn fam_contention(ctx: &Ctx) -> Result<Vec<Measurement>> {
         let pair = reclaim::run(
             ctx.root,
             ctx.cleanup,
-            vec![(0, file("pair", n)), (1, file("pair", n))],
+            vec![(0, job("pair", n)), (1, job("pair", n))],
             bytes,
-            0,
+            swappiness,
             CHILD_LIMIT,
         )?;
         let wall = pair
@@ -930,33 +950,39 @@ fn fam_contention(ctx: &Ctx) -> Result<Vec<Measurement>> {
         two_cpu.push(per_page(&pair, cpu, "two-CPU reclaim")?);
     }
     let mib = (n * mem::PAGE) >> 20;
+    let what = if anon {
+        format!("{mib} MiB of anonymous memory (stress-ng-like data) to zram swap, swappiness 100; each reclaimer's own pages are mapped by its own process, so with two the flushes of the other's pages are shootdowns to the other CPU")
+    } else {
+        format!("{mib} MiB of clean order-0 page cache")
+    };
+    let name = |suffix: &str| format!("reclaim-{kind}-{suffix}");
     Ok(vec![
         Measurement::new(
-            "reclaim-file-one-cpu",
+            &name("one-cpu"),
             "ns/page",
-            &format!("one reclaimer on CPU 0 takes {mib} MiB of clean order-0 page cache from a memcg holding twice that"),
+            &format!("one reclaimer on CPU 0 takes {what} from a memcg holding twice that"),
             one,
         )?,
         Measurement::new(
-            "reclaim-file-two-cpus-wall",
+            &name("two-cpus-wall"),
             "ns/page",
-            &format!("two reclaimers (CPU 0 and CPU 1) at once in one memcg, {mib} MiB in all: wall time (the slower one) per page"),
+            &format!("two reclaimers (CPU 0 and CPU 1) at once in one memcg take {what} in all: wall time (the slower one) per page"),
             two_wall,
         )?,
         Measurement::new(
-            "reclaim-file-one-cpu-cputime",
+            &name("one-cpu-cputime"),
             "ns/page",
             "the one reclaimer's thread CPU time (CLOCK_THREAD_CPUTIME_ID) in its reclaiming write, per page",
             one_cpu,
         )?,
         Measurement::new(
-            "reclaim-file-two-cpus-wallsum",
+            &name("two-cpus-wallsum"),
             "ns/page",
             "the two reclaimers' wall times added, per page (each write lasts until the usage is under the limit, so this is about twice the wall time whether or not they worked in parallel)",
             two_wallsum,
         )?,
         Measurement::new(
-            "reclaim-file-two-cpus-cputime",
+            &name("two-cpus-cputime"),
             "ns/page",
             "the two reclaimers' thread CPU times (CLOCK_THREAD_CPUTIME_ID) in their writes added, per page",
             two_cpu,
@@ -1433,6 +1459,15 @@ fn reclaim_checks(ms: &[Measurement], costs: &BTreeMap<String, Derived>, v: &mut
     }
 }
 
+/// `two`'s samples over `one`'s, pair by pair.
+fn sample_ratios(two: &Measurement, one: &Measurement) -> Vec<f64> {
+    two.samples
+        .iter()
+        .zip(&one.samples)
+        .map(|(a, b)| a / b)
+        .collect()
+}
+
 /// Two CPUs at once: reclaim contention and whether the two vCPUs run together.
 fn contention_checks(ms: &[Measurement], costs: &BTreeMap<String, Derived>, v: &mut Vec<Check>) {
     use derive::{check, check_values};
@@ -1454,12 +1489,7 @@ fn contention_checks(ms: &[Measurement], costs: &BTreeMap<String, Derived>, v: &
             }),
     };
     if let Some((two, one, basis)) = pair {
-        let r: Vec<f64> = two
-            .samples
-            .iter()
-            .zip(&one.samples)
-            .map(|(a, b)| a / b)
-            .collect();
+        let r = sample_ratios(two, one);
         v.push(check_values(
             "reclaim CPU time per page, two CPUs at once / one CPU",
             "ratio",
@@ -1468,6 +1498,21 @@ fn contention_checks(ms: &[Measurement], costs: &BTreeMap<String, Derived>, v: &
             |_| 1.0,
             costs,
             &format!("{basis}; above 1 is contention: locked sections lengthened by cache-line transfers and the wait for the lock"),
+        ));
+    }
+    if let (Some(two), Some(one)) = (
+        find(ms, "reclaim-anon-two-cpus-cputime"),
+        find(ms, "reclaim-anon-one-cpu-cputime"),
+    ) {
+        let r = sample_ratios(two, one);
+        v.push(check_values(
+            "anon reclaim to zram, CPU time per page, two CPUs at once / one CPU",
+            "ratio",
+            &r,
+            "1 as a sum of charges, plus the shootdowns each reclaimer sends to the other's CPU, which only a simulation shows",
+            |_| 1.0,
+            costs,
+            "thread CPU time; above 1 is contention (lru_lock, the zram/zsmalloc and memcg counters) and the IPIs of the pair's cross-reclaim",
         ));
     }
     if let Some(m) = find(ms, "cpu-loop-two-vs-one") {
