@@ -65,6 +65,46 @@ fn derives_the_shipped_profile_again_from_its_samples() {
 }
 
 #[test]
+fn derives_the_profiles_writeback_costs_again_from_their_samples() {
+    // The writeback family's costs come from their own raw file.
+    let t = tempfile::tempdir().unwrap();
+    let out = t.path().join("wb.toml");
+    let raw = raw().with_file_name("kvm-guest-2vcpu.writeback.calibrate.json");
+    let (code, _, err) = run(&[
+        "calibrate",
+        "--from-raw",
+        raw.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--name",
+        "kvm-guest-2vcpu",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let parse = |text: &str| {
+        reclaimlab_core::profile::Profile::parse(text, "p")
+            .unwrap()
+            .costs
+    };
+    let again = parse(&std::fs::read_to_string(&out).unwrap());
+    let shipped =
+        parse(&std::fs::read_to_string(raw.with_file_name("kvm-guest-2vcpu.toml")).unwrap());
+    for name in [
+        "writepages_folio",
+        "writepages_request",
+        "writepages_unwritten_request",
+        "writeback_complete_folio",
+        "writeback_complete_request",
+        "writeback_convert_request",
+    ] {
+        assert_eq!(again[name].ns, shipped[name].ns, "{name}");
+        assert_eq!(
+            shipped[name].raw.as_deref(),
+            raw.file_name().unwrap().to_str()
+        );
+    }
+}
+
+#[test]
 fn refuses_a_file_that_is_not_a_raw_document() {
     let t = tempfile::tempdir().unwrap();
     let bad = t.path().join("x.json");
