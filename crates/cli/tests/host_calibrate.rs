@@ -145,3 +145,62 @@ fn the_cycle_family_sets_the_reclaim_path_costs() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The writeback family: its six benchmarks run, the per-folio submission cost comes out
+/// positive, and its data files in --dir are gone afterwards.
+#[test]
+fn the_writeback_family_measures_and_removes_its_files() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(cg_root) = host_or_skip("calibrate writeback", false) else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("rlab-calibrate-wb-{}", std::process::id()));
+    // calibrate's own default directory for data files (a disk filesystem, not tmpfs).
+    let data =
+        std::path::Path::new("/var/tmp").join(format!("rlab-wb-data-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(&data).unwrap();
+    let out = dir.join("wb.toml");
+    let (_, err) = calibrate_clean(
+        &cg_root,
+        &[
+            "calibrate",
+            "--quick",
+            "--only",
+            "writeback",
+            "--dir",
+            data.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    let p = Profile::parse(&std::fs::read_to_string(&out).unwrap(), "wb.toml").unwrap();
+    let c = p
+        .costs
+        .get("writepages_folio")
+        .unwrap_or_else(|| panic!("writepages_folio missing: {err}"));
+    assert_eq!(c.provenance, Provenance::Measured);
+    assert!(c.ns > 0.0, "{c:?}");
+    let raw: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("wb.calibrate.json")).unwrap())
+            .unwrap();
+    let names: Vec<&str> = raw["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    for kind in ["random-unwritten", "random-written", "seq-unwritten"] {
+        for side in ["submit", "complete"] {
+            let n = format!("writeback-{kind}-{side}");
+            assert!(names.contains(&n.as_str()), "{n} not in {names:?}");
+        }
+    }
+    assert_eq!(
+        std::fs::read_dir(&data).unwrap().count(),
+        0,
+        "data files left in --dir"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(&data).unwrap();
+}
