@@ -21,6 +21,16 @@ fn bad_family_is_an_error_naming_it() {
     );
 }
 
+/// The names of a raw calibration document's measurements.
+fn measurement_names(raw: &serde_json::Value) -> Vec<&str> {
+    raw["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect()
+}
+
 /// Run reclaimlab with `args`; it must succeed and leave the machine as it found it.
 /// Returns (stdout, stderr).
 fn calibrate_clean(cg_root: &std::path::Path, args: &[&str]) -> (String, String) {
@@ -73,12 +83,7 @@ fn quick_subset_writes_a_profile_and_leaves_nothing_behind() {
     )
     .unwrap();
     assert_eq!(raw["schema"], "reclaimlab-calibrate/1");
-    let names: Vec<&str> = raw["measurements"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["name"].as_str().unwrap())
-        .collect();
+    let names = measurement_names(&raw);
     for n in [
         "anon-write-fault",
         "reclaim-file-order0",
@@ -161,18 +166,15 @@ fn the_writeback_family_measures_and_removes_its_files() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::create_dir_all(&data).unwrap();
     let out = dir.join("wb.toml");
+    let args = [
+        "--dir",
+        data.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
     let (_, err) = calibrate_clean(
         &cg_root,
-        &[
-            "calibrate",
-            "--quick",
-            "--only",
-            "writeback",
-            "--dir",
-            data.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ],
+        &[&["calibrate", "--quick", "--only", "writeback"][..], &args].concat(),
     );
     let p = Profile::parse(&std::fs::read_to_string(&out).unwrap(), "wb.toml").unwrap();
     let c = p
@@ -184,12 +186,7 @@ fn the_writeback_family_measures_and_removes_its_files() {
     let raw: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("wb.calibrate.json")).unwrap())
             .unwrap();
-    let names: Vec<&str> = raw["measurements"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["name"].as_str().unwrap())
-        .collect();
+    let names = measurement_names(&raw);
     for kind in ["random-unwritten", "random-written", "seq-unwritten"] {
         for side in ["submit", "complete"] {
             let n = format!("writeback-{kind}-{side}");
