@@ -275,8 +275,11 @@ impl Kernel {
             // kswapd's passes (run with the run queues lent) stay whole.
             return;
         }
-        self.in_reclaim_preempt = true;
         let until = self.cpus[cpu].clock;
+        if self.window_idle(cpu, until) {
+            return;
+        }
+        self.in_reclaim_preempt = true;
         // The CPUs to run, by (clock, id), smallest first: a lazy queue. Clocks only move
         // forward, so an entry whose CPU's clock has moved on since it was queued is a lower
         // bound and is queued again with the CPU's clock; an entry that matches is the
@@ -318,16 +321,7 @@ impl Kernel {
                 }
                 continue;
             }
-            if now >= self.cpus[c].next_tick
-                || self.tasks[t].kthread
-                || matches!(
-                    self.sched.se[t].class,
-                    crate::sched::Class::Background | crate::sched::Class::Starter
-                )
-            {
-                // Ticks wait for the window to close; kswapd is reclaim itself (no nesting);
-                // a background or starter task's step may block or fork (that needs the run
-                // queues).
+            if self.window_parks(c, t) {
                 parked.push(c);
                 is_parked[c] = true;
                 continue;
@@ -355,6 +349,38 @@ impl Kernel {
         self.runner.parked = parked;
         self.runner.is_parked = is_parked;
         self.in_reclaim_preempt = false;
+    }
+
+    /// Whether a reclaim preemption window leaves `cpu` (running task `t`) parked until it
+    /// closes: ticks wait for the window to close; kswapd is reclaim itself (no nesting); a
+    /// background or starter task's step may block or fork (that needs the run queues).
+    fn window_parks(&self, cpu: CpuId, t: TaskId) -> bool {
+        self.cpus[cpu].clock >= self.cpus[cpu].next_tick
+            || self.tasks[t].kthread
+            || matches!(
+                self.sched.se[t].class,
+                crate::sched::Class::Background | crate::sched::Class::Starter
+            )
+    }
+
+    /// Whether the window of `reclaimer` (whose clock is `until`) would do nothing: no timer
+    /// is due by `until` and every CPU it would queue is one it parks. Nothing runs in such a
+    /// window, so no CPU's state changes while it parks them one by one, and skipping it is
+    /// the same (a CPU parked past a tick waits for each of the reclaimer's windows in turn:
+    /// on 48 CPUs most windows are these).
+    fn window_idle(&self, reclaimer: CpuId, until: u64) -> bool {
+        if self
+            .sched
+            .timers
+            .first()
+            .is_some_and(|&(at, _)| at <= until)
+        {
+            return false;
+        }
+        self.cpus.iter().enumerate().all(|(i, c)| match c.curr {
+            Some(t) if i != reclaimer && c.clock < until => self.window_parks(i, t),
+            _ => true,
+        })
     }
 
     /// After task `t`'s step on `cpu`: a wait its kernel work ended in (a device read,
