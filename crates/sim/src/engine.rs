@@ -156,7 +156,10 @@ const KEY_CPU_BITS: u32 = 16;
 /// (clock, CPU) packed in one u64 that orders as the pair does: clocks stay below 2^48 ns (78
 /// hours; run.duration is at most a day), so sorting and heap moves compare one word.
 fn clock_key(clock: u64, cpu: CpuId) -> u64 {
-    debug_assert!(clock < 1 << (64 - KEY_CPU_BITS) && cpu < 1 << KEY_CPU_BITS);
+    assert!(
+        clock < 1 << (64 - KEY_CPU_BITS) && cpu < 1 << KEY_CPU_BITS,
+        "clock {clock} or CPU {cpu} does not fit a packed key"
+    );
     clock << KEY_CPU_BITS | cpu as u64
 }
 
