@@ -37,6 +37,11 @@ pub struct Runner {
     pub rqs_out: bool,
     /// The reclaim preemption window's queue (kept to reuse its allocation).
     pub(crate) window: ClockQueue,
+    /// The CPUs a window has parked, and a flag per CPU for the same set (kept across
+    /// windows: a window parks CPUs often, and allocating or searching a list each time cost
+    /// more than the window's steps on 48 CPUs).
+    parked: Vec<CpuId>,
+    is_parked: Vec<bool>,
 }
 
 pub struct Engine<'a> {
@@ -52,6 +57,8 @@ impl<'a> Engine<'a> {
             model: Rc::new(model),
             rqs_out: false,
             window: ClockQueue::default(),
+            parked: Vec::new(),
+            is_parked: vec![false; n],
         };
         Engine { k, progress: None }
     }
@@ -143,13 +150,34 @@ impl<'a> Engine<'a> {
     }
 }
 
+/// Bits of a packed (clock, CPU) key that hold the CPU (machine.cpus is at most 4096).
+const KEY_CPU_BITS: u32 = 16;
+
+/// (clock, CPU) packed in one u64 that orders as the pair does: clocks stay below 2^48 ns (78
+/// hours; run.duration is at most a day), so sorting and heap moves compare one word.
+fn clock_key(clock: u64, cpu: CpuId) -> u64 {
+    assert!(
+        clock < 1 << (64 - KEY_CPU_BITS) && cpu < 1 << KEY_CPU_BITS,
+        "clock {clock} or CPU {cpu} does not fit a packed key"
+    );
+    clock << KEY_CPU_BITS | cpu as u64
+}
+
+fn key_clock(key: u64) -> u64 {
+    key >> KEY_CPU_BITS
+}
+
+fn key_cpu(key: u64) -> CpuId {
+    (key & ((1 << KEY_CPU_BITS) - 1)) as CpuId
+}
+
 /// (clock, CPU) pairs in ascending order, taken from the front: a sorted vector and a cursor.
 /// A CPU queued again has run ahead, so it usually goes near the back (a short move), and the
 /// queue is built by sorting once: cheaper than a binary heap for the few CPUs a reclaim
 /// preemption window runs, and not worse for many.
 #[derive(Default)]
 pub(crate) struct ClockQueue {
-    v: Vec<(u64, CpuId)>,
+    v: Vec<u64>,
     head: usize,
 }
 
@@ -157,22 +185,23 @@ impl ClockQueue {
     fn rebuild(&mut self, items: impl Iterator<Item = (u64, CpuId)>) {
         self.v.clear();
         self.head = 0;
-        self.v.extend(items);
+        self.v.extend(items.map(|(c, i)| clock_key(c, i)));
         self.v.sort_unstable();
     }
 
     /// The smallest clock queued (a lower bound: a CPU may have moved on).
     fn peek_clock(&self) -> Option<u64> {
-        self.v.get(self.head).map(|&(c, _)| c)
+        self.v.get(self.head).map(|&k| key_clock(k))
     }
 
     fn pop(&mut self) -> Option<(u64, CpuId)> {
-        let x = self.v.get(self.head).copied()?;
+        let k = self.v.get(self.head).copied()?;
         self.head += 1;
-        Some(x)
+        Some((key_clock(k), key_cpu(k)))
     }
 
-    fn push(&mut self, x: (u64, CpuId)) {
+    fn push(&mut self, (clock, cpu): (u64, CpuId)) {
+        let x = clock_key(clock, cpu);
         let at =
             self.head + crate::timeline::partition_point_back(&self.v[self.head..], |e| *e < x);
         self.v.insert(at, x);
@@ -186,7 +215,7 @@ impl ClockQueue {
 /// as a scan of every CPU, in O(log n) per step instead of O(n).
 #[derive(Default)]
 struct CpuOrder {
-    heap: BinaryHeap<Reverse<(u64, CpuId)>>,
+    heap: BinaryHeap<Reverse<u64>>,
     built_at: Option<u64>,
 }
 
@@ -198,11 +227,12 @@ impl CpuOrder {
             self.heap.clear();
             for (i, c) in k.cpus.iter().enumerate() {
                 if c.curr.is_some() {
-                    self.heap.push(Reverse((c.clock, i)));
+                    self.heap.push(Reverse(clock_key(c.clock, i)));
                 }
             }
         }
-        while let Some(&Reverse((clock, i))) = self.heap.peek() {
+        while let Some(&Reverse(key)) = self.heap.peek() {
+            let (clock, i) = (key_clock(key), key_cpu(key));
             let c = &k.cpus[i];
             debug_assert!(c.clock >= clock, "CPU {i}'s clock went back");
             if c.curr.is_none() {
@@ -210,7 +240,7 @@ impl CpuOrder {
             } else if c.clock != clock {
                 let now = c.clock;
                 // The top moves down: replace it in place.
-                *self.heap.peek_mut().expect("top") = Reverse((now, i));
+                *self.heap.peek_mut().expect("top") = Reverse(clock_key(now, i));
             } else {
                 return Some(i);
             }
@@ -248,8 +278,11 @@ impl Kernel {
             // kswapd's passes (run with the run queues lent) stay whole.
             return;
         }
-        self.in_reclaim_preempt = true;
         let until = self.cpus[cpu].clock;
+        if self.window_idle(cpu, until) {
+            return;
+        }
+        self.in_reclaim_preempt = true;
         // The CPUs to run, by (clock, id), smallest first: a lazy queue. Clocks only move
         // forward, so an entry whose CPU's clock has moved on since it was queued is a lower
         // bound and is queued again with the CPU's clock; an entry that matches is the
@@ -257,13 +290,15 @@ impl Kernel {
         // which invalidates the queue (`context_switches`): it is built again from all CPUs.
         // Same choice, step for step, as scanning every CPU each time.
         let mut queue = std::mem::take(&mut self.runner.window);
-        let mut parked: Vec<CpuId> = Vec::new();
+        let mut parked = std::mem::take(&mut self.runner.parked);
+        let mut is_parked = std::mem::take(&mut self.runner.is_parked);
+        is_parked.resize(self.cpus.len(), false);
         let mut built_at = None;
         loop {
             if built_at != Some(self.context_switches) {
                 built_at = Some(self.context_switches);
                 queue.rebuild(self.cpus.iter().enumerate().filter_map(|(i, c)| {
-                    (i != cpu && c.curr.is_some() && c.clock < until && !parked.contains(&i))
+                    (i != cpu && c.curr.is_some() && c.clock < until && !is_parked[i])
                         .then_some((c.clock, i))
                 }));
             }
@@ -289,17 +324,9 @@ impl Kernel {
                 }
                 continue;
             }
-            if now >= self.cpus[c].next_tick
-                || self.tasks[t].kthread
-                || matches!(
-                    self.sched.se[t].class,
-                    crate::sched::Class::Background | crate::sched::Class::Starter
-                )
-            {
-                // Ticks wait for the window to close; kswapd is reclaim itself (no nesting);
-                // a background or starter task's step may block or fork (that needs the run
-                // queues).
+            if self.window_parks(c, t) {
                 parked.push(c);
+                is_parked[c] = true;
                 continue;
             }
             self.engine_step(c, t);
@@ -319,7 +346,44 @@ impl Kernel {
         }
         queue.rebuild(std::iter::empty());
         self.runner.window = queue;
+        for c in parked.drain(..) {
+            is_parked[c] = false;
+        }
+        self.runner.parked = parked;
+        self.runner.is_parked = is_parked;
         self.in_reclaim_preempt = false;
+    }
+
+    /// Whether a reclaim preemption window leaves `cpu` (running task `t`) parked until it
+    /// closes: ticks wait for the window to close; kswapd is reclaim itself (no nesting); a
+    /// background or starter task's step may block or fork (that needs the run queues).
+    fn window_parks(&self, cpu: CpuId, t: TaskId) -> bool {
+        self.cpus[cpu].clock >= self.cpus[cpu].next_tick
+            || self.tasks[t].kthread
+            || matches!(
+                self.sched.se[t].class,
+                crate::sched::Class::Background | crate::sched::Class::Starter
+            )
+    }
+
+    /// Whether the window of `reclaimer` (whose clock is `until`) would do nothing: no timer
+    /// is due by `until` and every CPU it would queue is one it parks. Nothing runs in such a
+    /// window, so no CPU's state changes while it parks them one by one, and skipping it is
+    /// the same (a CPU parked past a tick waits for each of the reclaimer's windows in turn:
+    /// on 48 CPUs most windows are these).
+    fn window_idle(&self, reclaimer: CpuId, until: u64) -> bool {
+        if self
+            .sched
+            .timers
+            .first()
+            .is_some_and(|&(at, _)| at <= until)
+        {
+            return false;
+        }
+        self.cpus.iter().enumerate().all(|(i, c)| match c.curr {
+            Some(t) if i != reclaimer && c.clock < until => self.window_parks(i, t),
+            _ => true,
+        })
     }
 
     /// After task `t`'s step on `cpu`: a wait its kernel work ended in (a device read,

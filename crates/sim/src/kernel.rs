@@ -127,6 +127,9 @@ pub struct Kernel {
     pub cost: CostTable,
     pub cpus: Vec<Cpu>,
     pub mms: Vec<Mm>,
+    /// Per file, the first mm that maps it (what a file folio's rmap walk finds; mms are only
+    /// ever added, so it never changes once set).
+    file_mm: Vec<Option<MmId>>,
     pub tasks: Vec<Task>,
     pub files: Vec<File>,
     pub folios: FolioTable,
@@ -204,6 +207,7 @@ impl Kernel {
             cost: CostTable::x86(),
             cpus,
             mms: Vec::new(),
+            file_mm: Vec::new(),
             tasks: Vec::new(),
             files: Vec::new(),
             folios: FolioTable::new(),
@@ -282,7 +286,19 @@ impl Kernel {
         for c in &mut self.cpus {
             c.tlb.add_mm();
         }
-        self.mms.len() - 1
+        let mm = self.mms.len() - 1;
+        if let Backing::File(file) = backing {
+            if self.file_mm.len() <= file {
+                self.file_mm.resize(file + 1, None);
+            }
+            self.file_mm[file].get_or_insert(mm);
+        }
+        mm
+    }
+
+    /// The first mm that maps `file`, if any.
+    pub fn mm_of_file(&self, file: usize) -> Option<MmId> {
+        self.file_mm.get(file).copied().flatten()
     }
 
     pub fn task_new(&mut self, mm: MmId, pinned: Option<CpuId>, start: u64, end: u64) -> TaskId {

@@ -36,7 +36,7 @@
 //!   this lock last".
 
 use crate::kernel::{CpuId, Kernel};
-use crate::timeline::{partition_point_back, BlockTimeline, History, Timeline};
+use crate::timeline::{BlockHistory, BlockTimeline, Timeline};
 
 /// Holds remembered per lock (see the module doc).
 pub const LOCK_HISTORY: usize = 4096;
@@ -95,9 +95,9 @@ pub struct SpinLock {
     pub remote_handoffs: u64,
     pub line_transfers: u64,
     /// The latest holds' (end, CPU), sorted by end (searched from the back: a new hold
-    /// mostly lands near the latest).
-    /// Packed as end << 16 | CPU (8 bytes, so a lagging CPU's insert moves half as much).
-    holders: History<u64>,
+    /// mostly lands near the latest), packed as end << 16 | CPU, in blocks: a lagging CPU's
+    /// hold (or a reader's behind kswapd's run of holds) moves at most one block.
+    holders: BlockHistory<u64>,
 }
 
 impl Default for SpinLock {
@@ -121,7 +121,7 @@ impl SpinLock {
             hold_ns: 0,
             remote_handoffs: 0,
             line_transfers: 0,
-            holders: History::new(),
+            holders: BlockHistory::new(),
         }
     }
 
@@ -166,21 +166,16 @@ impl SpinLock {
 
     /// The CPU whose remembered hold ended last at or before `s`.
     fn holder_before(&self, s: u64) -> Option<CpuId> {
-        let h = self.holders.as_slice();
-        let i = partition_point_back(h, |&p| p >> HOLDER_CPU_BITS <= s);
-        i.checked_sub(1)
-            .map(|i| (h[i] & ((1 << HOLDER_CPU_BITS) - 1)) as CpuId)
+        self.holders
+            .last_where(|&p| p >> HOLDER_CPU_BITS <= s)
+            .map(|p| (p & ((1 << HOLDER_CPU_BITS) - 1)) as CpuId)
     }
 
     fn note_holder(&mut self, end: u64, cpu: CpuId) {
         debug_assert!(end < 1 << (64 - HOLDER_CPU_BITS) && cpu < 1 << HOLDER_CPU_BITS);
         let packed = end << HOLDER_CPU_BITS | cpu as u64;
-        let i = partition_point_back(self.holders.as_slice(), |&p| p >> HOLDER_CPU_BITS <= end);
-        if i == self.holders.len() {
-            self.holders.push_back(packed);
-        } else {
-            self.holders.insert(i, packed);
-        }
+        self.holders
+            .insert_after(packed, |&p| p >> HOLDER_CPU_BITS <= end);
         if self.holders.len() > HOLDER_HISTORY {
             self.holders.pop_front();
         }

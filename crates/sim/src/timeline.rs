@@ -354,6 +354,110 @@ impl BlockTimeline {
     }
 }
 
+/// A sorted sequence with a bounded history in blocks of at most [`BLOCK`] (a block that grows
+/// past it is split in two halves): inserting far behind the latest element moves at most one
+/// block's tail, where one vector would move everything after it. Searched from the back
+/// (blocks by their first element, then within the block); the oldest elements are dropped
+/// from the first block by a cursor, the block itself once it is used up.
+#[derive(Clone, Debug, Default)]
+pub struct BlockHistory<T> {
+    blocks: Vec<Vec<T>>,
+    /// Elements of `blocks[0]` already dropped.
+    front: usize,
+    len: usize,
+}
+
+impl<T: Copy> BlockHistory<T> {
+    pub fn new() -> BlockHistory<T> {
+        BlockHistory {
+            blocks: Vec::new(),
+            front: 0,
+            len: 0,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The live elements of block `k`.
+    fn live(&self, k: usize) -> &[T] {
+        let b = &self.blocks[k];
+        if k == 0 {
+            &b[self.front..]
+        } else {
+            b
+        }
+    }
+
+    /// The place just after every element that satisfies `pred` (true on a prefix, false
+    /// after): (block, index in the block's vector), or None before every live element.
+    fn boundary(&self, pred: &mut impl FnMut(&T) -> bool) -> Option<(usize, usize)> {
+        // Blocks whose first (possibly dropped) element satisfies pred; the dropped ones of
+        // block 0 are older than its live ones, so at worst the search ends at its front.
+        let k = partition_point_back(&self.blocks, |b| pred(&b[0]));
+        let k = k.checked_sub(1)?;
+        let lo = if k == 0 { self.front } else { 0 };
+        Some((k, lo + partition_point_back(self.live(k), &mut *pred)))
+    }
+
+    /// The last element satisfying `pred` (true on a prefix, false after).
+    pub fn last_where(&self, mut pred: impl FnMut(&T) -> bool) -> Option<T> {
+        let (k, i) = self.boundary(&mut pred)?;
+        let lo = if k == 0 { self.front } else { 0 };
+        (i > lo).then(|| self.blocks[k][i - 1])
+    }
+
+    /// Insert `x` after every element satisfying `pred` (true on a prefix: those that sort at
+    /// or before `x`).
+    pub fn insert_after(&mut self, x: T, mut pred: impl FnMut(&T) -> bool) {
+        self.len += 1;
+        let at = self.boundary(&mut pred);
+        let Some((k, i)) = at.or_else(|| (!self.blocks.is_empty()).then_some((0, self.front)))
+        else {
+            self.blocks.push(vec![x]);
+            return;
+        };
+        if k + 1 == self.blocks.len() && i == self.blocks[k].len() && i >= BLOCK {
+            // At the very end of a full block: a new block (appends stay cheap).
+            self.blocks.push(vec![x]);
+            return;
+        }
+        if k == 0 && self.front > 0 {
+            // Drop the dead front before it could be split off with live elements.
+            self.blocks[0].drain(..self.front);
+            let i = i - self.front;
+            self.front = 0;
+            return self.insert_in_block(0, i, x);
+        }
+        self.insert_in_block(k, i, x);
+    }
+
+    fn insert_in_block(&mut self, k: usize, i: usize, x: T) {
+        let b = &mut self.blocks[k];
+        b.insert(i, x);
+        if b.len() > BLOCK {
+            let tail = b.split_off(b.len() / 2);
+            self.blocks.insert(k + 1, tail);
+        }
+    }
+
+    /// Drop the oldest (first) element.
+    pub fn pop_front(&mut self) {
+        debug_assert!(!self.is_empty());
+        self.len -= 1;
+        self.front += 1;
+        if self.front == self.blocks[0].len() {
+            self.blocks.remove(0);
+            self.front = 0;
+        }
+    }
+}
+
 /// `v.partition_point(pred)` (`pred` true on a prefix of `v`, false after), searched from the
 /// back: galloping towards the front, then a binary search in the last stride. Events arrive
 /// nearly in time order, so the answer is usually near the end: O(log distance from the end).
@@ -375,7 +479,48 @@ pub fn partition_point_back<T>(v: &[T], mut pred: impl FnMut(&T) -> bool) -> usi
 
 #[cfg(test)]
 mod tests {
-    use super::{partition_point_back, BlockTimeline, History, Timeline};
+    use super::{partition_point_back, BlockHistory, BlockTimeline, History, Timeline};
+
+    #[test]
+    fn block_history_matches_a_sorted_vector() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        for round in 0..20 {
+            let cap = [1, 100, 500, 4096][round % 4];
+            let mut a = BlockHistory::new();
+            // (key, insertion number): equal keys keep their insertion order.
+            let mut b: Vec<(u64, u64)> = Vec::new();
+            let mut now = 0u64;
+            for n in 0..6000u64 {
+                now += rng.gen_range(0..30);
+                let back = if rng.gen_bool(0.2) {
+                    rng.gen_range(0..50_000)
+                } else {
+                    rng.gen_range(0..100)
+                };
+                let x = (now.saturating_sub(back), n);
+                a.insert_after(x, |e: &(u64, u64)| e.0 <= x.0);
+                let at = b.partition_point(|e| e.0 <= x.0);
+                b.insert(at, x);
+                if b.len() > cap {
+                    a.pop_front();
+                    b.remove(0);
+                }
+                let t = now.saturating_sub(rng.gen_range(0..60_000));
+                let want = b.iter().rev().find(|e| e.0 <= t).copied();
+                assert_eq!(a.last_where(|e| e.0 <= t), want, "round {round} step {n}");
+                assert_eq!(a.len(), b.len());
+                assert!(a
+                    .blocks
+                    .iter()
+                    .all(|x| !x.is_empty() && x.len() <= super::BLOCK));
+            }
+            let live: Vec<(u64, u64)> = (0..a.blocks.len())
+                .flat_map(|k| a.live(k).to_vec())
+                .collect();
+            assert_eq!(live, b);
+        }
+    }
 
     #[test]
     fn blocks_match_the_flat_timeline() {

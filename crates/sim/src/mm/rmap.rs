@@ -4,7 +4,7 @@
 //! are those of pages index..index + nr that hold its pfn.
 
 use crate::config::Patch;
-use crate::kernel::{Backing, CpuId, Kernel, MmId};
+use crate::kernel::{CpuId, Kernel, MmId};
 use crate::mm::folio::{pg, Pfn};
 use crate::mm::mm_types_task::TlbUbc;
 use crate::mm::pgtable::*;
@@ -25,11 +25,7 @@ impl Kernel {
         } else {
             // A file folio is mapped by the mm that maps its file.
             let file = f.owner as usize;
-            let mm = self
-                .mms
-                .iter()
-                .position(|m| m.backing == Backing::File(file))
-                .expect("mapped file folio has an mm");
+            let mm = self.mm_of_file(file).expect("mapped file folio has an mm");
             Some((mm, f.index as u64))
         }
     }

@@ -487,9 +487,7 @@ impl Kernel {
                 let mm = if f.is_anon() {
                     Some(f.owner as usize)
                 } else {
-                    self.mms
-                        .iter()
-                        .position(|m| m.backing == crate::kernel::Backing::File(f.owner as usize))
+                    self.mm_of_file(f.owner as usize)
                 };
                 if let Some(mm) = mm {
                     for vp in f.index as u64..f.index as u64 + f.nr_pages() {
