@@ -444,7 +444,7 @@ impl fmt::Display for Violation {
             ),
             Violation::LatentLostWrite { page, folio } => write!(
                 f,
-                "LOST WRITE (latent): page {page} (folio {folio}) is clean and unmapped but newer than its copy; the next reclaim frees it without writeout"
+                "LOST WRITE (latent): page {page} (folio {folio}) is clean (no PG_dirty, no dirty PTE) but newer than what its copy will hold; the next reclaim frees it without writeout"
             ),
         }
     }
