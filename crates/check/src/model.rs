@@ -1128,13 +1128,18 @@ impl Model {
         if s.f_dirty & fb != 0 {
             match fo.kind {
                 FolioKind::File if !self.file_pageout => {
+                    let mut d = det!(self, "dirty file folio: ");
+                    if self.has(Patch::FlushDirtyBeforeActivate) {
+                        d += "try_to_unmap_flush_dirty (";
+                        d += &self.try_to_unmap_flush_dirty(s);
+                        d += "), ";
+                    }
                     s.f_locked &= !fb;
                     if self.flusher {
                         s.f_reclaim |= fb;
                     }
                     self.next_folio(s, Some(f));
-                    "dirty file folio: PG_reclaim, activate (the flusher writes it), folio_unlock"
-                        .into()
+                    d + "PG_reclaim, activate (the flusher writes it), folio_unlock"
                 }
                 _ if self.has(Patch::BatchDirtyFlush) => {
                     s.f_locked &= !fb;

@@ -241,3 +241,16 @@ fn deferred_unmap_flush_races_the_flusher_on_6_18() {
         ));
     }
 }
+
+/// The hypothetical fix: a `try_to_unmap_flush_dirty` before the dirty file folio is activated
+/// (and unlocked) leaves no writable translation for the flusher's writeback to miss.
+#[test]
+fn flush_dirty_before_activate_closes_the_flusher_race() {
+    passes(
+        &file_scope("6.18+flush-dirty-before-activate", Arch::X86),
+        500_000,
+    );
+    let mut c = file_scope("7.0+flush-dirty-before-activate", Arch::Arm64);
+    c.cpus = 4;
+    passes(&c, 100_000);
+}
