@@ -420,8 +420,9 @@ pub enum Violation {
     LostWrite { page: u8, folio: u8 },
     /// A store landed on a frame already returned to the allocator.
     UseAfterFreeWrite { cpu: u8, page: u8 },
-    /// Reclaim finished with a clean, unmapped folio holding data newer than its copy: the
-    /// next reclaim frees it without writeout.
+    /// Reclaim finished with a folio that is clean (no PG_dirty, no dirty PTE) holding data
+    /// newer than its copy will be once the writes in flight complete: the next reclaim frees
+    /// it without writeout.
     LatentLostWrite { page: u8, folio: u8 },
     /// A store landed after `mprotect(PROT_READ)` of the page had returned.
     WriteAfterMprotect { cpu: u8, mm: u8, page: u8 },
