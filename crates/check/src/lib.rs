@@ -63,6 +63,11 @@ pub struct CheckConfig {
     /// x86 with INVLPGB and a kernel that uses it (6.15+; `--invlpgb`): reclaim's batched
     /// flush is a broadcast plus TLBSYNC. Off by default.
     pub invlpgb: bool,
+    /// The writeback flusher and device as actors: clean file PTEs write-protected
+    /// (writenotify), `page_mkclean` + PG_writeback + `folio_end_writeback`, reclaim keeping
+    /// folios under writeback. Off by default (`--flusher`, which also sets `file_pageout =
+    /// false`, as 6.18).
+    pub flusher: bool,
     /// `free_folios` batch size (the kernel's 31).
     pub free_batch: u8,
     /// Seed 000's dirty batch size (31).
@@ -117,6 +122,7 @@ impl CheckConfig {
             file_pageout: true,
             mprotect: false,
             invlpgb: false,
+            flusher: false,
             free_batch: 31,
             dirty_batch: 31,
             mutation: None,
@@ -208,6 +214,7 @@ impl CheckConfig {
             mprotect: self.mprotect,
             // 4.2 predates the series: it ignores the CPU's INVLPGB.
             invlpgb: self.invlpgb && self.policy.uses_invlpgb(),
+            flusher: self.flusher,
             describe: true,
         })
     }
@@ -233,6 +240,9 @@ impl CheckConfig {
         }
         if self.mutation == Some(Mutation::InvlpgbNoTlbsync) && !self.invlpgb {
             n.push("mutation invlpgb-no-tlbsync has no effect without --invlpgb".into());
+        }
+        if self.mutation == Some(Mutation::MkcleanNoFlush) && !self.flusher {
+            n.push("mutation mkclean-no-flush has no effect without --flusher".into());
         }
         if let Some(m) = self.mutation {
             n.push(format!("MUTATION {} planted (deliberate bug)", m.name()));
@@ -266,6 +276,8 @@ pub struct Scope {
     pub mprotect: bool,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub invlpgb: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub flusher: bool,
     pub free_batch: u8,
     pub dirty_batch: u8,
 }
@@ -369,6 +381,7 @@ pub fn check(cfg: &CheckConfig) -> Result<CheckReport, String> {
             file_pageout: model.file_pageout,
             mprotect: model.mprotect,
             invlpgb: model.invlpgb,
+            flusher: model.flusher,
             free_batch: model.free_batch,
             dirty_batch: model.dirty_batch,
         },
@@ -419,6 +432,8 @@ pub fn replay(cfg: &CheckConfig, choices: &[Choice]) -> Result<Replay, String> {
                 | Choice::TrimCpumask { cpu, .. }
                 | Choice::TlbiComplete { cpu, .. }
                 | Choice::Mprotect { cpu, .. } => format!("cpu{cpu}"),
+                Choice::Flusher { .. } => "flusher".to_string(),
+                Choice::EndWriteback { .. } => "device".to_string(),
             },
             choice: c,
             function: ev.function,
@@ -472,10 +487,11 @@ impl fmt::Display for CheckReport {
             sc.pages,
             folios.join(" "),
             sc.passes,
-            if sc.file_pageout {
-                "written by reclaim"
-            } else {
-                "activated"
+            match (sc.file_pageout, sc.flusher) {
+                (true, false) => "written by reclaim",
+                (false, false) => "activated",
+                (true, true) => "written by reclaim or the flusher (PG_writeback)",
+                (false, true) => "activated, written by the flusher (PG_writeback)",
             },
             match (sc.mprotect, sc.depth) {
                 (true, Some(d)) => format!(", mprotect actor, depth <= {d}"),

@@ -37,16 +37,20 @@ pub enum Mutation {
     /// x86 INVLPGB (`--invlpgb`): `arch_tlbbatch_flush` issues the broadcast but skips
     /// TLBSYNC, so the invalidations may complete after the folio is freed.
     InvlpgbNoTlbsync,
+    /// The flusher's `page_mkclean` write-protects and cleans each PTE but skips the flush
+    /// `ptep_clear_flush` does (needs the flusher): a cached writable+dirty entry survives.
+    MkcleanNoFlush,
 }
 
 impl Mutation {
-    pub const ALL: [Mutation; 6] = [
+    pub const ALL: [Mutation; 7] = [
         Mutation::IgnoreWritable,
         Mutation::SwitchIgnoresTlbGen,
         Mutation::BatchDirtyFirstPteOnly,
         Mutation::IgnoreRemap,
         Mutation::NoFlushBatchedPending,
         Mutation::InvlpgbNoTlbsync,
+        Mutation::MkcleanNoFlush,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -56,6 +60,7 @@ impl Mutation {
             Mutation::IgnoreRemap => "ignore-remap",
             Mutation::NoFlushBatchedPending => "no-flush-batched-pending",
             Mutation::InvlpgbNoTlbsync => "invlpgb-no-tlbsync",
+            Mutation::MkcleanNoFlush => "mkclean-no-flush",
         }
     }
     pub fn parse(s: &str) -> Result<Mutation, String> {
@@ -120,6 +125,11 @@ pub struct Model {
     /// x86 with INVLPGB (6.15+): `arch_tlbbatch_flush` is a broadcast of every non-global
     /// translation on every CPU plus TLBSYNC, no IPIs.
     pub invlpgb: bool,
+    /// The writeback flusher and the device as actors (6.18's dirty page cache): file PTEs
+    /// are write-protected while clean (writenotify), the flusher cleans a dirty file folio
+    /// for I/O (`page_mkclean`) and puts it under PG_writeback, the device completes it
+    /// later (`folio_end_writeback`); reclaim keeps a folio under writeback.
+    pub flusher: bool,
     /// Build each step's [`Event::detail`] text. The search turns it off (it only needs the
     /// verdict; a counterexample is replayed with it on), which saves formatting a sentence
     /// for each of millions of transitions.
@@ -271,6 +281,9 @@ pub struct State {
     pub cpumask: [u8; MAX_MMS],
     pub pte_present: [u8; MAX_MMS],
     pub pte_dirty: [u8; MAX_MMS],
+    /// Present PTEs that are clean and write-protected (a shared file mapping's clean PTE,
+    /// writenotify; `page_mkclean`'s result): a store takes a write-protect fault.
+    pub pte_ro: [u8; MAX_MMS],
     /// Pages whose newest content is not in their backing copy (swap slot / file).
     pub unsaved: u8,
     /// Frames returned to the allocator.
@@ -280,6 +293,13 @@ pub struct State {
     pub f_dirty: u8,
     pub f_swapcache: u8,
     pub f_removed: u8,
+    /// Per folio: PG_writeback (the device is writing it), PG_reclaim (reclaim met it dirty
+    /// or under writeback; folio_end_writeback rotates it).
+    pub f_writeback: u8,
+    pub f_reclaim: u8,
+    /// Pages stored to since their folio's writeback was submitted: newer than the snapshot
+    /// the device is writing (only for folios under writeback).
+    pub wb_newer: u8,
     /// Folios in the `free_folios` batch.
     pub free_batch: u8,
     /// Seed 000: unmapped dirty folios waiting for the batch flush and pageout.
@@ -297,7 +317,7 @@ pub struct State {
 }
 
 /// Bytes in [`State::pack`].
-const PACKED: usize = 56;
+const PACKED: usize = 64;
 
 impl State {
     /// Every field in a fixed byte layout (equal states, equal bytes), for hashing.
@@ -318,6 +338,8 @@ impl State {
         put(&self.pte_present);
         put(&self.pte_dirty);
         put(&self.wp);
+        put(&self.pte_ro);
+        put(&[self.f_writeback, self.f_reclaim, self.wb_newer]);
         put(&[
             self.lazy,
             self.unsaved,
@@ -374,6 +396,11 @@ pub enum Choice {
     TlbiComplete { cpu: u8, mm: u8, page: u8 },
     /// A thread on `cpu` calls `mprotect(PROT_READ)` on `page` of the mm it runs.
     Mprotect { cpu: u8, page: u8 },
+    /// The flusher writes dirty file folio `folio`: `folio_clear_dirty_for_io`
+    /// (`page_mkclean`) and `folio_start_writeback`, the device's snapshot taken.
+    Flusher { folio: u8 },
+    /// The device completes `folio`'s write: `folio_end_writeback`.
+    EndWriteback { folio: u8 },
 }
 
 /// What a step did, named after the kernel function it mirrors.
@@ -393,8 +420,9 @@ pub enum Violation {
     LostWrite { page: u8, folio: u8 },
     /// A store landed on a frame already returned to the allocator.
     UseAfterFreeWrite { cpu: u8, page: u8 },
-    /// Reclaim finished with a clean, unmapped folio holding data newer than its copy: the
-    /// next reclaim frees it without writeout.
+    /// Reclaim finished with a folio that is clean (no PG_dirty, no dirty PTE) holding data
+    /// newer than its copy will be once the writes in flight complete: the next reclaim frees
+    /// it without writeout.
     LatentLostWrite { page: u8, folio: u8 },
     /// A store landed after `mprotect(PROT_READ)` of the page had returned.
     WriteAfterMprotect { cpu: u8, mm: u8, page: u8 },
@@ -417,7 +445,7 @@ impl fmt::Display for Violation {
             ),
             Violation::LatentLostWrite { page, folio } => write!(
                 f,
-                "LOST WRITE (latent): page {page} (folio {folio}) is clean and unmapped but newer than its copy; the next reclaim frees it without writeout"
+                "LOST WRITE (latent): page {page} (folio {folio}) is clean (no PG_dirty, no dirty PTE) but newer than what its copy will hold; the next reclaim frees it without writeout"
             ),
         }
     }
@@ -462,12 +490,16 @@ impl Model {
             cpumask: [0; MAX_MMS],
             pte_present: [0; MAX_MMS],
             pte_dirty: [0; MAX_MMS],
+            pte_ro: [0; MAX_MMS],
             unsaved: 0,
             freed: 0,
             f_locked: 0,
             f_dirty: 0,
             f_swapcache: 0,
             f_removed: 0,
+            f_writeback: 0,
+            f_reclaim: 0,
+            wb_newer: 0,
             free_batch: 0,
             dirty_batch: 0,
             ubc_cpus: 0,
@@ -494,6 +526,11 @@ impl Model {
         }
         for m in 0..self.mms as usize {
             s.pte_present[m] = self.mapped[m];
+            if self.flusher {
+                // A shared file mapping with dirty accounting maps a clean folio read-only
+                // (vma_wants_writenotify): the first store faults and dirties the folio.
+                s.pte_ro[m] = self.mapped[m] & self.file_mask();
+            }
         }
         for f in &self.folios {
             if f.kind == FolioKind::Anon {
@@ -508,7 +545,8 @@ impl Model {
         self.arch == Arch::X86
     }
 
-    /// Every choice enabled in `s` (reclaim first, then user CPUs in order).
+    /// Every choice enabled in `s` (reclaim first, then user CPUs in order, then the flusher
+    /// and the device).
     pub fn choices(&self, s: &State, out: &mut Vec<Choice>) {
         out.clear();
         if s.pc.phase != Phase::Done {
@@ -556,6 +594,9 @@ impl Model {
                 }
             }
         }
+        if self.flusher {
+            self.writeback_choices(s, out);
+        }
     }
 
     fn store_enabled(&self, s: &State, c: u8, p: u8) -> bool {
@@ -568,13 +609,14 @@ impl Model {
             // A walk or a fault on a read-only page: SIGSEGV, nothing stored.
             return false;
         }
+        let f = self.page_folio[p as usize];
         if s.pte_present[m] & bit != 0 {
-            return true;
+            // A write-protect fault (do_wp_page → filemap_page_mkwrite) takes the folio lock.
+            return s.pte_ro[m] & bit == 0 || s.f_locked & (1 << f) == 0;
         }
         // Fault on a cleared PTE: do_swap_page / filemap_fault need the folio still in the
         // swap/page cache and its lock; a folio already removed would be read back into a new
         // frame, which this scope does not model (the fault blocks).
-        let f = self.page_folio[p as usize];
         s.f_locked & (1 << f) == 0 && s.f_removed & (1 << f) == 0 && s.freed & bit == 0
     }
 
@@ -620,6 +662,8 @@ impl Model {
                 )
             }
             Choice::Mprotect { cpu, page } => (self.mprotect(s, cpu, page), None),
+            Choice::Flusher { folio } => (self.flusher_writeback(s, folio), None),
+            Choice::EndWriteback { folio } => (self.folio_end_writeback(s, folio), None),
             Choice::TlbiComplete { cpu, mm, page } => {
                 let (c, m) = (cpu as usize, mm as usize);
                 s.tlb[c][m] &= !(1 << page);
@@ -672,14 +716,17 @@ impl Model {
                     }),
                 );
             }
-            s.unsaved |= bit;
+            self.land(s, p);
             return (ev, None);
+        }
+        if s.pte_present[m] & s.pte_ro[m] & bit != 0 {
+            return (self.do_wp_page(s, cpu, p), None);
         }
         if s.pte_present[m] & bit != 0 {
             let was = s.pte_dirty[m] & bit != 0;
             s.pte_dirty[m] |= bit;
             s.tlb[c][m] |= bit;
-            s.unsaved |= bit;
+            self.land(s, p);
             return (
                 Event {
                     function: "store (page walk, TLB fill)",
@@ -700,7 +747,11 @@ impl Model {
         s.pte_present[m] |= bit;
         s.pte_dirty[m] |= bit;
         s.tlb[c][m] |= bit;
-        s.unsaved |= bit;
+        self.land(s, p);
+        if self.flusher && func == "filemap_fault" {
+            // do_shared_fault → fault_dirty_shared_page: a write fault dirties the folio.
+            s.f_dirty |= 1 << f;
+        }
         (
             Event {
                 function: func,
@@ -1078,10 +1129,18 @@ impl Model {
         if s.f_dirty & fb != 0 {
             match fo.kind {
                 FolioKind::File if !self.file_pageout => {
+                    let mut d = det!(self, "dirty file folio: ");
+                    if self.has(Patch::FlushDirtyBeforeActivate) {
+                        d += "try_to_unmap_flush_dirty (";
+                        d += &self.try_to_unmap_flush_dirty(s);
+                        d += "), ";
+                    }
                     s.f_locked &= !fb;
+                    if self.flusher {
+                        s.f_reclaim |= fb;
+                    }
                     self.next_folio(s, Some(f));
-                    "dirty file folio: PG_reclaim, activate (the flusher writes it), folio_unlock"
-                        .into()
+                    d + "PG_reclaim, activate (the flusher writes it), folio_unlock"
                 }
                 _ if self.has(Patch::BatchDirtyFlush) => {
                     s.f_locked &= !fb;
@@ -1163,6 +1222,10 @@ impl Model {
         let fb = 1u8 << f;
         s.f_locked |= fb;
         let mut d = det!(self, "folio {f} ({:?}, {} page(s)) locked", fo.kind, fo.nr);
+        if s.f_writeback & fb != 0 {
+            d += &self.keep_under_writeback(s, f);
+            return d;
+        }
         if fo.kind == FolioKind::Anon && s.f_swapcache & fb == 0 {
             s.f_swapcache |= fb;
             s.f_dirty |= fb;
@@ -1218,6 +1281,7 @@ impl Model {
         };
         s.pte_present[m] &= !run;
         s.pte_dirty[m] &= !run;
+        s.pte_ro[m] &= !run;
         let mut d = det!(
             self,
             "folio {f}: get_and_clear_ptes mm{m} {} (dirty={dirty}); ",
@@ -1273,11 +1337,11 @@ impl Model {
     fn remove_mapping(&self, s: &mut State, f: u8) -> Detail {
         let fb = 1u8 << f;
         s.f_locked |= fb;
-        if self.refs_mapped(s, f) || s.f_dirty & fb != 0 {
+        if self.refs_mapped(s, f) || (s.f_dirty | s.f_writeback) & fb != 0 {
             s.f_locked &= !fb;
             self.next_folio(s, Some(f));
             return det!(self,
-                "folio {f}: refcount freeze fails (mapped) or folio dirty again: keep, folio_unlock"
+                "folio {f}: refcount freeze fails (mapped) or folio dirty or under writeback again: keep, folio_unlock"
             );
         }
         s.f_removed |= fb;
@@ -1365,6 +1429,7 @@ impl Model {
                 return Err(format!("folio {f} freed without __remove_mapping"));
             }
         }
+        self.writeback_invariants(s)?;
         if s.ubc_writable && !s.ubc_flush_required {
             return Err("tlb_ubc.writable without flush_required".into());
         }
@@ -1374,20 +1439,16 @@ impl Model {
         for c in 1..self.cpus as usize {
             for m in 0..self.mms as usize {
                 let e = s.tlb[c][m];
-                // An entry is writable+dirty only if the PTE it came from was dirty, and a
-                // PTE's dirty bit is only cleared with the PTE.
-                if e & s.pte_present[m] & !s.pte_dirty[m] != 0 {
-                    return Err(format!("cpu{c} mm{m}: W+D entry over a clean present PTE"));
-                }
                 if e & !self.mapped[m] != 0 || s.doomed[c][m] & !e != 0 {
                     return Err(format!("cpu{c} mm{m}: entry outside mapping / stray TLBI"));
                 }
                 if self.mutation.is_some() {
                     continue;
                 }
-                // The flush machinery's own invariant: an entry whose PTE is gone is either
-                // covered by a stale tlb_gen (x86) or has its TLBI in flight (arm64).
-                let orphan = e & !s.pte_present[m];
+                // The flush machinery's own invariant: an entry whose PTE is gone, or is now
+                // clean (page_mkclean; an entry is writable+dirty only if its PTE was dirty),
+                // is either covered by a stale tlb_gen (x86) or has its TLBI in flight (arm64).
+                let orphan = e & !(s.pte_present[m] & s.pte_dirty[m]);
                 let covered = match self.arch {
                     Arch::X86 => s.stale[c] & (1 << m) != 0,
                     Arch::Arm64 => orphan & !s.doomed[c][m] == 0,
@@ -1418,7 +1479,7 @@ impl Model {
     /// At the end of reclaim: a page newer than its copy whose folio is clean and not mapped by
     /// a dirty PTE would be freed without writeout by the next reclaim.
     pub fn latent_loss(&self, s: &State) -> Option<Violation> {
-        for p in bits(s.unsaved & !s.freed) {
+        for p in bits(self.newer_than_written(s) & !s.freed) {
             let f = self.page_folio[p as usize];
             let pte_dirty =
                 (0..self.mms as usize).any(|m| s.pte_present[m] & s.pte_dirty[m] & (1 << p) != 0);
@@ -1466,6 +1527,9 @@ impl Model {
         if !stale_entries.is_empty() {
             out.push(format!("W+D TLB entries: {}", stale_entries.join(" ")));
         }
+        if let Some(t) = self.writeback_pending(s) {
+            out.push(t);
+        }
         if out.is_empty() {
             "-".into()
         } else {
@@ -1484,6 +1548,9 @@ pub enum StoreVia {
     PageWalk,
     /// A fault on a cleared PTE (`do_swap_page` / `filemap_fault`) that mapped the folio back.
     Fault,
+    /// A write-protect fault on a clean read-only file PTE (`do_wp_page`): the folio is
+    /// dirtied and the PTE made writable+dirty.
+    WpFault,
 }
 
 /// A step in kernel terms, structured for replay by another engine (the simulator): every
@@ -1557,6 +1624,17 @@ pub enum KernelStep {
         mm: u8,
         page: u8,
     },
+    /// The flusher: `folio_clear_dirty_for_io` (`page_mkclean` write-protected and cleaned
+    /// `pages`) and `folio_start_writeback`.
+    FolioClearDirtyForIo {
+        folio: u8,
+        pages: Vec<u8>,
+    },
+    FolioEndWriteback {
+        folio: u8,
+        /// PG_reclaim was set: `folio_rotate_reclaimable`.
+        rotated: bool,
+    },
 }
 
 impl Model {
@@ -1607,6 +1685,8 @@ impl Model {
                 let bit = 1u8 << page;
                 let via = if before.tlb[c][m] & bit != 0 {
                     StoreVia::TlbHit
+                } else if before.pte_present[m] & before.pte_ro[m] & bit != 0 {
+                    StoreVia::WpFault
                 } else if before.pte_present[m] & bit != 0 {
                     StoreVia::PageWalk
                 } else {
@@ -1637,6 +1717,25 @@ impl Model {
                 mm: before.cpu_mm[cpu as usize],
                 page,
             },
+            Choice::Flusher { folio } => KernelStep::FolioClearDirtyForIo {
+                folio,
+                pages: bits(
+                    (0..self.mms as usize)
+                        .map(|m| {
+                            (after.pte_ro[m] & !before.pte_ro[m])
+                                | (before.pte_dirty[m] & !after.pte_dirty[m])
+                        })
+                        .fold(0, |a, b| a | b),
+                )
+                .collect(),
+            },
+            Choice::EndWriteback { folio } => KernelStep::FolioEndWriteback {
+                folio,
+                rotated: before.f_reclaim & (1 << folio) != 0,
+            },
         }
     }
 }
+
+// After the macros above, which it uses.
+mod page_writeback;

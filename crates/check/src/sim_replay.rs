@@ -69,6 +69,12 @@ pub fn to_sim_steps(model: &Model, cx: &Counterexample) -> Result<Vec<Step>, Str
                     StoreVia::TlbHit => Access::TlbHit,
                     StoreVia::PageWalk => Access::Walk,
                     StoreVia::Fault => Access::Fault,
+                    StoreVia::WpFault => {
+                        return Err(format!(
+                            "step {}: a write-protect fault on a file folio has no simulator counterpart",
+                            t.step
+                        ))
+                    }
                 }),
             },
             KernelStep::EnterLazyTlb { cpu } => Step::EnterLazyTlb { cpu: *cpu as usize },

@@ -375,6 +375,12 @@ pub struct CheckArgs {
     /// flush is one broadcast invalidation plus TLBSYNC, no IPIs (default: off).
     #[arg(long)]
     pub invlpgb: bool,
+    /// Dirty file folios as 6.18 treats them: reclaim only tags them PG_reclaim and
+    /// activates them; a flusher thread writes them (page_mkclean write-protects and cleans
+    /// their PTEs with a TLB flush, PG_writeback until the device completes) and reclaim keeps
+    /// a folio under writeback (default: off; reclaim writes dirty file folios itself).
+    #[arg(long)]
+    pub flusher: bool,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,

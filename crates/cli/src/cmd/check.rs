@@ -25,6 +25,10 @@ pub fn run(a: CheckArgs) -> Result<ExitCode> {
     cfg.depth = a.depth;
     cfg.mprotect = a.mprotect;
     cfg.invlpgb = a.invlpgb;
+    if a.flusher {
+        cfg.flusher = true;
+        cfg.file_pageout = false;
+    }
     let report = check(&cfg).map_err(anyhow::Error::msg)?;
     let format = if a.json { Format::Json } else { Format::Text };
     output::print(&CheckReport(&report), format)?;

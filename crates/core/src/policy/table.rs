@@ -80,6 +80,18 @@ patch_table! {
         arches: ANY_ARCH,
         in_check: true,
     },
+    /// Hypothetical (no posted series): shrink_folio_list calls try_to_unmap_flush_dirty
+    /// before it activates a dirty file folio it unmapped, so no writable translation of it
+    /// outlives the folio lock into the flusher's writeback (the race `check --flusher` finds
+    /// on 6.18).
+    FlushDirtyBeforeActivate {
+        name: "flush-dirty-before-activate",
+        seed: None,
+        summary: "hypothetical: flush writable translations before activating a dirty file folio",
+        implies: &[],
+        arches: ANY_ARCH,
+        in_check: true,
+    },
     /// LUF, lazy unmap flush (Byungchul Park, SK hynix; RFC 2024-2025, not merged): the flush
     /// of a folio whose every mapping was read-only is deferred until the folio is allocated
     /// again.
