@@ -354,7 +354,7 @@ impl BlockTimeline {
     }
 }
 
-/// A sorted sequence with a bounded history in blocks of at most [`BLOCK`] (a block that grows
+/// A sorted sequence with a bounded history in blocks of at most `BLOCK` (128; a block that grows
 /// past it is split in two halves): inserting far behind the latest element moves at most one
 /// block's tail, where one vector would move everything after it. Searched from the back
 /// (blocks by their first element, then within the block); the oldest elements are dropped
