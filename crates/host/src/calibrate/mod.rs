@@ -608,21 +608,13 @@ fn fam_writeback(ctx: &Ctx) -> Result<Vec<Measurement>> {
         ),
     ] {
         let col = |f: fn(&writeback::Pass) -> f64| passes.iter().map(f).collect::<Vec<f64>>();
-        // The random passes' pages are isolated order-0 folios; the long run's orders vary.
-        let orders = if tag == "seq-unwritten" {
-            serde_json::json!(r.seq_folio_orders)
-        } else {
-            serde_json::json!({ "0": n })
-        };
-        v.push(Measurement::new(
+        let submit = Measurement::new(
             &format!("writeback-{tag}-submit"),
             "ns/page",
             &format!("{what}: the writing thread's CPU time in sync_file_range (do_writepages: page_mkclean, block mapping, bio submission), per page"),
             col(|p| p.caller_cpu),
-        )?
-        .observe("folio_orders", orders.clone()));
-        v.push(
-            Measurement::new(
+        )?;
+        let complete = Measurement::new(
                 &format!("writeback-{tag}-complete"),
                 "ns/page",
                 &format!("{what}: all kernel threads' CPU time (schedstat) over the same window minus their time over an idle window as long right after, per page: the completion side (ext4's extent conversion workers, the block layer)"),
@@ -630,9 +622,16 @@ fn fam_writeback(ctx: &Ctx) -> Result<Vec<Measurement>> {
             )?
             .observe("wall_ns_per_page", col(|p| p.wall))
             .observe("kthread_ns_per_page", col(|p| p.kthread_cpu))
-            .observe("kthread_idle_ns_per_page", col(|p| p.kthread_idle))
-            .observe("folio_orders", orders),
-        );
+            .observe("kthread_idle_ns_per_page", col(|p| p.kthread_idle));
+        // The long run's folio orders (recorded once): its figures per page become per folio.
+        if tag == "seq-unwritten" {
+            let orders = serde_json::json!(r.seq_folio_orders);
+            v.push(submit.observe("folio_orders", orders.clone()));
+            v.push(complete.observe("folio_orders", orders));
+        } else {
+            v.push(submit);
+            v.push(complete);
+        }
     }
     Ok(v)
 }
@@ -1049,7 +1048,7 @@ fn direct(ms: &[Measurement], m: &str, source: &str) -> Option<Derived> {
 }
 
 /// A cost that is one benchmark minus another, paired per sample.
-fn diff(ms: &[Measurement], a: &str, b: &str, source: &str) -> Option<Derived> {
+pub(super) fn diff(ms: &[Measurement], a: &str, b: &str, source: &str) -> Option<Derived> {
     let (x, y) = (find(ms, a)?, find(ms, b)?);
     Derived::new(paired_diff(&x.samples, &y.samples), source, &[a, b])
 }

@@ -14,7 +14,7 @@ use super::derive::Derived;
 use super::mem::{ns_since, pin, PAGE};
 use super::reclaim::thread_cpu_ns;
 use super::stats::paired_diff;
-use super::{find, put, Measurement};
+use super::{diff, find, put, Measurement};
 use crate::foreign::{parse_schedstat, parse_stat, PF_KTHREAD};
 use crate::workers::Mapping;
 use anyhow::{Context, Result};
@@ -195,16 +195,10 @@ fn pages_per_folio(orders: &BTreeMap<u32, u64>) -> f64 {
     }
 }
 
-/// `a - b` sample by sample, as a cost from those two benchmarks.
-fn less(ms: &[Measurement], a: &str, b: &str, source: &str) -> Option<Derived> {
-    let (x, y) = (find(ms, a)?, find(ms, b)?);
-    Derived::new(paired_diff(&x.samples, &y.samples), source, &[a, b])
-}
-
-/// The writeback costs: per folio from the one long run (order-0 folios as its write faults
-/// make them, its few requests spread over thousands of them), per request from the isolated pages over written blocks less that,
-/// and what unwritten blocks add per request from the isolated pages over unwritten blocks
-/// less the same pages over written ones.
+/// The writeback costs: per folio from the one long run (its figure per page times its pages
+/// per folio; its few requests spread over thousands of folios), per request from the
+/// isolated pages over written blocks less that, and what unwritten blocks add per request
+/// from the isolated pages over unwritten blocks less the same pages over written ones.
 pub fn derive(ms: &[Measurement], costs: &mut BTreeMap<String, Derived>, notes: &mut Vec<String>) {
     let Some(seq) = find(ms, "writeback-seq-unwritten-submit") else {
         return;
@@ -266,7 +260,7 @@ pub fn derive(ms: &[Measurement], costs: &mut BTreeMap<String, Derived>, notes: 
             find(ms, &rw).zip(find(ms, &seq)).and_then(|(a, b)| {
                 Derived::new(
                     paired_diff(&a.samples, &scaled(b).samples),
-                    &format!("{what} per isolated dirty page over written blocks (an order-0 folio and a request each) minus the long run's figure per folio"),
+                    &format!("{what} per isolated dirty page over written blocks (a request each, its folio taken as one page) minus the long run's figure per folio"),
                     &[rw.as_str(), seq.as_str()],
                 )
             }),
@@ -276,7 +270,7 @@ pub fn derive(ms: &[Measurement], costs: &mut BTreeMap<String, Derived>, notes: 
             costs,
             notes,
             unwritten,
-            less(
+            diff(
                 ms,
                 &ru,
                 &rw,
