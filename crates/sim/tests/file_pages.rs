@@ -620,3 +620,56 @@ fn readahead_reads_queue_behind_writeback_on_the_same_device() {
     let (until2, _) = k.take_sleep(0).expect("a wait on the window's read");
     assert!(until2 > t && until2 <= t + 64 * read, "{until2} vs {t}");
 }
+
+#[test]
+fn a_fault_on_a_folio_tagged_for_reclaim_reads_ahead_as_on_a_marker() {
+    // PG_readahead is PG_reclaim (page-flags.h): a cached folio reclaim tagged reads as a
+    // readahead marker. Fault-around skips it (next_uptodate_folio), filemap_fault's
+    // do_async_mmap_readahead starts a window and clears the bit, unless the folio is under
+    // writeback (page_cache_async_ra returns first; the bit stays for folio_end_writeback).
+    use reclaimlab_sim::mm::folio::pg;
+    use reclaimlab_sim::mm::pgtable::PTE_LOW_MASK;
+    for (tag, writeback) in [(false, false), (true, false), (true, true)] {
+        let mut k = kernel(common::cfg(0), 1 << 20);
+        k.ra.ra_pages = 64;
+        k.files.push(File {
+            cache: vec![0; 1024],
+        });
+        // Two processes map the file; the first one's miss reads pages 68..132 around 100.
+        let a = k.mm_alloc(1024, Backing::File(0), false);
+        let b = k.mm_alloc(1024, Backing::File(0), false);
+        let ta = k.task_new(a, Some(0), 0, 1024);
+        let tb = k.task_new(b, Some(0), 0, 1024);
+        k.context_switch(0, Some(ta));
+        k.user_access(0, a, 100, false);
+        let around: u64 = k.ra.folios_by_order.iter().sum();
+        assert_eq!(around, 64);
+        let pfn = k.files[0].cache[100] & PTE_LOW_MASK;
+        if tag {
+            k.folios.get_mut(pfn).set(pg::RECLAIM);
+        }
+        if writeback {
+            k.folios.get_mut(pfn).set(pg::WRITEBACK);
+        }
+        // The second process has no PTE for page 100: its fault finds the folio cached.
+        k.context_switch(0, Some(tb));
+        k.user_access(0, b, 100, false);
+        let read = k.ra.folios_by_order.iter().sum::<u64>() - around;
+        let tagged_hits = k.vmstat[READAHEAD_ON_RECLAIM_TAG];
+        let still_tagged = k.folios.get(pfn).test(pg::RECLAIM);
+        match (tag, writeback) {
+            // Fault-around maps the cached page: no ->fault call, nothing read.
+            (false, _) => assert_eq!((read, tagged_hits), (0, 0)),
+            (true, false) => {
+                assert!(read > 0, "no asynchronous window");
+                assert_eq!(tagged_hits, 1);
+                assert!(!still_tagged, "folio_clear_readahead");
+                assert_eq!(k.vmstat[READAHEAD_ASYNC_WINDOWS], 1);
+            }
+            (true, true) => {
+                assert_eq!((read, tagged_hits), (0, 0));
+                assert!(still_tagged);
+            }
+        }
+    }
+}

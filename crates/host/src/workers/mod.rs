@@ -136,7 +136,10 @@ impl Mapping {
         self.len / 4096
     }
 
-    /// Read (and with `write`, also write) one byte of page `i`.
+    /// Read (and with `write`, also write) one byte of page `i`. On x86-64 the compiler makes
+    /// the write one read-modify-write instruction (`incb`), so a page that is not mapped
+    /// takes a single write fault (no read fault first: no fault-around, on a shared file
+    /// mapping do_shared_fault), as the simulator's store-only write models it.
     #[inline]
     pub fn touch(&self, i: usize, write: bool) {
         let p = (self.addr + i * 4096) as *mut u8;

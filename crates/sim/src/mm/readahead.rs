@@ -29,6 +29,10 @@
 //! no fault-around (do_shared_fault), so a writer that only stores soon loses read-around
 //! while a reader (or a writer that loads first: its first touch is a read fault) keeps it.
 //!
+//! PG_readahead and PG_reclaim are one bit: a dirty folio that reclaim tagged for immediate
+//! reclaim reads as a marker, so fault-around skips it and a fault on it starts an
+//! asynchronous window (unless it is under writeback), clearing the tag.
+//!
 //! Fault-around (`filemap_map_pages`): a read fault first maps the cached pages of its
 //! 16-page window; if that maps the faulting page, filemap_fault is not called at all.
 //!
@@ -176,7 +180,9 @@ impl Kernel {
             let f = *self.folios.get(pfn);
             let first = f.index as u64;
             let fend = (first + f.nr_pages()).min(end);
+            // next_uptodate_folio tests the PG_readahead bit, which is PG_reclaim too.
             if f.test(pg::LOCKED)
+                || f.test(pg::RECLAIM)
                 || self.ra.marks.get(&(file, first)) == Some(&pfn)
                 || self.folio_read_pending(cpu, file, first, pfn).is_some()
             {
@@ -328,6 +334,23 @@ impl Kernel {
     /// window starts there, its size that distance plus the request (do_async_mmap_readahead
     /// asks for ra_pages) ramped up. Either way ra->order rises by two and the window's end is
     /// aligned to it. Returns false when there is nothing to read (no miss within reach).
+    /// PG_readahead and PG_reclaim are one bit (include/linux/page-flags.h), so a dirty folio
+    /// that reclaim tagged for immediate reclaim (shrink_folio_list's folio_set_reclaim)
+    /// reads as a readahead marker to do_async_mmap_readahead. page_cache_async_ra gives up
+    /// on a folio under writeback (the bit is PG_reclaim there) and otherwise clears the
+    /// bit and reads a window: a random writer that faults a tagged folio back in starts an
+    /// asynchronous readahead of up to ra_pages. Returns whether the bit reads as a marker
+    /// here (and clears it, as folio_clear_readahead does).
+    fn folio_reclaim_reads_as_readahead(&mut self, pfn: Pfn) -> bool {
+        let f = self.folios.get_mut(pfn);
+        if !f.test(pg::RECLAIM) || f.test(pg::WRITEBACK) {
+            return false;
+        }
+        f.clear(pg::RECLAIM);
+        self.vmstat.count_vm_event(READAHEAD_ON_RECLAIM_TAG);
+        true
+    }
+
     fn page_cache_async_ra(&self, file: usize, vp: u64, nr: u64, st: &mut FileRa) -> bool {
         let ra_pages = self.ra.ra_pages;
         let expected = (st.start + st.size - st.async_size) & !(nr - 1);
@@ -376,7 +399,7 @@ impl Kernel {
             if hit {
                 self.ra.marks.remove(&(file, first));
             }
-            hit
+            hit || self.folio_reclaim_reads_as_readahead(pfn)
         };
         if resume {
             // Read the rest of the window below.
@@ -407,6 +430,7 @@ impl Kernel {
             if !self.page_cache_async_ra(file, vp, nr, &mut st) {
                 return None;
             }
+            self.vmstat.count_vm_event(READAHEAD_ASYNC_WINDOWS);
         } else {
             return None;
         }

@@ -193,6 +193,11 @@ vm_event_items! {
     /// fault-around mapped (filemap_map_pages), the faulting ones included.
     READAHEAD_CHARGE_FAILURES: ExtraNonzero = "readahead_charge_failures",
     FAULT_AROUND_MAPPED: ExtraNonzero = "fault_around_pages",
+    /// page_cache_async_ra windows started from a fault (tracefs readahead:page_cache_async_ra
+    /// counts the same on the host), and of those the hits on a dirty folio reclaim had
+    /// tagged PG_reclaim, which is the PG_readahead bit.
+    READAHEAD_ASYNC_WINDOWS: ExtraNonzero = "readahead_async_windows",
+    READAHEAD_ON_RECLAIM_TAG: ExtraNonzero = "readahead_on_reclaim_tag",
     /// Pages brought in by readahead, the faulting pages included.
     READAHEAD_PAGES_READ: Kswapd = "readahead_pages_read",
 
