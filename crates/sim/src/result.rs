@@ -136,6 +136,21 @@ fn memcg_stat(k: &Kernel, counters: &BTreeMap<String, u64>) -> BTreeMap<String, 
         "max_usage_in_bytes".into(),
         (k.memcg.max_usage * 4096) as i64,
     );
+    // memory.stat's LRU sizes at the end of the run (bytes), from the classic lists; with
+    // MGLRU they would come from the generations (lru_gen_is_active), not reported yet.
+    if !k.lruvec.lrugen.enabled {
+        use crate::mm::folio::{
+            LRU_ACTIVE_ANON, LRU_ACTIVE_FILE, LRU_INACTIVE_ANON, LRU_INACTIVE_FILE,
+        };
+        for (key, lru) in [
+            ("inactive_anon", LRU_INACTIVE_ANON),
+            ("active_anon", LRU_ACTIVE_ANON),
+            ("inactive_file", LRU_INACTIVE_FILE),
+            ("active_file", LRU_ACTIVE_FILE),
+        ] {
+            memcg_stat.insert(key.into(), (k.lruvec.size(lru) * 4096) as i64);
+        }
+    }
     memcg_stat
 }
 
