@@ -324,6 +324,11 @@ fn fam_parallel(ctx: &Ctx) -> Result<Vec<Measurement>> {
     let v = in_child(ctx, "two CPUs at once", move || {
         parallel::two_vs_one(0, 1, iters, s.samples)
     })?;
+    // 64 MiB a CPU: far beyond the caches, so every page is cleared cache-cold.
+    let clear_pages = 16_384;
+    let c = in_child(ctx, "clearing pages on two CPUs at once", move || {
+        parallel::clear_two_vs_one(0, 1, clear_pages, s.samples)
+    })?;
     let turns = if s.samples > 5 { 1_000_000 } else { 200_000 };
     let (one, two) = in_child(ctx, "a cache line between two CPUs", move || {
         Ok((
@@ -337,6 +342,12 @@ fn fam_parallel(ctx: &Ctx) -> Result<Vec<Measurement>> {
             "ratio",
             &format!("wall time of a {iters}-step register-only loop on CPUs 0 and 1 at once over CPU 0 alone (1: independent CPUs, 2: one shared physical CPU)"),
             v,
+        )?,
+        Measurement::new(
+            "clear-page-two-vs-one",
+            "ratio",
+            &format!("ns per page of rep stosb over each page of a resident {} MiB region (clear_page_erms), on CPUs 0 and 1 at once (each its own region) over CPU 0 alone (1: the CPUs' stores do not slow each other)", (clear_pages * 4096) >> 20),
+            c,
         )?,
         Measurement::new(
             "line-turn-one-cpu",
@@ -1522,6 +1533,16 @@ fn contention_checks(ms: &[Measurement], costs: &BTreeMap<String, Derived>, v: &
             |_| 1.0,
             costs,
             "above 1: the hypervisor does not run the two vCPUs at the same time all the time; every two-CPU figure here (shootdowns, contention) carries that",
+        ));
+    }
+    if let Some(m) = find(ms, "clear-page-two-vs-one") {
+        v.push(check(
+            "clearing cache-cold pages, two CPUs at once / one alone (ns per page)",
+            m,
+            "1 (zero_page is charged the same whatever the other CPU does)",
+            |_| 1.0,
+            costs,
+            "above 1 (with the CPU-bound loop near 1): the CPUs share memory bandwidth, so every new page (clear_page) costs more while the other CPU also writes memory",
         ));
     }
 }

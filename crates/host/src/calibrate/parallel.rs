@@ -9,7 +9,7 @@
 //! counter that two reclaimers share costs per handover (lru_lock, the i_pages lock, memcg
 //! counters) starts from this.
 
-use super::mem::{ns_since, pin};
+use super::mem::{clear_page, ns_since, pin, Region};
 use anyhow::Result;
 use std::time::Instant;
 
@@ -41,6 +41,47 @@ pub fn two_vs_one(a: usize, b: usize, iters: u64, samples: usize) -> Result<Vec<
         let theirs = other
             .join()
             .map_err(|_| anyhow::anyhow!("the second thread panicked"))??;
+        v.push(mine.max(theirs) / alone);
+    }
+    Ok(v)
+}
+
+/// Clear every page of `r` once (clear_page_erms); returns ns per page.
+fn clear_all(cpu: usize, r: &Region) -> Result<f64> {
+    pin(cpu)?;
+    let t = Instant::now();
+    for i in 0..r.pages() {
+        clear_page(r.page(i));
+    }
+    Ok(ns_since(t) / r.pages() as f64)
+}
+
+/// A resident region of `pages` pages (every page written once, so no fault is timed).
+fn resident(pages: usize) -> Result<Region> {
+    let r = Region::anon(pages)?;
+    for i in 0..r.pages() {
+        r.write(i, 1);
+    }
+    Ok(r)
+}
+
+/// `samples` ratios of memory-bound work: ns per page of clearing a resident region larger
+/// than the caches (what the kernel's clear_page does for every new page) on CPUs `a` and `b`
+/// at once, each its own region, over `a` alone. 1: the two CPUs' stores do not slow each
+/// other; above 1: they share memory bandwidth (or a physical core).
+pub fn clear_two_vs_one(a: usize, b: usize, pages: usize, samples: usize) -> Result<Vec<f64>> {
+    let ra = resident(pages)?;
+    let mut rb = resident(pages)?;
+    let mut v = Vec::new();
+    for _ in 0..samples {
+        let alone = clear_all(a, &ra)?;
+        // The other thread owns its region while it runs and hands it back.
+        let other = std::thread::spawn(move || clear_all(b, &rb).map(|ns| (ns, rb)));
+        let mine = clear_all(a, &ra)?;
+        let (theirs, back) = other
+            .join()
+            .map_err(|_| anyhow::anyhow!("the second thread panicked"))??;
+        rb = back;
         v.push(mine.max(theirs) / alone);
     }
     Ok(v)
@@ -107,6 +148,13 @@ mod tests {
         let v = two_vs_one(0, 0, 1000, 2).unwrap();
         assert_eq!(v.len(), 2);
         assert!(v.iter().all(|r| *r > 0.0));
+    }
+
+    #[test]
+    fn clearing_gives_one_finite_ratio_per_sample() {
+        let v = clear_two_vs_one(0, 0, 64, 3).unwrap();
+        assert_eq!(v.len(), 3);
+        assert!(v.iter().all(|r| r.is_finite() && *r > 0.0), "{v:?}");
     }
 
     #[test]
