@@ -595,8 +595,11 @@ impl Kernel {
             if !activate && self.folios.get(pfn).test(pg::DIRTY) {
                 if self.folios.get(pfn).is_file_lru() {
                     // Reclaim never writes file folios (6.18): tag for the flusher, activate.
+                    // The folio is unlocked next and the flusher may write it.
+                    if ubc.writable {
+                        self.vmstat.count_vm_event(DIRTY_ACTIVATIONS_FLUSH_PENDING);
+                    }
                     if self.has(Patch::FlushDirtyBeforeActivate) {
-                        // The folio is unlocked next and the flusher may write it.
                         self.try_to_unmap_flush_dirty(cpu, &mut ubc);
                     }
                     self.folios.get_mut(pfn).set(pg::RECLAIM);
