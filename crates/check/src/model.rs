@@ -304,6 +304,9 @@ pub struct State {
     pub free_batch: u8,
     /// Seed 000: unmapped dirty folios waiting for the batch flush and pageout.
     pub dirty_batch: u8,
+    /// `unlock-dirty-after-flush`: activated dirty file folios still locked until the batch's
+    /// next `try_to_unmap_flush`.
+    pub unlock_at_flush: u8,
     /// `current->tlb_ubc`: the x86 batch cpumask, `flush_required`, `writable`.
     pub ubc_cpus: u8,
     pub ubc_flush_required: bool,
@@ -350,6 +353,7 @@ impl State {
             self.f_removed,
             self.free_batch,
             self.dirty_batch,
+            self.unlock_at_flush,
             self.ubc_cpus,
             self.ubc_flush_required as u8,
             self.ubc_writable as u8,
@@ -502,6 +506,7 @@ impl Model {
             wb_newer: 0,
             free_batch: 0,
             dirty_batch: 0,
+            unlock_at_flush: 0,
             ubc_cpus: 0,
             ubc_flush_required: false,
             ubc_writable: false,
@@ -1008,14 +1013,24 @@ impl Model {
     }
 
     fn try_to_unmap_flush(&self, s: &mut State) -> Detail {
-        if s.ubc_flush_required {
+        let mut d = if s.ubc_flush_required {
             let d = self.arch_tlbbatch_flush(s);
             s.ubc_flush_required = false;
             s.ubc_writable = false;
             d
         } else {
             "nothing pending".into()
+        };
+        if s.unlock_at_flush != 0 {
+            d += &det!(
+                self,
+                "; folio_unlock of activated folios {:#04b}",
+                s.unlock_at_flush
+            );
+            s.f_locked &= !s.unlock_at_flush;
+            s.unlock_at_flush = 0;
         }
+        d
     }
 
     fn try_to_unmap_flush_dirty(&self, s: &mut State) -> Detail {
@@ -1135,12 +1150,18 @@ impl Model {
                         d += &self.try_to_unmap_flush_dirty(s);
                         d += "), ";
                     }
-                    s.f_locked &= !fb;
                     if self.flusher {
                         s.f_reclaim |= fb;
                     }
+                    let unlock = if self.has(Patch::UnlockDirtyAfterFlush) && s.ubc_writable {
+                        s.unlock_at_flush |= fb;
+                        "still locked until try_to_unmap_flush"
+                    } else {
+                        s.f_locked &= !fb;
+                        "folio_unlock"
+                    };
                     self.next_folio(s, Some(f));
-                    d + "PG_reclaim, activate (the flusher writes it), folio_unlock"
+                    d + "PG_reclaim, activate (the flusher writes it), " + unlock
                 }
                 _ if self.has(Patch::BatchDirtyFlush) => {
                     s.f_locked &= !fb;

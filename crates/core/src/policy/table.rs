@@ -92,6 +92,18 @@ patch_table! {
         arches: ANY_ARCH,
         in_check: true,
     },
+    /// Hypothetical (no posted series): the other way to close the same race without an extra
+    /// flush: shrink_folio_list keeps a dirty file folio it unmapped and activated locked until
+    /// the batch's next try_to_unmap_flush, so the flusher (which locks the folio) cannot
+    /// start its writeback while a writable translation may survive. Faults on it wait longer.
+    UnlockDirtyAfterFlush {
+        name: "unlock-dirty-after-flush",
+        seed: None,
+        summary: "hypothetical: keep an activated dirty file folio locked until the batch flush",
+        implies: &[],
+        arches: ANY_ARCH,
+        in_check: true,
+    },
     /// LUF, lazy unmap flush (Byungchul Park, SK hynix; RFC 2024-2025, not merged): the flush
     /// of a folio whose every mapping was read-only is deferred until the folio is allocated
     /// again.

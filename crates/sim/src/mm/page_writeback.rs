@@ -428,7 +428,13 @@ impl Kernel {
             }
             let pfn = slot & PTE_LOW_MASK;
             let f = *self.folios.get(pfn);
-            if f.index as usize != idx || !f.test(pg::DIRTY) || f.test(pg::WRITEBACK) {
+            // A folio reclaim holds locked is passed over (the kernel's flusher would wait
+            // for the lock in writeback_get_folio; the model does not block it there).
+            if f.index as usize != idx
+                || !f.test(pg::DIRTY)
+                || f.test(pg::WRITEBACK)
+                || f.test(pg::LOCKED)
+            {
                 continue;
             }
             let now = self.cpus[cpu].clock;

@@ -204,13 +204,16 @@ impl Kernel {
 
     /// try_to_unmap_flush: flush everything deferred so far.
     pub fn try_to_unmap_flush(&mut self, cpu: CpuId, ubc: &mut TlbUbc) {
-        if !ubc.flush_required {
-            return;
+        if ubc.flush_required {
+            self.oracle_flush(cpu, "try_to_unmap_flush: arch_tlbbatch_flush");
+            self.arch_tlbbatch_flush(cpu, &mut ubc.arch);
+            ubc.flush_required = false;
+            ubc.writable = false;
         }
-        self.oracle_flush(cpu, "try_to_unmap_flush: arch_tlbbatch_flush");
-        self.arch_tlbbatch_flush(cpu, &mut ubc.arch);
-        ubc.flush_required = false;
-        ubc.writable = false;
+        // unlock-dirty-after-flush: no writable translation of these is left.
+        for pfn in ubc.unlock_at_flush.drain(..) {
+            self.folios.get_mut(pfn).clear(pg::LOCKED);
+        }
     }
 
     /// try_to_unmap_flush_dirty: flush only if a dirty PTE was deferred.

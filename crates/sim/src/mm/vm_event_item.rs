@@ -76,6 +76,11 @@ vm_event_items! {
     DIRECT_RECLAIMS: Extra = "direct_reclaims",
     /// CPU time in direct reclaim; reported as reclaim_cpu_seconds.
     RECLAIM_NS: Custom = "reclaim_ns",
+    /// Dirty file folios shrink_folio_list activated, and so unlocked for the flusher, while
+    /// its batch still held a deferred flush of a dirty PTE: how often the window opens in
+    /// which writeback can snapshot a folio a CPU may still store to (docs/kernel-facts.md §5);
+    /// under `flush-dirty-before-activate`, the flushes that policy adds.
+    DIRTY_ACTIVATIONS_FLUSH_PENDING: ExtraNonzero = "dirty_file_activations_flush_pending",
 
     // Unmapping and the TLB (mm/rmap.rs, mm/memory.rs).
     /// try_to_unmap_one steps (each: one get_and_clear_ptes, one set_tlb_ubc_flush_pending

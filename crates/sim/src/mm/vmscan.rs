@@ -592,13 +592,18 @@ impl Kernel {
             if !activate && self.folios.get(pfn).test(pg::MAPPED) {
                 let _ = self.try_to_unmap(cpu, &mut ubc, pfn, ttu);
             }
+            let mut hold_lock = false;
             if !activate && self.folios.get(pfn).test(pg::DIRTY) {
                 if self.folios.get(pfn).is_file_lru() {
                     // Reclaim never writes file folios (6.18): tag for the flusher, activate.
+                    // The folio is unlocked next and the flusher may write it.
+                    if ubc.writable {
+                        self.vmstat.count_vm_event(DIRTY_ACTIVATIONS_FLUSH_PENDING);
+                    }
                     if self.has(Patch::FlushDirtyBeforeActivate) {
-                        // The folio is unlocked next and the flusher may write it.
                         self.try_to_unmap_flush_dirty(cpu, &mut ubc);
                     }
+                    hold_lock = ubc.writable && self.has(Patch::UnlockDirtyAfterFlush);
                     self.folios.get_mut(pfn).set(pg::RECLAIM);
                     self.vmstat.count_vm_events(NR_VMSCAN_IMMEDIATE, nr);
                     self.writeback_queue.push(pfn);
@@ -637,7 +642,12 @@ impl Kernel {
                 }
                 let f = self.folios.get_mut(pfn);
                 f.set(pg::ACTIVE);
-                f.clear(pg::LOCKED);
+                if hold_lock {
+                    // Until the batch's next try_to_unmap_flush (rmap.rs).
+                    ubc.unlock_at_flush.push(pfn);
+                } else {
+                    f.clear(pg::LOCKED);
+                }
                 stat.nr_activate += nr;
                 pgactivate += nr;
                 ret.push(pfn);
