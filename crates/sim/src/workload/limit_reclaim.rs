@@ -88,6 +88,9 @@ impl super::Workload for LimitReclaim {
             self.reclaimers,
             usage0 - max
         ));
+        let gave_up = w.iter().filter(|w| w.failed).count();
+        r.extra
+            .insert("limit_reclaim_gave_up".into(), json!(gave_up));
         if let Some(f) = w.iter().position(|w| w.failed) {
             r.notes.push(format!(
                 "reclaimer {f} gave up (a reclaim call freed nothing): the kernel's write \
@@ -250,4 +253,42 @@ impl Snapshot {
             .map(|(&(name, a), (_, b))| (name, b - a))
             .collect()
     }
+}
+
+/// What calibrate's `contention` family measures, from the model: the writes' CPU time added
+/// and the slowest write's wall time, each per page of usage dropped.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Figures {
+    pub cpu_ns_per_page: f64,
+    pub wall_ns_per_page: f64,
+}
+
+/// The shipped `limit-reclaim` scenario with `sets`, simulated with `cost` in place of the
+/// scenario's cost table (calibrate holds its measurements against this).
+pub fn figures(sets: &[String], cost: &crate::cost::CostTable) -> anyhow::Result<Figures> {
+    let scn = Scenario::load("limit-reclaim", sets, reclaimlab_core::Target::Sim)?;
+    let cfg = SimConfig::from_scenario(&scn)?;
+    let policy = crate::config::Policy::from_scenario(&scn)?;
+    scn.finish()?;
+    let (_, doc) = crate::simulate_with(
+        &scn,
+        cfg,
+        policy,
+        &crate::SimOptions::default(),
+        &|k: &mut Kernel| k.cost = cost.clone(),
+    )?;
+    let run = &doc.runs[0];
+    let get = |key: &str| {
+        run.extra
+            .get(key)
+            .and_then(|v| v.as_f64())
+            .filter(|_| run.extra.get("limit_reclaim_gave_up") == Some(&json!(0)))
+            .ok_or_else(|| {
+                anyhow::anyhow!("limit-reclaim did not finish: {}", run.notes.join("; "))
+            })
+    };
+    Ok(Figures {
+        cpu_ns_per_page: get("limit_reclaim_cpu_ns_per_page")?,
+        wall_ns_per_page: get("limit_reclaim_wall_ns_per_page")?,
+    })
 }
