@@ -9,7 +9,8 @@ use serde::Serialize;
 use std::path::Path;
 
 pub use crate::workload::{
-    AnonSweep, FileMmapRw, FileReclaim, Hold, KswapdMmapRead, StressVm, Workload, YcsbB,
+    AnonSweep, FileMmapRw, FileReclaim, Hold, KswapdMmapRead, LimitPages, LimitReclaim, StressVm,
+    Workload, YcsbB,
 };
 
 /// Scenarios shipped in `scenarios/`, compiled in so the binary works from any directory.
@@ -34,6 +35,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
     (
         "kswapd-mmap-read",
         include_str!("../../../scenarios/kswapd-mmap-read.toml"),
+    ),
+    (
+        "limit-reclaim",
+        include_str!("../../../scenarios/limit-reclaim.toml"),
     ),
 ];
 

@@ -250,7 +250,7 @@ pub fn for_scenario(scn: &Scenario, cfg: &HostConfig) -> Result<Box<dyn HostWork
         }
         Workload::FileMmapRw(w) => Box::new(crate::workers::file_mmap_rw::FileMmapRw::new(w)),
         Workload::AnonSweep(w) => Box::new(crate::workers::anon_sweep::AnonSweep::new(w)),
-        Workload::YcsbB(_) | Workload::KswapdMmapRead(_) => {
+        Workload::YcsbB(_) | Workload::KswapdMmapRead(_) | Workload::LimitReclaim(_) => {
             reject_sim_only(scn)?;
             unreachable!("reject_sim_only rejects the sim-only workloads")
         }
@@ -270,6 +270,12 @@ pub fn reject_sim_only(scn: &Scenario) -> Result<()> {
             "workload.kind = kswapd-mmap-read is sim only: it needs machine-wide memory pressure \
              (global reclaim by kswapd), which bench cannot create inside a memcg without \
              starving the host; run it with `reclaimlab sim`"
+        );
+    }
+    if let Workload::LimitReclaim(_) = &scn.workload {
+        anyhow::bail!(
+            "workload.kind = limit-reclaim is sim only: its host side is `reclaimlab calibrate \
+             --only contention`, which runs the same set-up on this machine"
         );
     }
     Ok(())

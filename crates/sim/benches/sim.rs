@@ -90,6 +90,7 @@ fn main() {
         Workload::AnonSweep(w) => w.processes as u64 * w.bytes_per_process / 4096,
         Workload::YcsbB(w) => w.file_bytes() / 4096,
         Workload::KswapdMmapRead(w) => w.file_bytes / 4096,
+        Workload::LimitReclaim(w) => w.bytes / 4096,
     };
     let hwm = vm_hwm_kib();
     println!(

@@ -86,6 +86,17 @@ pub fn estimate(scn: &Scenario, cfg: &SimConfig) -> Footprint {
             pages(w.file_bytes),
             "workload.file_bytes",
         ),
+        Workload::LimitReclaim(w) => (
+            w.reclaimers as u64,
+            pages(w.bytes / w.reclaimers as u64),
+            w.reclaimers as u64,
+            if w.pages == reclaimlab_core::scenario::LimitPages::File {
+                pages(w.bytes)
+            } else {
+                0
+            },
+            "workload.bytes",
+        ),
     };
     let cpus = scn.machine.cpus as u64;
     let virtual_pages = mms.saturating_mul(per_mm);

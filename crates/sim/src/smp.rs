@@ -147,6 +147,7 @@ impl Kernel {
             let end = irq.end;
             self.smp.irq_off[target].push(start, end);
             self.charge(target, work);
+            self.vmstat.count_vm_events(SMP_CALL_HANDLER_NS, work);
             return end;
         }
         if entry > arrive {
@@ -159,6 +160,8 @@ impl Kernel {
         self.smp.irq_off[target].push(entry, end);
         self.smp.remember(target, queued, CallIrq { entry, end });
         self.charge(target, self.cost.ipi_handle + work);
+        self.vmstat
+            .count_vm_events(SMP_CALL_HANDLER_NS, self.cost.ipi_handle + work);
         end
     }
 

@@ -163,6 +163,7 @@ fn applies(kind: &str, set: &str) -> bool {
             "file-mmap-rw" => w(&["file_bytes", "threads", "pattern"]),
             "ycsb-b" => w(&["threads"]),
             "kswapd-mmap-read" => w(&["file_bytes", "readers", "pattern"]),
+            "limit-reclaim" => w(&["bytes", "reclaim_bytes", "reclaimers", "pages"]),
             _ => false,
         },
     }
@@ -173,7 +174,7 @@ proptest! {
     #[test]
     fn sim_tiny_scenarios(kind in prop::sample::select(vec![
             "stress-vm", "anon-sweep", "file-reclaim", "file-mmap-rw", "ycsb-b",
-            "kswapd-mmap-read"]),
+            "kswapd-mmap-read", "limit-reclaim"]),
         sets in sets()) {
         let mut sets: Vec<String> = sets.into_iter().filter(|s| applies(kind, s)).collect();
         sets.push("sim.max_model_memory=64M".into());

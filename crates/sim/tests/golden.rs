@@ -204,6 +204,17 @@ golden! {
         "kernel.preset=4.2",
         "run.duration=2s",
     ];
+    limit_reclaim_anon_pair: "limit-reclaim", [
+        "workload.pages=anon",
+        "workload.reclaimers=2",
+        "workload.bytes=16M",
+        "workload.reclaim_bytes=8M",
+    ];
+    limit_reclaim_file_pair: "limit-reclaim", [
+        "workload.reclaimers=2",
+        "workload.bytes=16M",
+        "workload.reclaim_bytes=8M",
+    ];
     ycsb_b: "ycsb-b", [
         "workload.records=65536",
         "memcg.limit=32M",

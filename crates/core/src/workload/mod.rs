@@ -7,6 +7,7 @@ mod file_mmap_rw;
 mod file_reclaim;
 pub(crate) mod keys;
 mod kswapd_mmap_read;
+mod limit_reclaim;
 mod stress_vm;
 mod ycsb_b;
 
@@ -14,6 +15,7 @@ pub use anon_sweep::AnonSweep;
 pub use file_mmap_rw::FileMmapRw;
 pub use file_reclaim::{FileReclaim, Hold};
 pub use kswapd_mmap_read::KswapdMmapRead;
+pub use limit_reclaim::{LimitPages, LimitReclaim};
 pub use stress_vm::StressVm;
 pub use ycsb_b::YcsbB;
 
@@ -30,6 +32,7 @@ pub enum Workload {
     AnonSweep(AnonSweep),
     YcsbB(YcsbB),
     KswapdMmapRead(KswapdMmapRead),
+    LimitReclaim(LimitReclaim),
 }
 
 /// What a workload's keys are read from and checked against.
@@ -52,11 +55,13 @@ impl Workload {
             Workload::AnonSweep(_) => "anon-sweep",
             Workload::YcsbB(_) => "ycsb-b",
             Workload::KswapdMmapRead(_) => "kswapd-mmap-read",
+            Workload::LimitReclaim(_) => "limit-reclaim",
         }
     }
     /// Whether the workload's memory is anonymous (and so needs swap to be reclaimed).
     pub fn is_anon(&self) -> bool {
         matches!(self, Workload::StressVm(_) | Workload::AnonSweep(_))
+            || matches!(self, Workload::LimitReclaim(w) if w.pages == LimitPages::Anon)
     }
 
     /// Whether `kind` reclaims globally (kswapd, no memcg limit): `memcg.limit` then defaults
@@ -74,11 +79,12 @@ impl Workload {
             "anon-sweep" => Workload::AnonSweep(AnonSweep::parse(cx)?),
             "ycsb-b" => Workload::YcsbB(YcsbB::parse(cx)?),
             "kswapd-mmap-read" => Workload::KswapdMmapRead(KswapdMmapRead::parse(cx)?),
+            "limit-reclaim" => Workload::LimitReclaim(LimitReclaim::parse(cx)?),
             other => {
                 return Err(cx.src.err(
                     "workload.kind",
                     format!(
-                        "unknown workload {}: use stress-vm, file-reclaim, file-mmap-rw, anon-sweep, ycsb-b or kswapd-mmap-read",
+                        "unknown workload {}: use stress-vm, file-reclaim, file-mmap-rw, anon-sweep, ycsb-b, kswapd-mmap-read or limit-reclaim",
                         clip(other)
                     ),
                 ))

@@ -11,6 +11,7 @@
 
 pub mod blockio;
 pub mod child;
+pub mod contention;
 pub mod cycle;
 pub mod derive;
 pub mod fault;
@@ -972,7 +973,9 @@ fn one_vs_two(ctx: &Ctx, kind: &str) -> Result<Vec<Measurement>> {
             "ns/page",
             &format!("one reclaimer on CPU 0 takes {what} from a memcg holding twice that"),
             one,
-        )?,
+        )?
+        // Pages reclaimed in all: the contention checks run the model with the same.
+        .observe("reclaim_pages", n as u64),
         Measurement::new(
             &name("two-cpus-wall"),
             "ns/page",
@@ -1348,7 +1351,7 @@ fn checks(ms: &[Measurement], costs: &BTreeMap<String, Derived>) -> Vec<Check> {
     let mut v = Vec::new();
     ipi_checks(ms, costs, &mut v);
     reclaim_checks(ms, costs, &mut v);
-    contention_checks(ms, costs, &mut v);
+    contention::checks(ms, costs, &mut v);
     v
 }
 
@@ -1465,84 +1468,6 @@ fn reclaim_checks(ms: &[Measurement], costs: &BTreeMap<String, Derived>, v: &mut
              write (mem_cgroup_resize_max) reclaims in calls of try_to_free_mem_cgroup_pages(1), \
              each a whole do_try_to_free_pages set-up for 32 pages, which reclaim from a charge \
              shares only in part",
-        ));
-    }
-}
-
-/// `two`'s samples over `one`'s, pair by pair.
-fn sample_ratios(two: &Measurement, one: &Measurement) -> Vec<f64> {
-    two.samples
-        .iter()
-        .zip(&one.samples)
-        .map(|(a, b)| a / b)
-        .collect()
-}
-
-/// Two CPUs at once: reclaim contention and whether the two vCPUs run together.
-fn contention_checks(ms: &[Measurement], costs: &BTreeMap<String, Derived>, v: &mut Vec<Check>) {
-    use derive::{check, check_values};
-    // Thread CPU times where the raw document has them; older documents only had the
-    // reclaimers' wall times added ("-two-cpus-cpu"), which counts a reclaimer's waits too.
-    let pair = match (
-        find(ms, "reclaim-file-two-cpus-cputime"),
-        find(ms, "reclaim-file-one-cpu-cputime"),
-    ) {
-        (Some(two), Some(one)) => Some((two, one, "thread CPU time")),
-        _ => find(ms, "reclaim-file-two-cpus-cpu")
-            .zip(find(ms, "reclaim-file-one-cpu"))
-            .map(|(two, one)| {
-                (
-                    two,
-                    one,
-                    "wall times added (an older raw document: waits count as CPU)",
-                )
-            }),
-    };
-    if let Some((two, one, basis)) = pair {
-        let r = sample_ratios(two, one);
-        v.push(check_values(
-            "reclaim CPU time per page, two CPUs at once / one CPU",
-            "ratio",
-            &r,
-            "1 (as a sum of charges; the simulator queues lru_lock and i_pages and lengthens a section by line_transfer per line when another CPU held the lock last, which only a simulation shows)",
-            |_| 1.0,
-            costs,
-            &format!("{basis}; above 1 is contention: locked sections lengthened by cache-line transfers and the wait for the lock"),
-        ));
-    }
-    if let (Some(two), Some(one)) = (
-        find(ms, "reclaim-anon-two-cpus-cputime"),
-        find(ms, "reclaim-anon-one-cpu-cputime"),
-    ) {
-        let r = sample_ratios(two, one);
-        v.push(check_values(
-            "anon reclaim to zram, CPU time per page, two CPUs at once / one CPU",
-            "ratio",
-            &r,
-            "1 as a sum of charges, plus the shootdowns each reclaimer sends to the other's CPU, which only a simulation shows",
-            |_| 1.0,
-            costs,
-            "thread CPU time; above 1 is contention (lru_lock, the zram/zsmalloc and memcg counters) and the IPIs of the pair's cross-reclaim",
-        ));
-    }
-    if let Some(m) = find(ms, "cpu-loop-two-vs-one") {
-        v.push(check(
-            "CPU-bound loop, two CPUs at once / one alone (wall)",
-            m,
-            "1 (the simulator's CPUs run at once, independently)",
-            |_| 1.0,
-            costs,
-            "above 1: the hypervisor does not run the two vCPUs at the same time all the time; every two-CPU figure here (shootdowns, contention) carries that",
-        ));
-    }
-    if let Some(m) = find(ms, "clear-page-two-vs-one") {
-        v.push(check(
-            "clearing cache-cold pages, two CPUs at once / one alone (ns per page)",
-            m,
-            "1 (zero_page is charged the same whatever the other CPU does)",
-            |_| 1.0,
-            costs,
-            "above 1 (with the CPU-bound loop near 1): the CPUs share memory bandwidth, so every new page (clear_page) costs more while the other CPU also writes memory",
         ));
     }
 }

@@ -58,7 +58,7 @@ impl MemCgroup {
     }
 
     /// drain_all_stock: give every CPU's pre-charge back to the counter.
-    fn drain_all_stock(&mut self) {
+    pub(crate) fn drain_all_stock(&mut self) {
         for s in &mut self.stock {
             self.usage -= *s;
             *s = 0;

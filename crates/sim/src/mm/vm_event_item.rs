@@ -109,6 +109,11 @@ vm_event_items! {
     SMP_CALLS_SHARING_IRQ: Extra = "smp_calls_sharing_irq",
     IPI_IRQ_OFF_DELAYED: Extra = "ipi_irq_off_delayed",
     IPI_IRQ_OFF_DELAY_NS: Extra = "ipi_irq_off_delay_ns",
+    /// Time senders spent in csd_lock_wait for the slowest target's flush (after their own
+    /// local flush), and the handler time the calls charged to their targets (ns; read by
+    /// workloads that report them, e.g. limit-reclaim).
+    SMP_CALL_WAIT_NS: Custom = "smp_call_wait_ns",
+    SMP_CALL_HANDLER_NS: Custom = "smp_call_handler_ns",
 
     // x86 INVLPGB (arch/x86/invlpgb.rs).
     INVLPGB_OPS: Invlpgb = "invlpgb_ops",

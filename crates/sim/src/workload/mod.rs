@@ -6,6 +6,7 @@ pub mod anon_sweep;
 pub mod file_mmap;
 pub mod file_reclaim;
 pub mod kswapd_mmap_read;
+pub mod limit_reclaim;
 pub mod stress_ng;
 pub mod stress_vm;
 pub mod ycsb;
@@ -81,6 +82,7 @@ pub fn of(w: &reclaimlab_core::Workload) -> &dyn Workload {
         W::AnonSweep(w) => w,
         W::YcsbB(w) => w,
         W::KswapdMmapRead(w) => w,
+        W::LimitReclaim(w) => w,
     }
 }
 

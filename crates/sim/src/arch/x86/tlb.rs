@@ -258,8 +258,12 @@ impl Kernel {
             let ns = self.flush_tlb_func(sender, sender, info);
             self.irq_off_local(sender, ns);
         }
-        let c = &mut self.cpus[sender].clock;
-        *c = (*c).max(last_ack);
+        let now = self.cpus[sender].clock;
+        if last_ack > now {
+            self.vmstat
+                .count_vm_events(SMP_CALL_WAIT_NS, last_ack - now);
+            self.cpus[sender].clock = last_ack;
+        }
     }
 
     /// flush_tlb_func on `cpu` (remote when `cpu != sender`); returns the flush work in ns.

@@ -1,0 +1,112 @@
+//! limit-reclaim: one reclaimer against two lowering one memcg's limit at once (calibrate's
+//! `contention` family in the model).
+
+mod common;
+
+use reclaimlab_core::{ResultDoc, Scenario, Target};
+
+/// The shipped scenario at a small size (8 MiB of 16 MiB prepared) on this machine's profile.
+fn run(pages: &str, reclaimers: u32) -> ResultDoc {
+    let sets = [
+        format!("workload.pages={pages}"),
+        format!("workload.reclaimers={reclaimers}"),
+        "workload.bytes=16M".into(),
+        "workload.reclaim_bytes=8M".into(),
+        "machine.profile=kvm-guest-2vcpu".into(),
+    ];
+    let scn = Scenario::load("limit-reclaim", &sets, Target::Sim).expect("scenario");
+    reclaimlab_sim::run(&scn, &Default::default()).expect("simulation")
+}
+
+fn x(d: &ResultDoc, key: &str) -> f64 {
+    d.runs[0].extra[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("extra.{key} missing"))
+}
+
+#[test]
+fn two_file_reclaimers_wait_for_each_others_locks_and_one_never_does() {
+    let one = run("file", 1);
+    let two = run("file", 2);
+    for d in [&one, &two] {
+        // The limit came down by 2048 pages; the stocks drained add at most 64 per CPU.
+        let n = x(d, "limit_reclaim_pages");
+        assert!((2048.0..=2048.0 + 128.0).contains(&n), "{n}");
+    }
+    assert_eq!(x(&one, "limit_lru_lock_wait_ns"), 0.0);
+    assert_eq!(x(&one, "limit_lock_line_transfers"), 0.0);
+    assert!(x(&two, "limit_lru_lock_wait_ns") > 0.0);
+    assert!(x(&two, "limit_lock_line_transfers") > 0.0);
+    // No mapped page: no flush at all.
+    assert_eq!(x(&two, "limit_tlb_shootdowns"), 0.0);
+    let (c1, c2) = (
+        x(&one, "limit_reclaim_cpu_ns_per_page"),
+        x(&two, "limit_reclaim_cpu_ns_per_page"),
+    );
+    assert!(c2 > 1.1 * c1, "two CPUs {c2} ns/page, one {c1}");
+    // Both reclaimed (each took part of the LRU, not one CPU all of it).
+    let split = &two.runs[0].extra["limit_reclaimer_pages"];
+    assert!(
+        split
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p.as_u64().unwrap() > 512),
+        "{split}"
+    );
+}
+
+#[test]
+fn two_anon_reclaimers_shoot_down_each_others_pages_and_the_ipis_make_the_difference() {
+    let one = run("anon", 1);
+    let two = run("anon", 2);
+    assert_eq!(x(&one, "limit_tlb_shootdowns"), 0.0);
+    assert_eq!(x(&one, "limit_smp_call_wait_ns"), 0.0);
+    let stolen = x(&two, "limit_pgsteal_anon");
+    let ipis = x(&two, "limit_tlb_shootdowns");
+    // The LRU interleaves the two processes' pages: about half of what each reclaimer
+    // unmaps is the other's, one dirty-folio flush (one call) each.
+    assert!(
+        (0.35 * stolen..=0.65 * stolen).contains(&ipis),
+        "{ipis} shootdowns for {stolen} pages"
+    );
+    let pages = x(&two, "limit_reclaim_pages");
+    let extra = x(&two, "limit_reclaim_cpu_ns_per_page") - x(&one, "limit_reclaim_cpu_ns_per_page");
+    let ipi = (x(&two, "limit_smp_call_wait_ns") + x(&two, "limit_smp_call_handler_ns")) / pages;
+    assert!(extra > 0.0);
+    // The senders' waits and the handlers are most of the second CPU's extra time.
+    assert!(
+        ipi > 0.7 * extra && ipi < 1.3 * extra,
+        "IPIs {ipi} of {extra} ns/page"
+    );
+}
+
+#[test]
+fn the_same_run_twice_gives_the_same_figures() {
+    let a = serde_json::to_string(&run("anon", 2).runs[0].extra).unwrap();
+    let b = serde_json::to_string(&run("anon", 2).runs[0].extra).unwrap();
+    assert_eq!(a, b);
+}
+
+#[test]
+fn more_reclaimers_than_cpus_and_anon_without_swappiness_are_refused() {
+    let e = Scenario::load(
+        "limit-reclaim",
+        &["workload.reclaimers=3".into()],
+        Target::Sim,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("workload.reclaimers") && e.contains("has 2"),
+        "{e}"
+    );
+    let e = Scenario::load(
+        "limit-reclaim",
+        &["workload.pages=anon".into(), "memcg.swappiness=0".into()],
+        Target::Sim,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("memcg.swappiness"), "{e}");
+}
