@@ -13,8 +13,8 @@
 //! - [`fair`]: kernel/sched/fair.c's placement decisions: select_task_rq_fair on wake-up,
 //!   periodic, nohz-idle and new-idle load balancing with the imbalance rules and the
 //!   cache-hot rule.
-//! - [`background`]: foreign tasks (`machine.background_load`) that wake and run with a duty
-//!   cycle.
+//! - [`background`]: foreign tasks (`machine.background_load`, `machine.background_other`,
+//!   `machine.background_kthreads`) that wake and run with a duty cycle.
 //! - [`stats`]: the `placement` report.
 //!
 //! A task migrates only for the kernel's reasons: a wake-up placed it elsewhere, a balancer
@@ -58,7 +58,8 @@ pub enum Class {
     Worker,
     /// A kernel thread the model runs (kswapd).
     Kthread,
-    /// A foreign task of `machine.background_load`.
+    /// A foreign task of `machine.background_load`, `machine.background_other` or
+    /// `machine.background_kthreads`.
     Background,
     /// A process that starts the workload's processes and then waits for them (stress-ng's
     /// parent and its per-stressor instances, workload/stress_ng_tree.rs).
@@ -101,6 +102,8 @@ pub struct SchedConfig {
     pub topology: Option<Topology>,
     /// `machine.background_load` (None: a quiet machine).
     pub background: Option<background::BackgroundLoad>,
+    /// `machine.background_other`: the machine's other user tasks beside that load.
+    pub other: Option<background::BackgroundLoad>,
     /// `machine.background_kthreads`: one bound kernel thread per CPU with a share.
     pub kthreads: Vec<background::BackgroundLoad>,
     /// `sched.autogroup` (sched_autogroup_enabled): every session is a task group.
@@ -109,7 +112,8 @@ pub struct SchedConfig {
 
 impl SchedConfig {
     /// Read `machine.topology.{sockets,cores_per_socket,threads_per_core}`,
-    /// `machine.background_load.*`, `machine.background_kthreads.*` and `sched.autogroup`.
+    /// `machine.background_load.*`, `machine.background_other.*`,
+    /// `machine.background_kthreads.*` and `sched.autogroup`.
     pub fn from_scenario(scn: &reclaimlab_core::Scenario) -> anyhow::Result<SchedConfig> {
         let s = &scn.source;
         let keys = [
@@ -146,6 +150,7 @@ impl SchedConfig {
         Ok(SchedConfig {
             topology,
             background: background::BackgroundLoad::from_scenario(scn)?,
+            other: background::BackgroundLoad::others_from_scenario(scn)?,
             kthreads: background::BackgroundLoad::kthreads_from_scenario(scn)?,
             autogroup: s.bool_or("sched.autogroup", true)?,
         })
@@ -173,10 +178,11 @@ pub struct Sched {
     /// Per CPU: time spent running tasks.
     pub busy_ns: Vec<u64>,
     pub background: Option<background::BackgroundLoad>,
+    pub other: Option<background::BackgroundLoad>,
     pub kthreads: Vec<background::BackgroundLoad>,
     pub bg_state: Vec<background::BgState>,
     /// `sched.autogroup`, and the task groups: the workload's session, then the foreign
-    /// sessions of `machine.background_load.groups`.
+    /// sessions of `machine.background_load.groups`, then `machine.background_other.groups`.
     pub autogroup: bool,
     pub groups: Vec<autogroup::TaskGroup>,
     /// mm_cpumask weight samples at ticks: per mm (sum, max), and the sample count.
@@ -200,7 +206,7 @@ impl Sched {
         let topo = cfg.topology.unwrap_or(Topology::flat(nr_cpus));
         let sd = topology::build_sched_domains(&topo);
         let mut groups = vec![autogroup::TaskGroup::new(0, nr_cpus)];
-        if let Some(b) = &cfg.background {
+        for b in cfg.background.iter().chain(&cfg.other) {
             for _ in 0..b.groups {
                 groups.push(autogroup::TaskGroup::new(b.group_nice, nr_cpus));
             }
@@ -216,6 +222,7 @@ impl Sched {
             sd,
             busy_ns: vec![0; nr_cpus],
             background: cfg.background.clone(),
+            other: cfg.other.clone(),
             kthreads: cfg.kthreads.clone(),
             autogroup: cfg.autogroup,
             groups,
