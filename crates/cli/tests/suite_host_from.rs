@@ -235,7 +235,7 @@ fn background_from_host_beside_a_declared_load_adds_the_other_tasks() {
     assert_eq!(b["period_ns"], 50_000_000u64, "{b}");
     // The model ran the declared task at its duty and the two others at theirs.
     let sim: reclaimlab_core::ResultDoc = serde_json::from_value(one["sim"].clone()).unwrap();
-    let bg = sim.runs[0].task_cpu_seconds("background");
+    let bg = sim.runs[0].task_values("background", "cpu_seconds");
     assert_eq!(bg.len(), 3, "{bg:?}");
     let secs = 0.02; // run.duration
     assert!((bg[0] / secs - 0.3).abs() < 0.05, "{bg:?}");

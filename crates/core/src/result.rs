@@ -67,9 +67,10 @@ fn yes() -> bool {
 }
 
 impl RunResult {
-    /// The CPU seconds of the placement record's tasks of one `kind` ("worker", "helper",
-    /// "background", ...), in the record's order (empty without a record).
-    pub fn task_cpu_seconds(&self, kind: &str) -> Vec<f64> {
+    /// One numeric `field` ("cpu_seconds", "wait_seconds", ...) of the placement record's
+    /// tasks of one `kind` ("worker", "helper", "background", ...), in the record's order
+    /// (empty without a record).
+    pub fn task_values(&self, kind: &str, field: &str) -> Vec<f64> {
         let tasks = self
             .extra
             .get("placement")
@@ -78,7 +79,7 @@ impl RunResult {
             .into_iter()
             .flatten()
             .filter(|t| t["kind"] == kind)
-            .filter_map(|t| t["cpu_seconds"].as_f64())
+            .filter_map(|t| t[field].as_f64())
             .collect()
     }
 }

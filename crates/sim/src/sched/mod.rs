@@ -88,6 +88,10 @@ pub struct SchedEntity {
     pub exec_start: u64,
     /// When it got its CPU this time (for sum_exec_runtime).
     pub run_start: u64,
+    /// sched_info.run_delay: time spent runnable on a run queue, waiting for the CPU.
+    pub run_delay: u64,
+    /// sched_info.last_queued: since when it waits (None: running or asleep).
+    pub last_queued: Option<u64>,
     /// Not runnable (blocked or finished).
     pub sleeping: bool,
     pub nr_migrations: u64,
@@ -291,6 +295,10 @@ impl Kernel {
             se.sum_exec_runtime += ran;
             se.exec_start = now;
             self.sched.busy_ns[cpu] += ran;
+            if !se.sleeping {
+                // Preempted: it waits on a queue again (sched_info_depart → sched_info_enqueue).
+                self.sched_info_enqueue(prev, now);
+            }
         }
         self.cpus[cpu].curr = next;
         self.context_switches += 1;
@@ -299,6 +307,10 @@ impl Kernel {
                 self.tasks[t].cpu = Some(cpu);
                 self.set_task_cpu(t, cpu);
                 let se = &mut self.sched.se[t];
+                // sched_info_arrive: the wait since it was queued ends.
+                if let Some(q) = se.last_queued.take() {
+                    se.run_delay += now.saturating_sub(q);
+                }
                 se.run_start = now;
                 se.exec_start = now;
                 se.vr_stamp = now;
@@ -315,9 +327,16 @@ impl Kernel {
         }
     }
 
+    /// sched_info_enqueue: a runnable task starts waiting at `now`, unless it already waits
+    /// (a task the balancer moves between queues keeps waiting since it was first queued).
+    fn sched_info_enqueue(&mut self, t: TaskId, now: u64) {
+        self.sched.se[t].last_queued.get_or_insert(now);
+    }
+
     /// Put a task on a CPU: run it now if the CPU is idle, else queue it (placed on its
     /// cfs_rq by place_entity either way).
     pub fn enqueue(&mut self, rqs: &mut RunQueues, cpu: CpuId, t: TaskId, now: u64) {
+        self.sched_info_enqueue(t, now);
         self.place_entity(rqs, t, cpu);
         if self.cpus[cpu].curr.is_none() {
             let c = &mut self.cpus[cpu];
@@ -461,6 +480,7 @@ impl Kernel {
         match self.cpus[cpu].curr {
             None => self.enqueue(rqs, cpu, t, now),
             Some(curr) => {
+                self.sched_info_enqueue(t, now);
                 self.place_entity(rqs, t, cpu);
                 self.set_task_cpu(t, cpu);
                 rqs.rq[cpu].push_front(t);
