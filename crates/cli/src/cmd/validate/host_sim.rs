@@ -34,9 +34,16 @@ pub fn derived_background(
     })
 }
 
-/// The configuration's own `machine.background_load` (None: it declares none).
-pub fn declared_load(scenario: &str, sets: &[String]) -> Result<Option<BackgroundLoad>> {
-    let s = Scenario::load(scenario, sets, Target::Sim)?;
+/// The configuration's own `machine.background_load` (None: it declares none), read on the
+/// host's CPU count (its `cpus` are checked against it).
+pub fn declared_load(
+    scenario: &str,
+    sets: &[String],
+    host: &ResultDoc,
+) -> Result<Option<BackgroundLoad>> {
+    let mut sets = sets.to_vec();
+    sets.push(format!("machine.cpus={}", host.machine.cpus.max(1)));
+    let s = Scenario::load(scenario, &sets, Target::Sim)?;
     BackgroundLoad::from_scenario(&s)
 }
 
@@ -152,7 +159,7 @@ pub fn host_and_sim(
     };
     let mut sets = sets.to_vec();
     let (background, declared) = if from.background {
-        let declared = declared_load(scenario, &sets)?;
+        let declared = declared_load(scenario, &sets, &host)?;
         (derived_background(&host, declared.as_ref())?, declared)
     } else {
         (None, None)

@@ -192,7 +192,9 @@ fn kept_config(
 ) -> ConfigResult {
     let mut r = ConfigResult::new(c, sets, seconds);
     if from.background {
-        match declared_load(&c.scenario, &r.sets).and_then(|l| derived_background(&h, l.as_ref())) {
+        match declared_load(&c.scenario, &r.sets, &h)
+            .and_then(|l| derived_background(&h, l.as_ref()))
+        {
             Ok(b) => r.background_from_host = b,
             Err(e) => r.error = Some(format!("{e:#}")),
         }
