@@ -276,8 +276,11 @@ pub struct ValidateArgs {
     /// run's memcg (how many ran, their CPU time, how often they ran, their sessions and
     /// nice) and machine.background_kthreads from the kernel threads (each CPU's share of
     /// time in them, their mean run, their nice: bound per-CPU threads without an mm).
-    /// Printed with each table. Off by default: the simulated machine is quiet unless the
-    /// scenario says otherwise.
+    /// A configuration that sets machine.background_load keeps it (bench ran that load on
+    /// the host): its tasks (rl-load-N) are taken out of the record and the rest of the user
+    /// tasks goes to machine.background_other, a second foreign load the simulator runs
+    /// beside it. Printed with each table. Off by default: the simulated machine is quiet
+    /// unless the scenario says otherwise.
     #[arg(long)]
     pub background_from_host: bool,
     /// anon-sweep: simulate each host run from where its threads started (which CPUs

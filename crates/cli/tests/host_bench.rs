@@ -630,7 +630,7 @@ fn a_dead_benchs_swap_file_is_taken_down_by_the_next_one() {
     assert_clean(&before, &cg, &[]);
 }
 
-/// Live tasks whose name starts with `rl-load` (the scenario's foreign load, background.rs).
+/// Live tasks named `rl-load-N` (the scenario's foreign load, background.rs).
 fn load_threads() -> usize {
     let mut n = 0;
     for p in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -639,7 +639,7 @@ fn load_threads() -> usize {
         };
         for t in tasks.flatten() {
             let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
-            if comm.starts_with("rl-load") {
+            if reclaimlab_core::background::is_load_comm(comm.trim_end()) {
                 n += 1;
             }
         }
@@ -673,7 +673,7 @@ fn bench_runs_the_scenarios_foreign_load_and_stops_it() {
     let top = f["user"]["top"].as_array().unwrap();
     let load: Vec<f64> = top
         .iter()
-        .filter(|t| t[0].as_str().unwrap().starts_with("rl-load"))
+        .filter(|t| reclaimlab_core::background::is_load_comm(t[0].as_str().unwrap()))
         .map(|t| t[1].as_f64().unwrap())
         .collect();
     assert_eq!(load.len(), 2, "both load tasks are foreign: {f}");

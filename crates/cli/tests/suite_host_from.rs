@@ -172,6 +172,76 @@ fn background_from_host_derives_the_load_from_the_stored_record() {
     }
 }
 
+/// `--background-from-host` on a configuration that declares its own foreign load (bench ran
+/// it, so its `rl-load-N` tasks are in the record): the declared load stays, its tasks are
+/// taken out of the record, and the rest goes to `machine.background_other`; the simulation
+/// runs both sets.
+#[test]
+fn background_from_host_beside_a_declared_load_adds_the_other_tasks() {
+    let d = tempfile::tempdir().unwrap();
+    let load = [
+        "machine.background_load.tasks=1",
+        "machine.background_load.duty=0.3",
+        "machine.background_load.period=20ms",
+    ];
+    let mut sets: Vec<&str> = COMMON.to_vec();
+    sets.extend(load);
+    sets.push("workload.processes=1");
+    let suite = d.path().join("s.toml");
+    let quoted: Vec<String> = sets.iter().map(|s| format!("{s:?}")).collect();
+    std::fs::write(
+        &suite,
+        format!(
+            "scenario = \"anon-sweep\"\nsets = [{}]\n[[config]]\nname = \"one\"\nsets = []\n",
+            quoted.join(", ")
+        ),
+    )
+    .unwrap();
+    let mut host = doc(&sets);
+    // 10 s: bench's load task (3 CPU-s) and two other user tasks (0.2 CPU-s), 900 runs in all.
+    host["runs"][0]["foreign"] = serde_json::json!({
+        "window_seconds": 10.0, "scan_seconds": [0.002, 0.002], "scanned_tasks": [100, 100],
+        "user": {"tasks_ran": 3, "tasks_seen": 40, "cpu_seconds": 3.2, "wait_seconds": 0.01,
+                 "timeslices": 900, "groups": 2, "median_nice": 0,
+                 "top": [["rl-load-0", 3.0], ["rl-loaded", 0.15], ["bash", 0.05]]},
+        "kthreads": {"tasks_ran": 0, "tasks_seen": 60, "cpu_seconds": 0.0, "wait_seconds": 0.0,
+                     "timeslices": 0, "groups": 0, "median_nice": 0},
+        "workload_tasks": 1, "workload_cpu_seconds": 9.9, "cpu_busy_seconds": [10.0, 3.4],
+        "unaccounted_busy_seconds": 0.0, "forks": 0
+    });
+    let stored = d.path().join("stored.json");
+    let configs = serde_json::json!([{"name": "one", "sets": sets, "error": null,
+                                      "seconds": 1.0, "host": host, "sim": host}]);
+    std::fs::write(
+        &stored,
+        serde_json::json!({ "configs": configs }).to_string(),
+    )
+    .unwrap();
+    let out = d.path().join("out.json");
+    let o = validate(&suite, &stored, &["--background-from-host", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let one = &v["configs"][0];
+    assert!(one["error"].is_null(), "{one}");
+    let b = &one["background_from_host"];
+    // Two others: 0.2 CPU-s over 2 x 10 s; 900 runs less the load's 500 wake-ups (10 s / 20 ms).
+    assert_eq!(b["beside_load"], true, "{b}");
+    assert_eq!(b["tasks"], 2, "{b}");
+    assert!((b["duty"].as_f64().unwrap() - 0.01).abs() < 1e-9, "{b}");
+    assert_eq!(b["period_ns"], 50_000_000u64, "{b}");
+    // The model ran the declared task at its duty and the two others at theirs.
+    let sim: reclaimlab_core::ResultDoc = serde_json::from_value(one["sim"].clone()).unwrap();
+    let bg = sim.runs[0].task_values("background", "cpu_seconds");
+    assert_eq!(bg.len(), 3, "{bg:?}");
+    let secs = 0.02; // run.duration
+    assert!((bg[0] / secs - 0.3).abs() < 0.05, "{bg:?}");
+    assert!(bg[1..].iter().all(|c| c / secs < 0.05), "{bg:?}");
+}
+
 #[test]
 fn calibrate_needs_an_out_file_and_live_host_runs() {
     // validate --suite validation/default.toml --calibrate EXTRA...: refused; its stderr.

@@ -3,11 +3,30 @@
 //! `nice`, in `groups` sessions of their own. The simulator runs them as tasks
 //! (sim/src/sched/background.rs); `bench` starts them on the host for the run
 //! (host/src/background.rs), so a loaded machine is one setting on both sides.
+//!
+//! `machine.background_other` has the same keys: the machine's other user tasks, beside a
+//! declared load. Only the simulator runs it: it stands for what else the host ran anyway
+//! (`validate --background-from-host` derives it from the host runs' foreign record, less
+//! bench's own load tasks), so bench neither starts nor reads it.
 
 use crate::Scenario;
 
 /// The most `machine.background_load.tasks`.
 pub const MAX_TASKS: u64 = 4096;
+
+/// The declared load's keys (both backends run it).
+pub const LOAD_KEY: &str = "machine.background_load";
+/// The machine's other user tasks' keys (the simulator only).
+pub const OTHER_KEY: &str = "machine.background_other";
+/// What bench names its load tasks' threads (`rl-load-0`, `rl-load-1`, ...): how the host's
+/// foreign-load record tells them from the machine's other tasks.
+pub const LOAD_COMM_PREFIX: &str = "rl-load-";
+
+/// Whether `comm` is one of bench's load tasks (`rl-load-N`; not `rl-loaded`).
+pub fn is_load_comm(comm: &str) -> bool {
+    comm.strip_prefix(LOAD_COMM_PREFIX)
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
 
 /// `machine.background_load.*`.
 #[derive(Clone, Debug, PartialEq)]
@@ -35,8 +54,17 @@ pub struct BackgroundLoad {
 impl BackgroundLoad {
     /// Read `machine.background_load.*` (None when `tasks` is 0 or unset).
     pub fn from_scenario(scn: &Scenario) -> anyhow::Result<Option<BackgroundLoad>> {
+        Self::from_keys(scn, LOAD_KEY)
+    }
+
+    /// Read `machine.background_other.*` (None when `tasks` is 0 or unset).
+    pub fn others_from_scenario(scn: &Scenario) -> anyhow::Result<Option<BackgroundLoad>> {
+        Self::from_keys(scn, OTHER_KEY)
+    }
+
+    /// Read a user-task load's keys under `p`.
+    fn from_keys(scn: &Scenario, p: &str) -> anyhow::Result<Option<BackgroundLoad>> {
         let s = &scn.source;
-        let p = "machine.background_load";
         let tasks = s.u64_or(&format!("{p}.tasks"), 0)? as usize;
         let duty = s.f64_or(&format!("{p}.duty"), 0.5)?;
         let period_ns = s.duration_ns_or(&format!("{p}.period"), 10_000_000)?;
@@ -156,5 +184,20 @@ impl BackgroundLoad {
     /// Run time per period.
     pub fn run_ns(&self) -> u64 {
         ((self.period_ns as f64 * self.duty) as u64).max(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_load_comm;
+
+    #[test]
+    fn only_benchs_numbered_load_threads_are_load_tasks() {
+        assert!(is_load_comm("rl-load-0") && is_load_comm("rl-load-15"));
+        // bench's own process and thread names share the start.
+        assert!(
+            !is_load_comm("rl-loaded") && !is_load_comm("rl-load-") && !is_load_comm("rl-load-x")
+        );
+        assert!(!is_load_comm("kworker/0:2-events"));
     }
 }

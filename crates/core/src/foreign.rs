@@ -13,6 +13,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod beside;
+
 /// One class of foreign tasks (user tasks or kernel threads) over the window.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct ForeignClass {
@@ -97,6 +99,10 @@ pub struct BackgroundFromHost {
     pub group_nice: i32,
     /// Foreign user tasks that ran on the host, before the cap.
     pub tasks_on_host: u64,
+    /// The user tasks are the machine's others beside a declared load (bench's load tasks
+    /// taken out, [`beside`]): they go to `machine.background_other`, the declared load stays.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub beside_load: bool,
     /// The kernel threads, as `machine.background_kthreads` (None: none ran).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kthreads: Option<KthreadsFromHost>,
@@ -146,6 +152,7 @@ pub fn background_load(f: &ForeignLoad) -> Option<BackgroundFromHost> {
             nice: 0,
             group_nice: 0,
             tasks_on_host: 0,
+            beside_load: false,
             kthreads: Some(k),
         }),
     }
@@ -199,14 +206,25 @@ fn user_load(f: &ForeignLoad) -> Option<BackgroundFromHost> {
         nice: u.median_nice.clamp(-20, 19),
         group_nice: u.median_group_nice.clamp(-20, 19),
         tasks_on_host: on_host,
+        beside_load: false,
         kthreads: None,
     })
 }
 
 impl BackgroundFromHost {
+    /// Where the user tasks go: `machine.background_load`, or `machine.background_other`
+    /// beside a declared load.
+    pub fn user_key(&self) -> &'static str {
+        if self.beside_load {
+            crate::background::OTHER_KEY
+        } else {
+            crate::background::LOAD_KEY
+        }
+    }
+
     /// The `--set`s that give the simulator this load.
     pub fn sets(&self) -> Vec<String> {
-        let p = "machine.background_load";
+        let p = self.user_key();
         let mut v = vec![format!("{p}.tasks={}", self.tasks)];
         if self.tasks > 0 {
             v.extend([
@@ -232,7 +250,12 @@ impl BackgroundFromHost {
     /// A table cell: the derived keys.
     pub fn cell(&self) -> String {
         let user = format!(
-            "tasks {} (host {}), duty {:.4}, period {:.1} ms, groups {}, nice {}, group nice {}",
+            "{}tasks {} (host {}), duty {:.4}, period {:.1} ms, groups {}, nice {}, group nice {}",
+            if self.beside_load {
+                "beside the declared load, other "
+            } else {
+                ""
+            },
             self.tasks,
             self.tasks_on_host,
             self.duty,
@@ -308,8 +331,8 @@ pub fn median(records: &[&ForeignLoad]) -> Option<ForeignLoad> {
     Some(out)
 }
 
-/// The median record of a document's valid runs (all runs if none is valid) that have one.
-pub fn of_doc(d: &crate::ResultDoc) -> Option<ForeignLoad> {
+/// The records of a document's valid runs (all runs' if no valid run has one).
+pub fn records(d: &crate::ResultDoc) -> Vec<&ForeignLoad> {
     let valid: Vec<&ForeignLoad> = d
         .runs
         .iter()
@@ -317,15 +340,15 @@ pub fn of_doc(d: &crate::ResultDoc) -> Option<ForeignLoad> {
         .filter_map(|r| r.foreign.as_ref())
         .collect();
     if valid.is_empty() {
-        median(
-            &d.runs
-                .iter()
-                .filter_map(|r| r.foreign.as_ref())
-                .collect::<Vec<_>>(),
-        )
+        d.runs.iter().filter_map(|r| r.foreign.as_ref()).collect()
     } else {
-        median(&valid)
+        valid
     }
+}
+
+/// The median record of a document's valid runs (all runs if none is valid) that have one.
+pub fn of_doc(d: &crate::ResultDoc) -> Option<ForeignLoad> {
+    median(&records(d))
 }
 
 /// One line for bench's table: the foreign load per class.

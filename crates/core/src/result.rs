@@ -66,6 +66,24 @@ fn yes() -> bool {
     true
 }
 
+impl RunResult {
+    /// One numeric `field` ("cpu_seconds", "wait_seconds", ...) of the placement record's
+    /// tasks of one `kind` ("worker", "helper", "background", ...), in the record's order
+    /// (empty without a record).
+    pub fn task_values(&self, kind: &str, field: &str) -> Vec<f64> {
+        let tasks = self
+            .extra
+            .get("placement")
+            .and_then(|p| p["tasks"].as_array());
+        tasks
+            .into_iter()
+            .flatten()
+            .filter(|t| t["kind"] == kind)
+            .filter_map(|t| t[field].as_f64())
+            .collect()
+    }
+}
+
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct ResultDoc {
     pub schema: String,

@@ -80,7 +80,10 @@ fn session(b: &BackgroundLoad, tasks: &[usize], origin: u64) -> Result<()> {
         let b = b.clone();
         let first = origin + b.period_ns * i as u64 / b.tasks as u64;
         std::thread::Builder::new()
-            .name(format!("rl-load-{i}"))
+            .name(format!(
+                "{}{i}",
+                reclaimlab_core::background::LOAD_COMM_PREFIX
+            ))
             .spawn(move || task(&b, first))
             .context("starting a foreign-load thread")?;
     }

@@ -62,8 +62,10 @@ fn prepare(scn: &Scenario) -> Result<(HostConfig, MemcgRoot, Box<dyn HostWorkloa
     // The live machine has its own topology; `machine.background_load` is started for each
     // run (background.rs) on top of whatever else the machine runs.
     scn.skip_section("machine.topology");
-    // Kernel threads are the machine's own (the simulator's stand-in for them).
+    // Kernel threads and the other user tasks are the machine's own (the simulator's
+    // stand-ins for them).
     scn.skip_section("machine.background_kthreads");
+    scn.skip_section(reclaimlab_core::background::OTHER_KEY);
     // ... and its own sched_autogroup_enabled.
     scn.skip_section("sched");
     let cfg = HostConfig::read(scn)?;

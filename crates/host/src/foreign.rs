@@ -236,16 +236,23 @@ fn median_i(mut v: Vec<i32>) -> i32 {
 
 /// The workload's processes: the memcg's at either scan, bench's children (a worker that has
 /// ended but is not reaped yet has already left cgroup.procs), and their descendants. A child
-/// that leads a session of its own is the scenario's foreign load (background.rs), not the
-/// workload: it stays foreign.
+/// that leads a session of its own in either scan is the scenario's foreign load
+/// (background.rs), not the workload: it stays foreign. (Either: the first scan follows the
+/// load's fork at once, and can read a session process before its setsid.)
 fn workload_pids(before: &Scan, after: &Scan, own_pid: i32) -> BTreeSet<i32> {
     let mut w: BTreeSet<i32> = before.workload.union(&after.workload).copied().collect();
+    let leads = |pid: &i32| {
+        [before, after].iter().any(|s| {
+            s.procs
+                .get(pid)
+                .is_some_and(|p| p.session == i64::from(*pid))
+        })
+    };
     loop {
         let n = w.len();
         for scan in [before, after] {
             for (pid, p) in &scan.procs {
-                let load = p.session == i64::from(*pid);
-                if (p.ppid == own_pid && !load) || w.contains(&p.ppid) {
+                if (p.ppid == own_pid && !leads(pid)) || w.contains(&p.ppid) {
                     w.insert(*pid);
                 }
             }
@@ -641,6 +648,39 @@ mod tests {
         let rz = record(&a, &z, 999);
         assert_eq!(rz.user.exited_cpu_seconds, r0.user.exited_cpu_seconds);
         assert_eq!(rz.user.groups, r0.user.groups);
+    }
+
+    /// bench's load session, read by the first scan between its fork and its setsid (still in
+    /// bench's session), is foreign all the same: the second scan sees it lead its session.
+    #[test]
+    fn a_load_session_caught_before_its_setsid_stays_foreign() {
+        let t0 = Instant::now();
+        let bench = 999;
+        let mut a = Scan {
+            busy: vec![0, 0],
+            at: Some(t0),
+            ..Default::default()
+        };
+        let child = |session: i64| ProcReading {
+            ppid: bench,
+            session,
+            ..proc_(0, 0, Some(Group::Session(session)))
+        };
+        a.procs.insert(80, child(5));
+        let mut b = a.clone();
+        b.at = Some(t0 + std::time::Duration::from_secs(10));
+        b.busy = vec![1000, 0];
+        b.procs.insert(80, child(80));
+        // Its load thread, born in the window, ran 4 s.
+        b.tasks.insert(81, task(80, 4_000_000_000, 500, false, 0));
+        let r = record(&a, &b, bench);
+        assert_eq!(r.workload_tasks, 0, "{r:?}");
+        assert_eq!(r.user.tasks_ran, 1);
+        assert!((r.user.cpu_seconds - 4.0).abs() < 1e-9, "{r:?}");
+        // A child that never leads a session is the workload's.
+        let mut c = b.clone();
+        c.procs.insert(80, child(5));
+        assert_eq!(record(&a, &c, bench).workload_tasks, 1);
     }
 
     #[test]

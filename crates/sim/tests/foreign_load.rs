@@ -75,13 +75,7 @@ fn a_derived_foreign_load_makes_the_lone_workers_flushes_send_ipis() {
         tlb_per_steal(&loaded)
     );
     // The derived load ran: 4 background tasks, about 0.75% of a CPU each.
-    let bg: Vec<f64> = loaded.runs[0].extra["placement"]["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|t| t["kind"] == "background")
-        .map(|t| t["cpu_seconds"].as_f64().unwrap())
-        .collect();
+    let bg = loaded.runs[0].task_values("background", "cpu_seconds");
     assert_eq!(bg.len(), 4);
     let share = bg.iter().sum::<f64>() / (4.0 * 2.0);
     assert!((0.004..0.012).contains(&share), "{bg:?}");
@@ -117,4 +111,69 @@ fn a_foreign_task_that_takes_flush_interrupts_still_runs_its_duty() {
         (load - 0.3).abs() < 0.01,
         "foreign task ran {load} s of 1 s at duty 0.3"
     );
+}
+
+/// `machine.background_other` runs beside `machine.background_load`, each set with its own
+/// duty and period (the machine's other tasks beside a declared load), in sessions after the
+/// load's.
+#[test]
+fn the_other_tasks_run_beside_the_declared_load_each_at_its_own_duty() {
+    let d = common::sim_with(
+        "anon-sweep",
+        &[
+            "machine.cpus=2",
+            "run.duration=1s",
+            "workload.processes=1",
+            "workload.bytes=16M",
+            "memcg.limit=32M",
+            "machine.background_load.tasks=1",
+            "machine.background_load.duty=0.3",
+            "machine.background_load.period=20ms",
+            "machine.background_other.tasks=2",
+            "machine.background_other.duty=0.05",
+            "machine.background_other.period=10ms",
+            "machine.background_other.groups=2",
+        ],
+        &[],
+    );
+    let bg = d.runs[0].task_values("background", "cpu_seconds");
+    // The load's task first, then the two others.
+    assert_eq!(bg.len(), 3, "{bg:?}");
+    assert!((bg[0] - 0.3).abs() < 0.01, "{bg:?}");
+    for other in &bg[1..] {
+        assert!((other - 0.05).abs() < 0.005, "{bg:?}");
+    }
+}
+
+/// Each task's wait for a CPU (sched_info.run_delay, `wait_seconds`, what bench reads from the
+/// host's schedstat): a kernel thread on an idle CPU runs at once, the same thread on the busy
+/// worker's CPU waits for it.
+#[test]
+fn a_kthread_waits_for_the_busy_cpu_and_not_for_the_idle_one() {
+    let d = common::sim_with(
+        "anon-sweep",
+        &[
+            "machine.cpus=2",
+            "run.duration=1s",
+            "workload.processes=1",
+            "workload.cpus=[0]",
+            "workload.bytes=16M",
+            "memcg.limit=32M",
+            "machine.background_kthreads.duty=0.01,0.01",
+            "machine.background_kthreads.slice=50us",
+        ],
+        &[],
+    );
+    let wait = |kind: &str| d.runs[0].task_values(kind, "wait_seconds");
+    let k = wait("background");
+    // The kernel threads are spawned first: CPU 0's, then CPU 1's.
+    assert_eq!(k.len(), 2, "{k:?}");
+    assert!(
+        k[0] > 0.0,
+        "CPU 0 runs the worker: its thread waits ({k:?})"
+    );
+    assert_eq!(k[1], 0.0, "CPU 1 is idle: its thread runs at once ({k:?})");
+    // The worker waits only while the thread runs: at most the thread's 1%.
+    let w = wait("worker");
+    assert!(w[0] > 0.0 && w[0] <= 0.011, "{w:?}");
 }

@@ -5,6 +5,8 @@
 //! wake-up placement, and its CPU drops out of flush IPIs for the workload's mms while it
 //! runs (should_flush_tlb). A quiet machine is `tasks = 0` (the default). The tasks run at
 //! `nice` in `groups` sessions of their own (autogroups at `group_nice`, autogroup.rs).
+//! `machine.background_other` is a second such set beside it (the machine's other user tasks,
+//! in sessions after the load's): the two differ only in who runs them on the host.
 //!
 //! Kernel threads that run on the machine's CPUs (`machine.background_kthreads`: per-CPU
 //! kworkers such as the block layer's kblockd on a device's interrupt CPU) are the same
@@ -37,12 +39,23 @@ pub struct BgState {
     /// step: what the CPU was charged while it stayed current in between (interrupts it
     /// took) is burst time too.
     pub seen_runtime: u64,
-    /// The load it belongs to: None for `machine.background_load`, else its index in
-    /// `Sched::kthreads`.
-    pub kthreads: Option<usize>,
+    /// The load it belongs to.
+    pub set: BgSet,
     /// The block layer's kworker on a one-queue swap device's interrupt CPU: woken by that
     /// device's completions (kblockd_wake), not by a timer of its own.
     pub on_completion: bool,
+}
+
+/// Which foreign load a background task belongs to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BgSet {
+    /// `machine.background_load`.
+    #[default]
+    Load,
+    /// `machine.background_other`.
+    Other,
+    /// `machine.background_kthreads`: its index in `Sched::kthreads`.
+    Kthreads(usize),
 }
 
 impl Kernel {
@@ -57,7 +70,7 @@ impl Kernel {
             // A per-CPU worker: bound to its CPU, no mm (kthreads run on the borrowed one).
             let t = self.task_new(usize::MAX, Some(cpu), 0, 1);
             self.tasks[t].kthread = true;
-            self.background_task_init(t, &b, cpu, Some(set), 0);
+            self.background_task_init(t, &b, cpu, BgSet::Kthreads(set), 0);
             if self.swap_irq_fixed_cpu() == Some(cpu) {
                 // Armed from time 0; the first completion on its CPU wakes it.
                 self.sched.timers.remove(&(0, t));
@@ -68,15 +81,28 @@ impl Kernel {
                     .on_completion = true;
             }
         }
-        let Some(b) = self.sched.background.clone() else {
-            return;
-        };
+        // The foreign sessions follow the workload's (autogroup.rs): the load's, then the
+        // other tasks'.
+        let mut first_group = WORKLOAD_GROUP + 1;
+        let sets = [
+            (BgSet::Load, self.sched.background.clone()),
+            (BgSet::Other, self.sched.other.clone()),
+        ];
+        for (set, b) in sets {
+            if let Some(b) = b {
+                self.background_spawn_user(&b, set, first_group);
+                first_group += b.groups;
+            }
+        }
+    }
+
+    /// One user-task load's processes, each in one of `b.groups` sessions from `first_group`.
+    fn background_spawn_user(&mut self, b: &BackgroundLoad, set: BgSet, first_group: usize) {
         let n = self.nr_cpus();
         for i in 0..b.tasks {
             let mm = self.mm_alloc(1, Backing::Anon, false);
             let t = self.task_new(mm, None, 0, 1);
-            // Its session: the foreign groups follow the workload's (autogroup.rs).
-            self.sched.se[t].group = WORKLOAD_GROUP + 1 + i % b.groups;
+            self.sched.se[t].group = first_group + i % b.groups;
             let first_cpu = match &b.cpus {
                 Some(l) => {
                     let mut m = CpuMask::new(n);
@@ -88,7 +114,7 @@ impl Kernel {
                 None => i % n,
             };
             let first = b.period_ns * i as u64 / b.tasks as u64;
-            self.background_task_init(t, &b, first_cpu, None, first);
+            self.background_task_init(t, b, first_cpu, set, first);
         }
     }
 
@@ -99,7 +125,7 @@ impl Kernel {
         t: TaskId,
         b: &BackgroundLoad,
         cpu: CpuId,
-        kthreads: Option<usize>,
+        set: BgSet,
         first: u64,
     ) {
         let se = &mut self.sched.se[t];
@@ -113,7 +139,7 @@ impl Kernel {
             period_start: first,
             left_ns: b.run_ns(),
             seen_runtime: 0,
-            kthreads,
+            set,
             on_completion: false,
         });
         self.sched.timers.insert((first, t));
@@ -129,9 +155,10 @@ impl Kernel {
             .iter()
             .position(|s| s.task == t)
             .expect("background state");
-        let b = match self.sched.bg_state[i].kthreads {
-            Some(set) => self.sched.kthreads[set].clone(),
-            None => self.sched.background.clone().expect("background task"),
+        let b = match self.sched.bg_state[i].set {
+            BgSet::Kthreads(set) => self.sched.kthreads[set].clone(),
+            BgSet::Load => self.sched.background.clone().expect("background task"),
+            BgSet::Other => self.sched.other.clone().expect("background task"),
         };
         let now = self.cpus[cpu].clock;
         let to_tick = self.cpus[cpu].next_tick.saturating_sub(now).max(1);

@@ -13,8 +13,8 @@
 //! - [`fair`]: kernel/sched/fair.c's placement decisions: select_task_rq_fair on wake-up,
 //!   periodic, nohz-idle and new-idle load balancing with the imbalance rules and the
 //!   cache-hot rule.
-//! - [`background`]: foreign tasks (`machine.background_load`) that wake and run with a duty
-//!   cycle.
+//! - [`background`]: foreign tasks (`machine.background_load`, `machine.background_other`,
+//!   `machine.background_kthreads`) that wake and run with a duty cycle.
 //! - [`stats`]: the `placement` report.
 //!
 //! A task migrates only for the kernel's reasons: a wake-up placed it elsewhere, a balancer
@@ -58,7 +58,8 @@ pub enum Class {
     Worker,
     /// A kernel thread the model runs (kswapd).
     Kthread,
-    /// A foreign task of `machine.background_load`.
+    /// A foreign task of `machine.background_load`, `machine.background_other` or
+    /// `machine.background_kthreads`.
     Background,
     /// A process that starts the workload's processes and then waits for them (stress-ng's
     /// parent and its per-stressor instances, workload/stress_ng_tree.rs).
@@ -87,6 +88,10 @@ pub struct SchedEntity {
     pub exec_start: u64,
     /// When it got its CPU this time (for sum_exec_runtime).
     pub run_start: u64,
+    /// sched_info.run_delay: time spent runnable on a run queue, waiting for the CPU.
+    pub run_delay: u64,
+    /// sched_info.last_queued: since when it waits (None: running or asleep).
+    pub last_queued: Option<u64>,
     /// Not runnable (blocked or finished).
     pub sleeping: bool,
     pub nr_migrations: u64,
@@ -101,6 +106,8 @@ pub struct SchedConfig {
     pub topology: Option<Topology>,
     /// `machine.background_load` (None: a quiet machine).
     pub background: Option<background::BackgroundLoad>,
+    /// `machine.background_other`: the machine's other user tasks beside that load.
+    pub other: Option<background::BackgroundLoad>,
     /// `machine.background_kthreads`: one bound kernel thread per CPU with a share.
     pub kthreads: Vec<background::BackgroundLoad>,
     /// `sched.autogroup` (sched_autogroup_enabled): every session is a task group.
@@ -109,7 +116,8 @@ pub struct SchedConfig {
 
 impl SchedConfig {
     /// Read `machine.topology.{sockets,cores_per_socket,threads_per_core}`,
-    /// `machine.background_load.*`, `machine.background_kthreads.*` and `sched.autogroup`.
+    /// `machine.background_load.*`, `machine.background_other.*`,
+    /// `machine.background_kthreads.*` and `sched.autogroup`.
     pub fn from_scenario(scn: &reclaimlab_core::Scenario) -> anyhow::Result<SchedConfig> {
         let s = &scn.source;
         let keys = [
@@ -146,6 +154,7 @@ impl SchedConfig {
         Ok(SchedConfig {
             topology,
             background: background::BackgroundLoad::from_scenario(scn)?,
+            other: background::BackgroundLoad::others_from_scenario(scn)?,
             kthreads: background::BackgroundLoad::kthreads_from_scenario(scn)?,
             autogroup: s.bool_or("sched.autogroup", true)?,
         })
@@ -173,10 +182,11 @@ pub struct Sched {
     /// Per CPU: time spent running tasks.
     pub busy_ns: Vec<u64>,
     pub background: Option<background::BackgroundLoad>,
+    pub other: Option<background::BackgroundLoad>,
     pub kthreads: Vec<background::BackgroundLoad>,
     pub bg_state: Vec<background::BgState>,
     /// `sched.autogroup`, and the task groups: the workload's session, then the foreign
-    /// sessions of `machine.background_load.groups`.
+    /// sessions of `machine.background_load.groups`, then `machine.background_other.groups`.
     pub autogroup: bool,
     pub groups: Vec<autogroup::TaskGroup>,
     /// mm_cpumask weight samples at ticks: per mm (sum, max), and the sample count.
@@ -200,7 +210,7 @@ impl Sched {
         let topo = cfg.topology.unwrap_or(Topology::flat(nr_cpus));
         let sd = topology::build_sched_domains(&topo);
         let mut groups = vec![autogroup::TaskGroup::new(0, nr_cpus)];
-        if let Some(b) = &cfg.background {
+        for b in cfg.background.iter().chain(&cfg.other) {
             for _ in 0..b.groups {
                 groups.push(autogroup::TaskGroup::new(b.group_nice, nr_cpus));
             }
@@ -216,6 +226,7 @@ impl Sched {
             sd,
             busy_ns: vec![0; nr_cpus],
             background: cfg.background.clone(),
+            other: cfg.other.clone(),
             kthreads: cfg.kthreads.clone(),
             autogroup: cfg.autogroup,
             groups,
@@ -284,6 +295,10 @@ impl Kernel {
             se.sum_exec_runtime += ran;
             se.exec_start = now;
             self.sched.busy_ns[cpu] += ran;
+            if !se.sleeping {
+                // Preempted: it waits on a queue again (sched_info_depart → sched_info_enqueue).
+                self.sched_info_enqueue(prev, now);
+            }
         }
         self.cpus[cpu].curr = next;
         self.context_switches += 1;
@@ -292,6 +307,10 @@ impl Kernel {
                 self.tasks[t].cpu = Some(cpu);
                 self.set_task_cpu(t, cpu);
                 let se = &mut self.sched.se[t];
+                // sched_info_arrive: the wait since it was queued ends.
+                if let Some(q) = se.last_queued.take() {
+                    se.run_delay += now.saturating_sub(q);
+                }
                 se.run_start = now;
                 se.exec_start = now;
                 se.vr_stamp = now;
@@ -308,9 +327,16 @@ impl Kernel {
         }
     }
 
+    /// sched_info_enqueue: a runnable task starts waiting at `now`, unless it already waits
+    /// (a task the balancer moves between queues keeps waiting since it was first queued).
+    fn sched_info_enqueue(&mut self, t: TaskId, now: u64) {
+        self.sched.se[t].last_queued.get_or_insert(now);
+    }
+
     /// Put a task on a CPU: run it now if the CPU is idle, else queue it (placed on its
     /// cfs_rq by place_entity either way).
     pub fn enqueue(&mut self, rqs: &mut RunQueues, cpu: CpuId, t: TaskId, now: u64) {
+        self.sched_info_enqueue(t, now);
         self.place_entity(rqs, t, cpu);
         if self.cpus[cpu].curr.is_none() {
             let c = &mut self.cpus[cpu];
@@ -454,6 +480,7 @@ impl Kernel {
         match self.cpus[cpu].curr {
             None => self.enqueue(rqs, cpu, t, now),
             Some(curr) => {
+                self.sched_info_enqueue(t, now);
                 self.place_entity(rqs, t, cpu);
                 self.set_task_cpu(t, cpu);
                 rqs.rq[cpu].push_front(t);

@@ -28,6 +28,8 @@ pub fn report(k: &Kernel, secs: f64) -> Value {
                 "kind": kind,
                 "mm": (!k.tasks[t].kthread).then_some(k.tasks[t].mm),
                 "cpu_seconds": cpu_s,
+                // schedstat's second field (sched_info.run_delay), as bench reads the host's.
+                "wait_seconds": se.run_delay as f64 / 1e9,
                 "migrations": se.nr_migrations,
                 "wakeups": se.wakeups,
                 "nice_weight": se.weight,

@@ -5,22 +5,46 @@
 use crate::cmd::finish_scenario;
 use crate::progress::{progress_bar, show_repetition};
 use anyhow::Result;
+use reclaimlab_core::background::BackgroundLoad;
 use reclaimlab_core::foreign::BackgroundFromHost;
 use reclaimlab_core::{ResultDoc, Scenario, Target};
 use reclaimlab_host::SwapRequest;
 
 /// `--background-from-host`: the simulator's `machine.background_load` (user tasks) and
 /// `machine.background_kthreads` (kernel threads) from the host runs' median foreign record
-/// (`reclaimlab_core::foreign`). None when no foreign task ran; an error when the host
-/// document has no record (written before bench kept one).
-pub fn derived_background(host: &ResultDoc) -> Result<Option<BackgroundFromHost>> {
-    match reclaimlab_core::foreign::of_doc(host) {
-        Some(f) => Ok(reclaimlab_core::foreign::background_load(&f)),
-        None => anyhow::bail!(
+/// (`reclaimlab_core::foreign`). With a `declared` load (the configuration's own
+/// `machine.background_load`, which bench started beside the workload), the user tasks less
+/// bench's load tasks go to `machine.background_other` instead, and the declared load stays
+/// (`foreign::beside`). None when no foreign task ran; an error when the host document has no
+/// record (written before bench kept one).
+pub fn derived_background(
+    host: &ResultDoc,
+    declared: Option<&BackgroundLoad>,
+) -> Result<Option<BackgroundFromHost>> {
+    use reclaimlab_core::foreign;
+    let derived = match declared {
+        None => foreign::of_doc(host).map(|f| foreign::background_load(&f)),
+        Some(l) => foreign::beside::of_doc(host, l).map(|f| foreign::beside::background_beside(&f)),
+    };
+    derived.ok_or_else(|| {
+        anyhow::anyhow!(
             "--background-from-host: the host runs have no foreign-load record (runs[].foreign; \
              bench writes it since this option exists): run the host side again"
-        ),
-    }
+        )
+    })
+}
+
+/// The configuration's own `machine.background_load` (None: it declares none), read on the
+/// host's CPU count (its `cpus` are checked against it).
+pub fn declared_load(
+    scenario: &str,
+    sets: &[String],
+    host: &ResultDoc,
+) -> Result<Option<BackgroundLoad>> {
+    let mut sets = sets.to_vec();
+    sets.push(format!("machine.cpus={}", host.machine.cpus.max(1)));
+    let s = Scenario::load(scenario, &sets, Target::Sim)?;
+    BackgroundLoad::from_scenario(&s)
 }
 
 /// What the simulation takes from the host runs besides the machine's size.
@@ -100,7 +124,8 @@ fn sim_per_placement(scenario: &str, sets: &[String], placements: &[String]) -> 
 
 /// Run `scenario` with `sets` on the host (or read `host_result`), then simulate it as the
 /// host machine (machine.cpus and machine.memory set from the host result; with
-/// `background_from_host`, machine.background_load from its foreign record, after `sets`).
+/// `background_from_host`, the foreign load from its record, after `sets`: see
+/// [`derived_background`]).
 pub fn host_and_sim(
     scenario: &str,
     sets: &[String],
@@ -132,27 +157,18 @@ pub fn host_and_sim(
             d
         }
     };
-    if from.background
-        && sets
-            .iter()
-            .any(|s| s.starts_with("machine.background_load.tasks"))
-    {
-        anyhow::bail!(
-            "--background-from-host with a configuration that sets machine.background_load: \
-             bench started that load itself and the host record counts it among the foreign \
-             tasks, so it would be given to the model twice; drop one of the two"
-        );
-    }
     let mut sets = sets.to_vec();
-    let background = if from.background {
-        derived_background(&host)?
+    let (background, declared) = if from.background {
+        let declared = declared_load(scenario, &sets, &host)?;
+        (derived_background(&host, declared.as_ref())?, declared)
     } else {
-        None
+        (None, None)
     };
     if let Some(b) = &background {
         sets.extend(b.sets());
-    } else if from.background {
-        // No foreign user task ran: the model's quiet machine is what the host had.
+    } else if from.background && declared.is_none() {
+        // No foreign user task ran: the model's quiet machine is what the host had (beside a
+        // declared load, machine.background_other is already none).
         sets.push("machine.background_load.tasks=0".into());
     }
     sets.push(format!("machine.cpus={}", host.machine.cpus.max(1)));

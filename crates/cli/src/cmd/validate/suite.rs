@@ -2,7 +2,7 @@
 //! (`host_sim`), printed as each finishes and written to `--out` after each, so that
 //! `--resume` can continue an interrupted run (`stored`).
 
-use super::host_sim::{derived_background, host_and_sim, host_placements, FromHost};
+use super::host_sim::{declared_load, derived_background, host_and_sim, host_placements, FromHost};
 use super::stored::{host_from, kept, Kept};
 use crate::output::{self, SuiteReport};
 use anyhow::Result;
@@ -171,6 +171,7 @@ fn check_configs(suite: &Suite, cli_sets: &[String]) -> Result<()> {
                 s.skip_section("machine.topology");
                 s.skip_section("machine.background_load");
                 s.skip_section("machine.background_kthreads");
+                s.skip_section(reclaimlab_core::background::OTHER_KEY);
                 s.skip_section("sched");
                 s.finish()
             })
@@ -191,7 +192,9 @@ fn kept_config(
 ) -> ConfigResult {
     let mut r = ConfigResult::new(c, sets, seconds);
     if from.background {
-        match derived_background(&h) {
+        match declared_load(&c.scenario, &r.sets, &h)
+            .and_then(|l| derived_background(&h, l.as_ref()))
+        {
             Ok(b) => r.background_from_host = b,
             Err(e) => r.error = Some(format!("{e:#}")),
         }
