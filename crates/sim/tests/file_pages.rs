@@ -666,14 +666,17 @@ fn readahead_reads_queue_behind_writeback_on_the_same_device() {
     let mm = writable_mapping(&mut k, 1024);
     k.ra.ra_pages = 64;
     let read = k.cost.file_read_page;
+    let latency = k.cost.file_read_latency;
+    assert!(latency > 0);
     // The device is busy with writeback for 1 ms.
     let now = k.cpus[0].clock;
     k.wb.busy_until = now + 1_000_000;
     // The miss reads around pages 0..64: its task sleeps until the writes ahead of it and
-    // its own read are done.
+    // its own read are done, one request latency in all (the window's folios complete a
+    // latency after their own transfers, and the task waits for them in turn).
     k.user_access(0, mm, 0, false);
     let (until, _) = k.take_sleep(0).expect("a read wait");
-    assert_eq!(until, now + 1_000_000 + 64 * read);
+    assert_eq!(until, now + 1_000_000 + 64 * read + latency);
     // The PG_readahead hit (page 48) submits the next window asynchronously: no wait then,
     // but a fault that reaches one of its folios before the device has read it waits.
     k.cpus[0].clock = until;
@@ -685,7 +688,7 @@ fn readahead_reads_queue_behind_writeback_on_the_same_device() {
     let t = k.cpus[0].clock;
     k.user_access(0, mm, 100, false);
     let (until2, _) = k.take_sleep(0).expect("a wait on the window's read");
-    assert!(until2 > t && until2 <= t + 64 * read, "{until2} vs {t}");
+    assert!(until2 > t && until2 <= t + 64 * read + latency, "{until2} vs {t}");
 }
 
 #[test]

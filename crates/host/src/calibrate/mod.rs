@@ -1232,9 +1232,13 @@ fn derive_device_costs(
             tr,
             "the 8-page read was not slower than the 1-page read",
         );
+        // The disk under --dir is the swap file's and the data files' alike: the page
+        // cache's request latencies are the same figures.
         for (cost, bench, what) in [
             ("swap_read_latency", "blk-read-1", "read"),
             ("swap_write_latency", "blk-write-1", "write"),
+            ("file_read_latency", "blk-read-1", "read"),
+            ("file_write_latency", "blk-write-1", "write"),
         ] {
             let d = find(ms, bench).zip(t).and_then(|(m, t)| {
                 Derived::new(
@@ -1588,6 +1592,8 @@ mod tests {
         assert_eq!(costs["swap_page_transfer"].ns, 2_000.0);
         assert_eq!(costs["swap_read_latency"].ns, 99_000.0);
         assert_eq!(costs["swap_write_latency"].ns, 108_000.0);
+        assert_eq!(costs["file_read_latency"].ns, 99_000.0);
+        assert_eq!(costs["file_write_latency"].ns, 108_000.0);
         // A cluster read no slower than one page: no transfer, and no latencies from it.
         let ms = vec![
             m("blk-read-1", &[100_000.0]),

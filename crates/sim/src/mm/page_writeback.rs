@@ -306,7 +306,12 @@ impl Kernel {
         };
         let unwritten = self.block_unwritten(file, idx);
         self.writepages_charge(cpu, new_request, unwritten);
-        let done = self.blk_submit(cpu, fixed, n * self.cost.file_write_page, 0);
+        let done = self.blk_submit(
+            cpu,
+            fixed,
+            n * self.cost.file_write_page,
+            self.cost.file_write_latency,
+        );
         self.inflight_add(done, pfn);
         self.vmstat.count_vm_events(NR_WRITTEN, n);
         if !new_request {

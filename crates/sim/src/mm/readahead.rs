@@ -242,8 +242,12 @@ impl Kernel {
     }
 
     /// Fill pages `first..first + nr` of `file` on a miss from `cpu`: zeroing a hole or an
-    /// unwritten block is CPU time; a device read (`file_read_page` per page) is I/O the
-    /// faulting task sleeps on (filemap_fault waits for the folio's read: folio_lock). The
+    /// unwritten block is CPU time; a device read (`file_read_page` per page, completing
+    /// `file_read_latency` after its transfer) is I/O the faulting task sleeps on
+    /// (filemap_fault waits for the folio's read: folio_lock). A window's folios are read
+    /// one after another, each completing a latency after its own transfer, so a task that
+    /// waits for them in turn waits one latency in all, as for the kernel's bio of the
+    /// window. The
     /// read goes to the same device as writeback (one request queue: submit_bio of the read
     /// waits behind the writes already queued), so it completes after them.
     pub fn file_fill(&mut self, cpu: CpuId, file: usize, first: u64, nr: u64) {
@@ -252,7 +256,7 @@ impl Kernel {
         let (zero, read) = self.file_read_cost(file, first, nr);
         self.charge(cpu, zero);
         if read > 0 {
-            let done = self.blk_submit(cpu, 0, read, 0);
+            let done = self.blk_submit(cpu, 0, read, self.cost.file_read_latency);
             self.io_wait_until(cpu, done);
         }
     }
@@ -261,7 +265,7 @@ impl Kernel {
     /// submitted to the device now, waited for by the first fault that finds the folio before
     /// the read completes.
     fn file_read_async(&mut self, cpu: CpuId, file: usize, first: u64, pfn: Pfn, read: u64) {
-        let done = self.blk_submit(cpu, 0, read, 0);
+        let done = self.blk_submit(cpu, 0, read, self.cost.file_read_latency);
         let now = self.cpus[cpu].clock;
         let reads = &mut self.ra.reads_in_flight;
         if reads.len() >= 4096 {
