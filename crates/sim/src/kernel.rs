@@ -145,6 +145,9 @@ pub struct Kernel {
     pub invariant_errors: Vec<String>,
     /// Dirty file folios reclaim tagged PG_reclaim, for the flusher (wakeup_flusher_threads).
     pub writeback_queue: Vec<crate::mm::folio::Pfn>,
+    /// Spare folio lists for reclaim's isolate/keep/free/dirty lists, reused so that a scan
+    /// allocates none; a stack, as reclaim nests (a preemption window's step reclaims whole).
+    pub(crate) spare_lists: Vec<Vec<crate::mm::folio::Pfn>>,
     /// The lost-write oracle.
     pub oracle: crate::oracle::Oracle,
     /// Run queues and access model, for the engine and reclaim preemption points.
@@ -232,6 +235,7 @@ impl Kernel {
             swappiness,
             invariant_errors: Vec::new(),
             writeback_queue: Vec::new(),
+            spare_lists: Vec::new(),
             oracle: crate::oracle::Oracle::new(cfg.oracle),
             runner: Default::default(),
             in_reclaim_preempt: false,

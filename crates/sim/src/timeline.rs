@@ -175,24 +175,38 @@ const BLOCK: usize = 128;
 /// The intervals in order, in blocks of at most `BLOCK`, for a lock shared by every CPU: with
 /// many CPUs a lagging one's request lands far behind the latest holds, and inserting it moves at most one block's
 /// tail instead of everything after it. Searches go from the back (blocks by their first start,
-/// then within the block).
+/// then within the block). The oldest intervals are forgotten from the first block by a
+/// cursor (as in [`BlockHistory`]), the block itself once it is used up: a full timeline
+/// forgets one interval per add, which must not move the first block each time.
 #[derive(Clone, Debug, Default)]
 pub struct BlockTimeline {
     blocks: Vec<Vec<(u64, u64)>>,
+    /// Intervals of `blocks[0]` already forgotten (older than every live one).
+    front: usize,
     len: usize,
     cap: usize,
 }
 
 /// A place in a [`BlockTimeline`]: (block, index in it); `(blocks.len(), 0)` is the end. Always
-/// normalized: the index is inside its block unless the place is the end.
+/// normalized: the index is inside its block's live part unless the place is the end.
 type Pos = (usize, usize);
 
 impl BlockTimeline {
     pub fn new(cap: usize) -> BlockTimeline {
         BlockTimeline {
             blocks: Vec::new(),
+            front: 0,
             len: 0,
             cap,
+        }
+    }
+
+    /// The first live index of block `k`.
+    fn lo(&self, k: usize) -> usize {
+        if k == 0 {
+            self.front
+        } else {
+            0
         }
     }
 
@@ -221,7 +235,7 @@ impl BlockTimeline {
     }
 
     fn prev(&self, p: Pos) -> Option<Pos> {
-        if p.1 > 0 {
+        if p.1 > self.lo(p.0) {
             Some((p.0, p.1 - 1))
         } else if p.0 > 0 {
             Some((p.0 - 1, self.blocks[p.0 - 1].len() - 1))
@@ -232,13 +246,15 @@ impl BlockTimeline {
 
     /// The first interval starting after `t`.
     fn after(&self, t: u64) -> Pos {
-        // Blocks whose first interval starts at or before t.
+        // Blocks whose first interval starts at or before t (block 0's first may be a
+        // forgotten one: older than its live ones, so the order holds).
         let k = partition_point_back(&self.blocks, |b| b[0].0 <= t);
         if k == 0 {
-            return (0, 0);
+            return (0, self.front);
         }
         let b = &self.blocks[k - 1];
-        let i = partition_point_back(b, |&(s, _)| s <= t);
+        let lo = self.lo(k - 1);
+        let i = lo + partition_point_back(&b[lo..], |&(s, _)| s <= t);
         if i == b.len() {
             (k, 0)
         } else {
@@ -334,6 +350,13 @@ impl BlockTimeline {
             } else {
                 // Inserted before i (i is not the end: the new interval starts before the
                 // last one, which it does not touch).
+                let mut i = i;
+                if i.0 == 0 && self.front > 0 {
+                    // Drop the forgotten front before it could be split off with live ones.
+                    self.blocks[0].drain(..self.front);
+                    i.1 -= self.front;
+                    self.front = 0;
+                }
                 let b = &mut self.blocks[i.0];
                 b.insert(i.1, (s, e));
                 if b.len() > BLOCK {
@@ -345,9 +368,10 @@ impl BlockTimeline {
         }
         if self.len > self.cap {
             // Forget the oldest.
-            self.blocks[0].remove(0);
-            if self.blocks[0].is_empty() {
+            self.front += 1;
+            if self.front == self.blocks[0].len() {
                 self.blocks.remove(0);
+                self.front = 0;
             }
             self.len -= 1;
         }
@@ -563,7 +587,7 @@ mod tests {
                     .all(|x| !x.is_empty() && x.len() <= super::BLOCK));
             }
             let flat: Vec<(u64, u64)> = a.blocks.concat();
-            assert_eq!(flat, b.iv.as_slice());
+            assert_eq!(&flat[a.front..], b.iv.as_slice());
         }
     }
 

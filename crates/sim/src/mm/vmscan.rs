@@ -287,7 +287,8 @@ impl Kernel {
 
     /// isolate_lru_folios: take up to `nr` pages' worth of folios from the tail.
     fn isolate_lru_folios(&mut self, cpu: CpuId, nr: u64, lru: u8) -> Vec<Pfn> {
-        let mut out = Vec::with_capacity(nr as usize);
+        let mut out = self.take_list();
+        out.reserve(nr as usize);
         let mut taken = 0;
         while taken < nr {
             let Some(pfn) = self.lruvec.tail(lru) else {
@@ -300,6 +301,17 @@ impl Kernel {
         // Under spin_lock_irq(&lruvec->lru_lock): waits when another CPU holds it.
         self.lru_lock_irq_section(cpu, out.len() as u64 * self.cost.isolate_folio);
         out
+    }
+
+    /// An empty folio list from the spares (its allocation reused).
+    pub(crate) fn take_list(&mut self) -> Vec<Pfn> {
+        self.spare_lists.pop().unwrap_or_default()
+    }
+
+    /// Return a folio list to the spares.
+    pub(crate) fn give_list(&mut self, mut list: Vec<Pfn>) {
+        list.clear();
+        self.spare_lists.push(list);
     }
 
     /// lru_note_cost: reclaim cost of a type, decayed as the LRU turns over.
@@ -349,6 +361,7 @@ impl Kernel {
             nr_deactivate += f.nr_pages();
         }
         self.move_folios_to_lru(cpu, &list);
+        self.give_list(list);
         self.vmstat.count_vm_events(PGDEACTIVATE, nr_deactivate);
         self.lru_note_cost(is_file_lru(lru), 0, nr_rotated);
     }
@@ -357,6 +370,7 @@ impl Kernel {
     fn shrink_inactive_list(&mut self, cpu: CpuId, nr: u64, lru: u8, sc: &mut ScanControl) -> u64 {
         let list = self.isolate_lru_folios(cpu, nr, lru);
         if list.is_empty() {
+            self.give_list(list);
             return 0;
         }
         let nr_scanned: u64 = list.iter().map(|&p| self.folios.get(p).nr_pages()).sum();
@@ -369,6 +383,7 @@ impl Kernel {
         sc.nr_scanned += nr_scanned;
         let (nr_reclaimed, stat, ret) = self.shrink_folio_list(cpu, list);
         self.move_folios_to_lru(cpu, &ret);
+        self.give_list(ret);
         // Every folio taken was dirty and not queued for I/O: the flushers are not keeping
         // up, so wake them (WB_REASON_VMSCAN); on cgroup v1 (!writeback_throttling_sane)
         // the reclaimer also sleeps in reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK).
@@ -513,9 +528,10 @@ impl Kernel {
         }
         let mut ubc = TlbUbc::new(self.arch, self.nr_cpus());
         let mut stat = ReclaimStat::default();
-        let mut ret = Vec::new();
-        let mut free = Vec::with_capacity(self.policy.settings.free_batch);
-        let mut dirty = Vec::new();
+        let mut ret = self.take_list();
+        let mut free = self.take_list();
+        free.reserve(self.policy.settings.free_batch);
+        let mut dirty = self.take_list();
         let mut nr_reclaimed = 0;
         let mut pgactivate = 0;
         let ttu = if self.has(Patch::TlbBatch) {
@@ -523,7 +539,7 @@ impl Kernel {
         } else {
             0
         };
-        for pfn in list {
+        for &pfn in &list {
             // A preemption point between folios (sim.interleave = "folio"; no-op otherwise).
             self.reclaim_preempt(cpu);
             if self
@@ -665,6 +681,9 @@ impl Kernel {
         self.try_to_unmap_flush(cpu, &mut ubc);
         // swap_write_submit: a block device's write bio of this list goes out.
         self.swap_write_submit(cpu);
+        self.give_list(list);
+        self.give_list(free);
+        self.give_list(dirty);
         (nr_reclaimed, stat, ret)
     }
 
@@ -705,7 +724,10 @@ impl Kernel {
     ) -> u64 {
         self.try_to_unmap_flush_dirty(cpu, ubc);
         let mut reclaimed = 0;
-        for pfn in std::mem::take(dirty) {
+        // Taken out while it is written (each pageout is a preemption point), then given
+        // back empty with its allocation.
+        let batch = std::mem::take(dirty);
+        for &pfn in &batch {
             let nr = self.folios.get(pfn).nr_pages();
             // Relock. While unlocked in the batch a fault may have mapped the folio back:
             // pageout's refcount check (is_page_cache_freeable) keeps it then.
@@ -723,6 +745,8 @@ impl Kernel {
             }
             reclaimed += self.free_it(cpu, ubc, pfn, free);
         }
+        *dirty = batch;
+        dirty.clear();
         reclaimed
     }
 
