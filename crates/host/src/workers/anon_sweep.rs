@@ -11,7 +11,9 @@
 //! is the total over `run.duration` (`pages_per_sec`). The load should never be OOM-killed:
 //! a run with an OOM kill is invalid.
 
-use super::{finish, maybe_hang, parse_result, pin, report_sweeps, wait_line, Mapping};
+use super::{
+    finish, maybe_hang, parse_result, pin, report_sweeps, touch_until, wait_line, Mapping,
+};
 use crate::proc::{fork_in_memcg, Forked};
 use crate::workload::{Env, HostWorkload, Meter, Outcome};
 use anyhow::{Context, Result};
@@ -56,34 +58,32 @@ fn sweep(map: &Mapping, spec: &Spec, p: usize, t: usize, dur: Duration, seed: u6
     let mut rng = Rng::new(seed, p, t);
     // write with probability write_ratio: compare 32 random bits against ratio × 2^32.
     let threshold = (spec.write_ratio * (1u64 << 32) as f64) as u64;
-    let mut count = 0u64;
-    // The populate pass: every page of the slice written once.
-    for i in start..end {
-        map.touch(i, true);
-        count += 1;
-        if count & 255 == 0 && Instant::now() >= deadline {
-            return count;
-        }
+    if start == end {
+        // More threads than pages: this one has nothing to touch.
+        std::thread::sleep(deadline.saturating_duration_since(Instant::now()));
+        return 0;
     }
+    // The populate pass writes every page of the slice once, then the pattern runs; the
+    // deadline is read as touch_until reads it, so a slow touch (a swap-in from a block
+    // device) does not carry the count past the run's end.
+    let mut populate = start;
     let mut i = start;
-    loop {
-        for _ in 0..256 {
-            let page = match spec.pattern {
-                Pattern::Sequential if start == end => break,
-                Pattern::Sequential => {
-                    let page = i;
-                    i = if i + 1 >= end { start } else { i + 1 };
-                    page
-                }
-                Pattern::Random => (rng.next() % n as u64) as usize,
-            };
-            map.touch(page, (rng.next() >> 32) < threshold);
-            count += 1;
+    touch_until(deadline, || {
+        if populate < end {
+            map.touch(populate, true);
+            populate += 1;
+            return;
         }
-        if Instant::now() >= deadline {
-            return count;
-        }
-    }
+        let page = match spec.pattern {
+            Pattern::Sequential => {
+                let page = i;
+                i = if i + 1 >= end { start } else { i + 1 };
+                page
+            }
+            Pattern::Random => (rng.next() % n as u64) as usize,
+        };
+        map.touch(page, (rng.next() >> 32) < threshold);
+    })
 }
 
 /// Run `f` with the calling thread pinned to `cpu` (if any), then restore its affinity.

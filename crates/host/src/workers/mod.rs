@@ -13,6 +13,7 @@ use crate::workload::Env;
 use anyhow::{bail, Context, Result};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 /// Refuse a data directory whose pages would not be file pages (tmpfs is shmem: swap-backed).
@@ -136,19 +137,23 @@ impl Mapping {
         self.len / 4096
     }
 
-    /// Read (and with `write`, also write) one byte of page `i`. On x86-64 the compiler makes
-    /// the write one read-modify-write instruction (`incb`), so a page that is not mapped
-    /// takes a single write fault (no read fault first: no fault-around, on a shared file
-    /// mapping do_shared_fault), as the simulator's store-only write models it.
+    /// Touch one byte of page `i`: a load, or with `write` one atomic read-modify-write
+    /// instruction (`lock add` on x86-64) that adds one. A page that is not mapped then takes
+    /// a single write fault (the CPU reports the access as a write: no read fault first, so no
+    /// fault-around and, on a shared file mapping, do_shared_fault directly), which is the
+    /// simulator's store-only write. A plain load and store would leave it to the compiler
+    /// whether a write touch is one instruction or two, and with two the host's writer takes a
+    /// read fault, with read-around, before every write fault.
     #[inline]
     pub fn touch(&self, i: usize, write: bool) {
         let p = (self.addr + i * 4096) as *mut u8;
-        // SAFETY: i < pages(); the mapping is live and (for write) writable.
-        unsafe {
-            let v = std::ptr::read_volatile(p);
-            if write {
-                std::ptr::write_volatile(p, v.wrapping_add(1));
-            }
+        if write {
+            // SAFETY: i < pages(); the mapping is live and writable, and no other reference
+            // to this byte exists outside atomic accesses.
+            unsafe { AtomicU8::from_ptr(p) }.fetch_add(1, Ordering::Relaxed);
+        } else {
+            // SAFETY: i < pages(); the mapping is live.
+            unsafe { std::ptr::read_volatile(p) };
         }
     }
 }
