@@ -78,6 +78,12 @@ pub struct SimConfig {
     /// finish_fault()" (posted September 2025); without it only shmem does and other files
     /// take one fault per page. `validation/file.toml` sets it: the host's counters show it.
     pub file_fault_whole_folio: bool,
+    /// Written page-cache folios carry buffer heads (`sim.file_buffer_heads`, default true):
+    /// ext4 attaches them when a folio is written (write_begin, page_mkwrite →
+    /// block_page_mkwrite) and reclaim must release them (filemap_release_folio →
+    /// try_to_free_buffers) before the folio leaves the page cache. False for a filesystem on
+    /// iomap (XFS), whose folios have no buffer heads.
+    pub file_buffer_heads: bool,
     /// The lost-write oracle (`sim.oracle`, default true; off only to measure its cost).
     pub oracle: bool,
     /// `sim.interleave`: `folio` (default) or `step` (engine.rs).
@@ -170,6 +176,7 @@ impl Default for SimConfig {
             writeback_irq_cpu: None,
             file_pmd_map: true,
             file_fault_whole_folio: false,
+            file_buffer_heads: true,
             oracle: true,
             interleave: Interleave::Folio,
             page_data: None,
@@ -245,6 +252,7 @@ impl SimConfig {
             file_pmd_map: s.bool_or("sim.file_pmd_map", d.file_pmd_map)?,
             file_fault_whole_folio: s
                 .bool_or("sim.file_fault_whole_folio", d.file_fault_whole_folio)?,
+            file_buffer_heads: s.bool_or("sim.file_buffer_heads", d.file_buffer_heads)?,
             oracle: s.bool_or("sim.oracle", d.oracle)?,
             interleave: match s.str_or("sim.interleave", "folio")?.as_str() {
                 "step" => Interleave::Step,

@@ -187,6 +187,16 @@ pub struct CostTable {
     /// slots, nrpages, the NR_FILE_PAGES statistics): the mirror of the delete's xarray work,
     /// ~50 ns. Estimate, not measured.
     pub page_cache_insert_locked: u64,
+    /// filemap_release_folio for a page-cache folio with buffer heads, per page: ext4's
+    /// release_folio → try_to_free_buffers: drop_buffers under the mapping's i_private_lock
+    /// (`release_buffers_locked`), then free_buffer_head for each (slab free with its memcg
+    /// hook). ~150 ns. Estimate: one buffer head per 4 KiB page on 4 KiB blocks, a walk of
+    /// its ring and a slab free; perf on this project's test machine measured 180 ns (see
+    /// docs/cost-model.md).
+    pub release_buffers: u64,
+    /// The part of `release_buffers` under i_private_lock (drop_buffers), charged out of
+    /// it, not on top. ~90 ns. Estimate, as `release_buffers`.
+    pub release_buffers_locked: u64,
     /// CPU time per page a block swap request completes, on the CPU its interrupt runs on:
     /// the hardirq, then (one hardware queue: blk_mq_complete_request raises BLOCK_SOFTIRQ
     /// locally) blk_mq_end_request and each bio's end_io (end_swap_bio_read/write:
@@ -276,6 +286,8 @@ impl CostTable {
             line_transfer: 60,
             page_cache_delete_locked: 100,
             page_cache_insert_locked: 50,
+            release_buffers: 150,
+            release_buffers_locked: 90,
             swap_complete_page: 400,
             writepages_folio: 300,
             writepages_request: 1_500,

@@ -119,6 +119,36 @@ pub struct File {
     /// 0 = empty; else like a non-present swap PTE: PTE_SWPCACHE|pfn for a cached folio,
     /// PTE_SWP|shadow for an evicted one.
     pub cache: Vec<u32>,
+    /// Per page, whether its cached folio carries buffer heads (folio->private: ext4
+    /// attaches them when the folio is written); one bit a page, set on every page of the folio.
+    buffers: Vec<u64>,
+}
+
+impl File {
+    /// An empty page cache of `pages` pages.
+    pub fn new(pages: usize) -> File {
+        File {
+            cache: vec![0; pages],
+            buffers: vec![0; pages.div_ceil(64)],
+        }
+    }
+
+    /// folio_test_private: the cached folio at `index` has buffer heads.
+    pub fn has_buffers(&self, index: usize) -> bool {
+        self.buffers[index / 64] & (1 << (index % 64)) != 0
+    }
+
+    /// Attach (true) or drop (false) the buffer heads of the folio on pages [index, index + n).
+    pub fn set_buffers(&mut self, index: usize, n: usize, on: bool) {
+        for i in index..index + n {
+            let (w, b) = (i / 64, 1u64 << (i % 64));
+            if on {
+                self.buffers[w] |= b;
+            } else {
+                self.buffers[w] &= !b;
+            }
+        }
+    }
 }
 
 pub struct Kernel {

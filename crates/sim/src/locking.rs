@@ -200,6 +200,8 @@ pub enum LockId {
     LruLock,
     /// The page cache lock (mapping->i_pages) of the model's file with this index.
     IPages(usize),
+    /// The file's mapping->i_private_lock, which guards its folios' buffer heads.
+    PrivateLock(usize),
 }
 
 /// The model's shared locks and the per-CPU lru_add batches.
@@ -209,6 +211,8 @@ pub struct Locks {
     pub lru_lock: SpinLock,
     /// Each file's mapping->i_pages lock (xa_lock_irq), by file index, made on first use.
     pub i_pages: Vec<SpinLock>,
+    /// Each file's mapping->i_private_lock (spin_lock, interrupts on), by file index.
+    pub i_private: Vec<SpinLock>,
     /// Folios added to each CPU's lru_add folio_batch since its last drain.
     pub lru_add_pending: Vec<u32>,
 }
@@ -218,6 +222,7 @@ impl Locks {
         Locks {
             lru_lock: SpinLock::new(nr_cpus),
             i_pages: Vec::new(),
+            i_private: Vec::new(),
             lru_add_pending: vec![0; nr_cpus],
         }
     }
@@ -225,17 +230,21 @@ impl Locks {
     fn lock(&mut self, id: LockId) -> &mut SpinLock {
         match id {
             LockId::LruLock => &mut self.lru_lock,
-            LockId::IPages(file) => {
-                if self.i_pages.len() <= file {
-                    // One file's lock is shared by its readers and whoever reclaims its
-                    // pages, a few CPUs: its holds land near the latest, where one vector is
-                    // cheapest, whatever the machine's size.
-                    self.i_pages.resize_with(file + 1, || SpinLock::new(1));
-                }
-                &mut self.i_pages[file]
-            }
+            // One file's lock is shared by its readers and whoever reclaims its pages, a
+            // few CPUs: its holds land near the latest, where one vector is cheapest,
+            // whatever the machine's size.
+            LockId::IPages(file) => per_file(&mut self.i_pages, file),
+            LockId::PrivateLock(file) => per_file(&mut self.i_private, file),
         }
     }
+}
+
+/// `file`'s lock in a per-file vector, made on first use.
+fn per_file(locks: &mut Vec<SpinLock>, file: usize) -> &mut SpinLock {
+    if locks.len() <= file {
+        locks.resize_with(file + 1, || SpinLock::new(1));
+    }
+    &mut locks[file]
 }
 
 impl Kernel {
@@ -252,14 +261,22 @@ impl Kernel {
     /// are off from the first spin to the unlock, so an IPI arriving meanwhile waits.
     pub fn lock_irq_section(&mut self, cpu: CpuId, lock: LockId, hold: u64, lines: u64) {
         let t = self.cpus[cpu].clock;
+        let end = self.lock_section(cpu, lock, hold, lines);
+        self.smp.irq_off[cpu].push(t, end);
+    }
+
+    /// The same section under a plain spin_lock (interrupts stay on): the CPU spins until the
+    /// lock is free, then holds it. Returns when it is released.
+    pub fn lock_section(&mut self, cpu: CpuId, lock: LockId, hold: u64, lines: u64) -> u64 {
+        let t = self.cpus[cpu].clock;
         let sec = Section {
             lines,
             transfer: self.cost.line_transfer,
         };
         let (start, len) = self.locks.lock(lock).acquire_section(t, cpu, hold, sec);
         let end = start + len;
-        self.smp.irq_off[cpu].push(t, end);
         self.cpus[cpu].clock = end;
+        end
     }
 
     /// __filemap_add_folio's xas_lock_irq section for a new folio in `file`'s page cache.
@@ -295,7 +312,8 @@ impl Kernel {
     pub fn lock_stats(&self) -> Vec<(&'static str, u64)> {
         let l = &self.locks.lru_lock;
         let ip = |f: fn(&SpinLock) -> u64| self.locks.i_pages.iter().map(f).sum::<u64>();
-        vec![
+        let pl = |f: fn(&SpinLock) -> u64| self.locks.i_private.iter().map(f).sum::<u64>();
+        let mut v = vec![
             ("lru_lock_acquired", l.acquired),
             ("lru_lock_contended", l.contended),
             ("lru_lock_wait_ns", l.wait_ns),
@@ -308,9 +326,19 @@ impl Kernel {
             ("i_pages_lock_remote_handoffs", ip(|l| l.remote_handoffs)),
             (
                 "lock_line_transfers",
-                l.line_transfers + ip(|l| l.line_transfers),
+                l.line_transfers + ip(|l| l.line_transfers) + pl(|l| l.line_transfers),
             ),
-        ]
+        ];
+        // Only where reclaim released buffer heads (written page-cache folios).
+        if pl(|l| l.acquired) > 0 {
+            v.extend([
+                ("i_private_lock_acquired", pl(|l| l.acquired)),
+                ("i_private_lock_contended", pl(|l| l.contended)),
+                ("i_private_lock_wait_ns", pl(|l| l.wait_ns)),
+                ("i_private_lock_hold_ns", pl(|l| l.hold_ns)),
+            ]);
+        }
+        v
     }
 }
 

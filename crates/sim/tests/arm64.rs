@@ -22,7 +22,7 @@ fn mapped_file(arch: Arch, order: u8, young_patch: bool) -> (Kernel, u32, u32) {
     policy.set(Patch::ClearFlushYoungPtes, young_patch);
     let mut k = Kernel::new(cfg(order), policy, 3, 1024, 1 << 20, 60, 1);
     k.set_arch(arch);
-    k.files.push(File { cache: vec![0; 64] });
+    k.files.push(File::new(64));
     let mm = k.mm_alloc(64, Backing::File(0), false);
     for cpu in 0..2 {
         let t = k.task_new(mm, Some(cpu), 0, 64);

@@ -20,7 +20,7 @@ fn mapped_file(order: u8, patch: bool) -> (Kernel, u32) {
     let mut policy = Policy::linux_6_18();
     policy.set(Patch::FileLargeFolioUnmap, patch);
     let mut k = Kernel::new(cfg(order), policy, 2, 1024, 1 << 20, 60, 1);
-    k.files.push(File { cache: vec![0; 64] });
+    k.files.push(File::new(64));
     let mm = k.mm_alloc(64, Backing::File(0), false);
     let t = k.task_new(mm, Some(0), 0, 64);
     k.context_switch(0, Some(t));

@@ -17,9 +17,7 @@ fn kernel(cfg: SimConfig, limit_pages: u64) -> Kernel {
 
 /// One task on CPU 0 reading (or writing) every page of a `pages`-page file mapping in order.
 fn sweep_file(k: &mut Kernel, pages: u64, write: bool) {
-    k.files.push(File {
-        cache: vec![0; pages as usize],
-    });
+    k.files.push(File::new(pages as usize));
     let mm = k.mm_alloc(pages, Backing::File(0), write);
     let t = k.task_new(mm, Some(0), 0, pages);
     k.context_switch(0, Some(t));
@@ -222,9 +220,7 @@ fn pmd_sized_file_folio_is_mapped_by_one_fault_and_unmapped_with_one_flush() {
     use reclaimlab_sim::mm::rmap::TTU_BATCH_FLUSH;
     // Order-9 page-cache folios (sim.file_folio_order = 9), no readahead.
     let mut k = kernel(common::cfg(9), 1 << 20);
-    k.files.push(File {
-        cache: vec![0; 1024],
-    });
+    k.files.push(File::new(1024));
     let mm = k.mm_alloc(1024, Backing::File(0), true);
     // The mm runs on both CPUs (a thread on each).
     for cpu in [1, 0] {
@@ -272,9 +268,7 @@ fn reclaim_throttle_waits_for_swap_cluster_max_pages_written() {
     // __acct_reclaim_writeback: a throttled reclaimer wakes once more than 32 pages have been
     // written, not at the first completion. CPU 0 runs no task, so the wait is its clock.
     let mut k = kernel(common::cfg(0), 1 << 20);
-    k.files.push(File {
-        cache: vec![0; 1024],
-    });
+    k.files.push(File::new(1024));
     inflight(&mut k, 64, 0, 1_000);
     assert!(k.reclaim_throttle_writeback(0));
     assert_eq!(k.cpus[0].clock, 33 * 1_000);
@@ -282,9 +276,7 @@ fn reclaim_throttle_waits_for_swap_cluster_max_pages_written() {
 
     // NR_THROTTLED_WRITTEN counts pages: one 512-page folio's completion is enough.
     let mut k = kernel(common::cfg(0), 1 << 20);
-    k.files.push(File {
-        cache: vec![0; 1024],
-    });
+    k.files.push(File::new(1024));
     inflight(&mut k, 1, 9, 5_000);
     inflight(&mut k, 8, 0, 1_000);
     assert!(k.reclaim_throttle_writeback(0));
@@ -292,9 +284,7 @@ fn reclaim_throttle_waits_for_swap_cluster_max_pages_written() {
 
     // Too little in flight and nothing queued: the HZ/10 timeout ends the sleep.
     let mut k = kernel(common::cfg(0), 1 << 20);
-    k.files.push(File {
-        cache: vec![0; 1024],
-    });
+    k.files.push(File::new(1024));
     inflight(&mut k, 4, 0, 1_000);
     assert!(k.reclaim_throttle_writeback(0));
     assert_eq!(k.cpus[0].clock, 100_000_000);
@@ -307,9 +297,7 @@ fn a_fault_resumed_after_a_throttle_sleep_does_not_read_around_again() {
     for resumed in [false, true] {
         let mut k = kernel(common::cfg(0), 1 << 20);
         k.ra.ra_pages = 64;
-        k.files.push(File {
-            cache: vec![0; 1024],
-        });
+        k.files.push(File::new(1024));
         let mm = k.mm_alloc(1024, Backing::File(0), true);
         let t = k.task_new(mm, Some(0), 0, 1024);
         k.context_switch(0, Some(t));
@@ -336,7 +324,7 @@ fn a_fault_resumed_after_a_throttle_sleep_does_not_read_around_again() {
 /// Dirty order-0 page-cache folios at `pages` of file 0 (64 pages).
 fn dirty_file_pages(k: &mut Kernel, pages: &[u32]) {
     use reclaimlab_sim::mm::pgtable::PTE_SWPCACHE;
-    k.files.push(File { cache: vec![0; 64] });
+    k.files.push(File::new(64));
     for &p in pages {
         let pfn = k.folios.alloc_order(0, 0, p, 0);
         k.files[0].cache[p as usize] = PTE_SWPCACHE | pfn;
@@ -480,9 +468,7 @@ fn a_readahead_window_that_meets_a_cached_page_goes_on_in_order_0_folios() {
     let mut k = kernel(common::cfg(0), 1 << 20);
     k.ra.ra_pages = 64;
     k.ra.max_order = 9;
-    k.files.push(File {
-        cache: vec![0; 512],
-    });
+    k.files.push(File::new(512));
     let cached = k.folios.alloc_order(0, 0, 70, 0);
     k.lruvec.add(&mut k.folios, cached);
     k.files[0].cache[70] = PTE_SWPCACHE | cached;
@@ -556,9 +542,7 @@ fn fallocated_mapping(k: &mut Kernel, pages: u64, ra_pages: u64) -> usize {
 
 /// File 0 of `pages` pages, mapped shared and writable by a task running on CPU 0.
 fn writable_mapping(k: &mut Kernel, pages: u64) -> usize {
-    k.files.push(File {
-        cache: vec![0; pages as usize],
-    });
+    k.files.push(File::new(pages as usize));
     let mm = k.mm_alloc(pages, Backing::File(0), true);
     let t = k.task_new(mm, Some(0), 0, pages);
     k.context_switch(0, Some(t));
@@ -705,9 +689,7 @@ fn a_fault_on_a_folio_tagged_for_reclaim_reads_ahead_as_on_a_marker() {
     for (tag, writeback) in [(false, false), (true, false), (true, true)] {
         let mut k = kernel(common::cfg(0), 1 << 20);
         k.ra.ra_pages = 64;
-        k.files.push(File {
-            cache: vec![0; 1024],
-        });
+        k.files.push(File::new(1024));
         // Two processes map the file; the first one's miss reads pages 68..132 around 100.
         let a = k.mm_alloc(1024, Backing::File(0), false);
         let b = k.mm_alloc(1024, Backing::File(0), false);

@@ -20,9 +20,7 @@ fn node(managed: u64, pages: u64) -> (Kernel, Vec<usize>) {
     k.pgdat = Pgdat::new(managed, 10);
     let mut mms = Vec::new();
     for cpu in 0..2 {
-        k.files.push(File {
-            cache: vec![0; pages as usize],
-        });
+        k.files.push(File::new(pages as usize));
         let mm = k.mm_alloc(pages, Backing::File(cpu), false);
         let t = k.task_new(mm, Some(cpu), 0, pages);
         k.context_switch(cpu, Some(t));

@@ -110,3 +110,45 @@ fn more_reclaimers_than_cpus_and_anon_without_swappiness_are_refused() {
     .to_string();
     assert!(e.contains("memcg.swappiness"), "{e}");
 }
+
+/// The shipped scenario's one file reclaimer with `extra` sets (on the built-in costs).
+fn file_one(extra: &[&str]) -> ResultDoc {
+    let sets: Vec<String> = [
+        "workload.pages=file",
+        "workload.reclaimers=1",
+        "workload.bytes=16M",
+        "workload.reclaim_bytes=8M",
+    ]
+    .iter()
+    .chain(extra)
+    .map(|s| s.to_string())
+    .collect();
+    let scn = Scenario::load("limit-reclaim", &sets, Target::Sim).expect("scenario");
+    reclaimlab_sim::run(&scn, &Default::default()).expect("simulation")
+}
+
+#[test]
+fn written_file_folios_release_their_buffer_heads_and_cost_release_buffers_a_page() {
+    // calibrate writes its files: every reclaimed page had buffer heads to free.
+    let with = file_one(&[]);
+    let pages = x(&with, "limit_reclaim_pages");
+    assert!(x(&with, "buffer_head_pages_released") >= pages);
+    assert!(x(&with, "i_private_lock_acquired") >= pages);
+    // An iomap filesystem's folios have none: no release, no i_private_lock.
+    let without = file_one(&["sim.file_buffer_heads=false"]);
+    assert!(!without.runs[0]
+        .extra
+        .contains_key("buffer_head_pages_released"));
+    assert!(!without.runs[0]
+        .extra
+        .contains_key("i_private_lock_acquired"));
+    // One reclaimer never waits for the lock: the release adds exactly its cost per page
+    // (release_buffers, 150 ns built in; the drop under the lock is part of it).
+    let added =
+        x(&with, "limit_reclaim_cpu_ns_per_page") - x(&without, "limit_reclaim_cpu_ns_per_page");
+    let cost = reclaimlab_sim::cost::CostTable::x86().release_buffers as f64;
+    assert!(
+        (added - cost).abs() < 0.05 * cost,
+        "release added {added:.1} ns per page, cost {cost}"
+    );
+}

@@ -24,9 +24,7 @@ fn policy(reactivate: bool) -> Policy {
 /// One CPU, a 256-page writable shared file mapping, no swap, a memcg far above the file.
 fn kernel(reactivate: bool) -> Kernel {
     let mut k = Kernel::new(cfg(0), policy(reactivate), 1, 4096, 0, 60, 1);
-    k.files.push(File {
-        cache: vec![0; PAGES as usize],
-    });
+    k.files.push(File::new(PAGES as usize));
     let mm = k.mm_alloc(PAGES, Backing::File(0), true);
     let t = k.task_new(mm, Some(0), 0, PAGES);
     k.context_switch(0, Some(t));
@@ -244,7 +242,7 @@ fn writeback_completion_rotates_a_pg_reclaim_folio_to_the_oldest_tail() {
 fn reclaim_reactivates_a_folio_under_writeback_with_pg_reclaim() {
     // Classic LRU: shrink_folio_list's writeback case 2 (cgroup v2).
     let mut k = Kernel::new(cfg(0), Policy::linux_6_18(), 1, 4096, 0, 60, 1);
-    k.files.push(File { cache: vec![0; 8] });
+    k.files.push(File::new(8));
     let mm = k.mm_alloc(8, Backing::File(0), true);
     let t = k.task_new(mm, Some(0), 0, 8);
     k.context_switch(0, Some(t));

@@ -21,9 +21,7 @@ fn two_threads() -> (Kernel, usize) {
     let mut k = Kernel::new(common::cfg(0), Policy::linux_6_18(), 2, 1 << 20, 0, 60, 1);
     k.ra.ra_pages = RA_PAGES;
     k.ra.max_order = 9;
-    k.files.push(File {
-        cache: vec![0; 4096],
-    });
+    k.files.push(File::new(4096));
     let mm = k.mm_alloc(4096, Backing::File(0), false);
     for cpu in 0..2 {
         let t = k.task_new(mm, Some(cpu), 0, 4096);

@@ -5,6 +5,7 @@
 //! it is not set active and enters an old generation (lru_gen_folio_seq).
 
 use crate::kernel::{Backing, CpuId, Kernel, MmId};
+use crate::locking::LockId;
 use crate::mm::folio::Pfn;
 use crate::mm::memory::Access;
 use crate::mm::pgtable::*;
@@ -56,5 +57,24 @@ impl Kernel {
             self.files[file].cache[p as usize] = PTE_SWPCACHE | pfn;
         }
         Some(pfn)
+    }
+
+    /// filemap_release_folio for a folio reclaim is about to remove (shrink_folio_list calls
+    /// it before __remove_mapping when folio_needs_release): a folio with buffer heads has
+    /// them freed by try_to_free_buffers, drop_buffers under the mapping's i_private_lock and
+    /// free_buffer_head after it. A clean folio's buffers are always free to drop here.
+    pub(crate) fn filemap_release_folio(&mut self, cpu: CpuId, pfn: Pfn) {
+        let f = *self.folios.get(pfn);
+        let (file, index, n) = (f.owner as usize, f.index as usize, f.nr_pages());
+        if !self.files[file].has_buffers(index) {
+            return;
+        }
+        let total = n * self.cost.release_buffers;
+        let locked = (n * self.cost.release_buffers_locked).min(total);
+        self.lock_section(cpu, LockId::PrivateLock(file), locked, 1);
+        self.charge(cpu, total - locked);
+        self.files[file].set_buffers(index, n as usize, false);
+        self.vmstat
+            .count_vm_events(crate::mm::vmstat::VmEventItem::BUFFERS_RELEASED, n);
     }
 }

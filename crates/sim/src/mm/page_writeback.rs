@@ -240,7 +240,12 @@ impl Kernel {
         if !f.is_file_lru() {
             return;
         }
-        let (n, file) = (f.nr_pages(), f.owner as usize);
+        let (n, file, index) = (f.nr_pages(), f.owner as usize, f.index as usize);
+        if self.cfg.file_buffer_heads {
+            // ext4's write_begin and page_mkwrite (block_page_mkwrite) give a folio that is
+            // written its buffer heads (create_empty_buffers); they stay after writeback.
+            self.files[file].set_buffers(index, n as usize, true);
+        }
         let now = self.wb.now;
         let wb = &mut self.wb;
         wb.nr_dirty += n;

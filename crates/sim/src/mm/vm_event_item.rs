@@ -203,6 +203,8 @@ vm_event_items! {
     /// fault-around mapped (filemap_map_pages), the faulting ones included.
     READAHEAD_CHARGE_FAILURES: ExtraNonzero = "readahead_charge_failures",
     FAULT_AROUND_MAPPED: ExtraNonzero = "fault_around_pages",
+    /// Page-cache pages whose buffer heads reclaim freed (filemap_release_folio).
+    BUFFERS_RELEASED: ExtraNonzero = "buffer_head_pages_released",
     /// page_cache_async_ra windows started from a fault (tracefs readahead:page_cache_async_ra
     /// counts the same on the host), and of those the hits on a dirty folio reclaim had
     /// tagged PG_reclaim, which is the PG_readahead bit.

@@ -463,6 +463,7 @@ impl Kernel {
                 .page_cache_delete_locked
                 .min(self.cost.remove_mapping);
             let file = f.owner as usize;
+            self.filemap_release_folio(cpu, pfn);
             self.lock_irq_section(cpu, LockId::IPages(file), locked, PAGE_CACHE_DELETE_LINES);
             self.charge(cpu, self.cost.remove_mapping - locked);
         }

@@ -42,9 +42,7 @@ pub fn slice(pages: u64, n: usize, i: usize) -> (u64, u64) {
 /// bench's data file of `pages`: fallocated, never written before the run, read ahead as
 /// `sim.readahead_pages` says. Returns its file number.
 pub fn data_file(k: &mut Kernel, cfg: &SimConfig, pages: u64) -> usize {
-    k.files.push(File {
-        cache: vec![0; pages as usize],
-    });
+    k.files.push(File::new(pages as usize));
     k.file_readahead_setup(cfg);
     let file = k.files.len() - 1;
     k.file_fallocated(file);

@@ -44,9 +44,7 @@ impl super::Workload for KswapdMmapRead {
     fn fork(&self, _scn: &Scenario, _cfg: &SimConfig, e: &mut Engine) -> anyhow::Result<()> {
         let pages = self.bytes_per_reader() / PAGE;
         for i in 0..self.readers {
-            e.k.files.push(File {
-                cache: vec![0; pages as usize],
-            });
+            e.k.files.push(File::new(pages as usize));
             let mm = e.k.mm_alloc(pages, Backing::File(i), false);
             e.k.task_new(mm, self.cpus.for_worker(i), 0, pages);
         }

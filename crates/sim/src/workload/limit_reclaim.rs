@@ -144,7 +144,17 @@ fn prepare(k: &mut Kernel, mms: &[MmId], pages: LimitPages) -> Result<(), String
     {
         let vp = next[cpu];
         let a = match pages {
-            LimitPages::File => k.filemap_rw(cpu, mms[cpu], vp, false),
+            LimitPages::File => {
+                let a = k.filemap_rw(cpu, mms[cpu], vp, false);
+                if let (Backing::File(file), true) =
+                    (k.mms[mms[cpu]].backing, k.cfg.file_buffer_heads)
+                {
+                    // calibrate writes each page with write(2) and fsyncs: on ext4 every
+                    // folio keeps the buffer heads the write gave it.
+                    k.files[file].set_buffers(vp as usize, 1, true);
+                }
+                a
+            }
             LimitPages::Anon => k.user_access(cpu, mms[cpu], vp, true),
         };
         if matches!(a, Access::Killed | Access::Blocked) {

@@ -129,9 +129,7 @@ impl super::Workload for YcsbB {
     /// The store's record file, mapped shared and writable by every client thread.
     fn fork(&self, _scn: &Scenario, _cfg: &SimConfig, e: &mut Engine) -> anyhow::Result<()> {
         let pages = e.k.runner.model.ycsb.as_ref().map_or(0, |y| y.pages());
-        e.k.files.push(File {
-            cache: vec![0; pages as usize],
-        });
+        e.k.files.push(File::new(pages as usize));
         let mm = e.k.mm_alloc(pages, Backing::File(0), true);
         for i in 0..self.threads {
             e.k.task_new(mm, self.cpus.for_worker(i), 0, pages);

@@ -24,6 +24,7 @@ pub fn cfg(file_folio_order: u8) -> SimConfig {
         writeback_irq_cpu: None,
         file_pmd_map: true,
         file_fault_whole_folio: false,
+        file_buffer_heads: true,
         oracle: true,
         interleave: reclaimlab_sim::config::Interleave::Step,
         page_data: None,
