@@ -125,6 +125,8 @@ impl<'a> Engine<'a> {
             }
             // Writeback completions and the flusher's timers (mm/page_writeback.rs).
             self.k.writeback_poll(cpu);
+            // The periodic memcg statistics flush (mm/memcontrol.rs).
+            self.k.flush_memcg_stats_dwork(now);
             let t = self.k.cpus[cpu].curr.expect("busy CPU");
             if self.k.sched.se[t].class == crate::sched::Class::Background {
                 self.k.with_rqs(|k, rqs| k.background_step(rqs, cpu, t));

@@ -120,7 +120,7 @@ struct Frame {
 }
 
 const MAX_FINDINGS: usize = 16;
-const MAX_TRACE: usize = 40;
+const MAX_TRACE: usize = 200;
 
 impl Oracle {
     pub fn new(enabled: bool) -> Oracle {
@@ -172,7 +172,9 @@ impl Oracle {
     }
 
     /// Add a line to the watched page's trace.
-    /// Keeps the last `MAX_TRACE` lines: the events right before the finding matter.
+    /// Keeps the last `MAX_TRACE` lines: the events right before the finding matter. Every
+    /// reclaimer's flushes are noted, so with two reclaiming at once the page's own unmap can
+    /// be a couple of hundred lines back.
     pub fn note(&mut self, time_ns: u64, what: String) {
         if self.trace.len() == MAX_TRACE {
             self.trace.remove(0);

@@ -131,8 +131,10 @@ fn memcg_reclaim_of_dirty_file_folios_v1_waits_v2_rotates() {
         // once reclaimed), not cycled through the active list while they wait for I/O.
         assert!(ratio(d, "pgscan_file") < 3.0, "{}", ratio(d, "pgscan_file"));
     }
-    // v1: reclaim sleeps on writeback (folio_wait_writeback, reclaim_throttle).
-    assert!(thr(&v1, "reclaim_folio_wait_writeback") > 0);
+    // v1: reclaim sleeps on writeback (reclaim_throttle). Its folio_wait_writeback needs a
+    // tagged folio deactivated while still under writeback; in this 1-s run reclaim reads the
+    // memcg's statistics unflushed (the first periodic flush is at 1 s), so the active list
+    // is not aged and that case does not arise (block_swap.rs tests it on its own).
     assert!(thr(&v1, "reclaim_throttle_writeback") > 0);
     // v2: never waits on a folio; its writer is throttled by the memcg's dirty limit instead.
     assert!(v2.runs[0]

@@ -417,3 +417,56 @@ fn a_cpu_that_idles_before_its_flush_call_arrives_ends_on_init_mm() {
     batch_flush(&mut k, mm, 1);
     assert_eq!(k.irq.tlb_shootdowns, vec![0, 1], "the lazy CPU is skipped");
 }
+
+/// An anon mm of `active` pages activated (written, then two populate reads) and `inactive`
+/// pages written once whose young bits are cleared, run on CPU 0 of a one-CPU kernel.
+fn active_and_inactive_anon(active: u64, inactive: u64) -> Kernel {
+    let mut k = kernel(1, 1024);
+    let mm = k.mm_alloc(active + inactive, Backing::Anon, true);
+    let t = k.task_new(mm, Some(0), 0, active + inactive);
+    k.context_switch(0, Some(t));
+    for vp in 0..active + inactive {
+        assert_eq!(k.user_access(0, mm, vp, true), Access::Fault);
+    }
+    for vp in 0..active {
+        k.populate_read(0, mm, vp);
+        k.populate_read(0, mm, vp);
+    }
+    for vp in active..active + inactive {
+        k.mms[mm].ptes[vp as usize] &= !PTE_YOUNG;
+    }
+    k
+}
+
+#[test]
+fn reclaim_reads_list_sizes_as_the_last_memcg_stats_flush_left_them() {
+    use reclaimlab_sim::mm::folio::{LRU_ACTIVE_ANON, LRU_INACTIVE_ANON};
+    use reclaimlab_sim::mm::memcontrol::{FLUSH_PHASE_NS, FLUSH_TIME_NS};
+    // Never flushed: the memcg's statistics still say its lists are empty, so
+    // inactive_is_low is false and the active list is not aged although it is 8 times the
+    // inactive one; reclaim frees the 8 cold inactive pages only.
+    let mut k = active_and_inactive_anon(64, 8);
+    assert_eq!(k.lruvec.size(LRU_ACTIVE_ANON), 64);
+    assert_eq!(k.lruvec_page_state_lru(LRU_ACTIVE_ANON), 0);
+    assert_eq!(k.try_to_free_mem_cgroup_pages(0, 8), 8);
+    assert_eq!(k.vmstat[PGDEACTIVATE], 0);
+    // Flushed before the reclaim: the same lists, and inactive_is_low deactivates.
+    let mut k = active_and_inactive_anon(64, 8);
+    k.flush_memcg_stats_dwork(FLUSH_PHASE_NS);
+    assert_eq!(k.lruvec_page_state_lru(LRU_ACTIVE_ANON), 64);
+    assert_eq!(k.lruvec_page_state_lru(LRU_INACTIVE_ANON), 8);
+    k.try_to_free_mem_cgroup_pages(0, 8);
+    assert!(k.vmstat[PGDEACTIVATE] > 0);
+    // The lists changed; the statistics follow only at the next period.
+    let moved = k.lruvec.size(LRU_ACTIVE_ANON);
+    assert_ne!(moved, 64);
+    k.flush_memcg_stats_dwork(FLUSH_PHASE_NS + FLUSH_TIME_NS - 1);
+    assert_eq!(k.lruvec_page_state_lru(LRU_ACTIVE_ANON), 64);
+    k.flush_memcg_stats_dwork(FLUSH_PHASE_NS + FLUSH_TIME_NS);
+    assert_eq!(k.lruvec_page_state_lru(LRU_ACTIVE_ANON), moved);
+    assert!(
+        k.check_invariants().is_empty(),
+        "{:?}",
+        k.check_invariants()
+    );
+}

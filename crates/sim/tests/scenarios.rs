@@ -133,7 +133,9 @@ fn random_file_access_refaults_activate_the_workingset() {
             "workload.file_bytes=12M",
             "memcg.limit=8M",
             "workload.pattern=random",
-            "run.duration=300ms",
+            // Past the first periodic memcg statistics flush (1 s in): before it, reclaim and
+            // workingset_test_recent read an empty active list.
+            "run.duration=1500ms",
         ],
     );
     let c = &d.runs[0].counters;

@@ -26,6 +26,18 @@ pub trait TlbBatch {
     fn flush(&mut self, k: &mut Kernel, cpu: CpuId);
 }
 
+impl Kernel {
+    /// The paranoid check after a batch flush: no usable TLB entry disagrees with its PTE.
+    /// Not inside another reclaimer's preemption window (engine.rs): that reclaimer may hold
+    /// a batch of its own whose flush is still pending, and the entries it covers are stale
+    /// by design until then (its own flush checks them).
+    pub(crate) fn check_tlb_coherent_after_batch(&mut self) {
+        if self.paranoid() && !self.in_reclaim_preempt {
+            self.check_tlb_coherent("after arch_tlbbatch_flush");
+        }
+    }
+}
+
 /// The simulated arch's struct arch_tlbflush_unmap_batch.
 #[derive(Clone, Debug)]
 pub enum ArchTlbBatch {

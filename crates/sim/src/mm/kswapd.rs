@@ -160,14 +160,6 @@ impl Kernel {
         );
         self.schedule(rqs, cpu);
     }
-
-    /// snapshot_refaults at the end of a reclaim call.
-    fn snapshot_refaults(&mut self) {
-        self.lruvec.refaults_snapshot = [
-            self.vmstat[WORKINGSET_ACTIVATE_ANON],
-            self.vmstat[WORKINGSET_ACTIVATE_FILE],
-        ];
-    }
 }
 
 /// The kswapd / global-reclaim figures of a run, under `extra` (only when the node model ran).

@@ -1,7 +1,9 @@
 //! The memory cgroup (mm/memcontrol.c): page_counter charge against the limit with the per-CPU
-//! stock (MEMCG_CHARGE_BATCH), limit reclaim with its retry rules, and the memcg OOM killer.
+//! stock (MEMCG_CHARGE_BATCH), limit reclaim with its retry rules, the memcg OOM killer, and
+//! the flushed statistics reclaim's heuristics read (memcg_vmstats, flush_memcg_stats_dwork).
 
 use crate::kernel::{CpuId, Kernel};
+use crate::mm::folio::NR_LRU_LISTS;
 use crate::mm::vmstat::VmEventItem::*;
 
 /// MEMCG_CHARGE_BATCH.
@@ -20,6 +22,41 @@ pub struct MemCgroup {
     pub stock: Vec<u64>,
     pub max_usage: u64,
     pub oom_kills: u64,
+    /// The statistics as last flushed: what lruvec_page_state returns.
+    pub vmstats: MemcgVmstats,
+}
+
+/// FLUSH_TIME: flush_memcg_stats_dwork's period (2 * HZ).
+pub const FLUSH_TIME_NS: u64 = 2_000_000_000;
+
+/// When the periodic flush first runs after a run starts. The work has run every FLUSH_TIME
+/// since boot, so its phase against a run's start is anywhere in [0, FLUSH_TIME); an
+/// estimate: the middle of that range.
+pub const FLUSH_PHASE_NS: u64 = FLUSH_TIME_NS / 2;
+
+/// memcg_vmstats' aggregated counters that reclaim reads through lruvec_page_state (the LRU
+/// sizes for inactive_is_low and workingset_test_recent, the refault activations for
+/// prepare_scan_control and snapshot_refaults). Updates go to per-CPU counters and reach these
+/// only when the stats are flushed; reclaim's own flush, mem_cgroup_flush_stats_ratelimited,
+/// flushes only when the periodic work is a full cycle late, so in practice the values are the
+/// periodic flush's, up to FLUSH_TIME old. A memcg starts with all of them zero.
+#[derive(Clone, Copy, Debug)]
+pub struct MemcgVmstats {
+    pub lru: [u64; NR_LRU_LISTS],
+    /// WORKINGSET_ACTIVATE_ANON, WORKINGSET_ACTIVATE_FILE.
+    pub workingset_activate: [u64; 2],
+    /// When flush_memcg_stats_dwork runs next.
+    pub next_flush: u64,
+}
+
+impl Default for MemcgVmstats {
+    fn default() -> Self {
+        MemcgVmstats {
+            lru: [0; NR_LRU_LISTS],
+            workingset_activate: [0; 2],
+            next_flush: FLUSH_PHASE_NS,
+        }
+    }
 }
 
 pub enum Charge {
@@ -38,6 +75,7 @@ impl MemCgroup {
             stock: vec![0; cpus],
             max_usage: 0,
             oom_kills: 0,
+            vmstats: MemcgVmstats::default(),
         }
     }
 
@@ -76,6 +114,30 @@ impl MemCgroup {
 }
 
 impl Kernel {
+    /// flush_memcg_stats_dwork, polled with a CPU's clock: once that clock has passed the
+    /// work's time, the counters are flushed as they stand and the work is queued again.
+    pub fn flush_memcg_stats_dwork(&mut self, now: u64) {
+        let v = &mut self.memcg.vmstats;
+        if now < v.next_flush {
+            return;
+        }
+        while v.next_flush <= now {
+            v.next_flush += FLUSH_TIME_NS;
+        }
+        for (lru, n) in v.lru.iter_mut().enumerate() {
+            *n = self.lruvec.size(lru as u8);
+        }
+        v.workingset_activate = [
+            self.vmstat[WORKINGSET_ACTIVATE_ANON],
+            self.vmstat[WORKINGSET_ACTIVATE_FILE],
+        ];
+    }
+
+    /// lruvec_page_state(lruvec, NR_LRU_BASE + lru): the list's size at the last flush.
+    pub fn lruvec_page_state_lru(&self, lru: u8) -> u64 {
+        self.memcg.vmstats.lru[lru as usize]
+    }
+
     /// The charge without reclaim: consume_stock, else page_counter_try_charge of a batch
     /// (refill_stock with the surplus) or of just `nr`.
     fn charge_fast(&mut self, cpu: CpuId, nr: u64) -> bool {

@@ -163,10 +163,7 @@ impl Kernel {
         let done = sc.nr_reclaimed >= sc.nr_to_reclaim || st.priority == 0;
         if done {
             self.pgdat.direct.remove(&task);
-            self.lruvec.refaults_snapshot = [
-                self.vmstat[WORKINGSET_ACTIVATE_ANON],
-                self.vmstat[WORKINGSET_ACTIVATE_FILE],
-            ];
+            self.snapshot_refaults();
             if !self.writeback_queue.is_empty() {
                 self.wakeup_flusher_threads(cpu);
             }

@@ -90,11 +90,7 @@ impl Kernel {
                     break;
                 }
             }
-            // snapshot_refaults
-            self.lruvec.refaults_snapshot = [
-                self.vmstat[WORKINGSET_ACTIVATE_ANON],
-                self.vmstat[WORKINGSET_ACTIVATE_FILE],
-            ];
+            self.snapshot_refaults();
             if sc.nr_reclaimed > 0 || self.sleep_pending(cpu) {
                 break;
             }
@@ -116,10 +112,17 @@ impl Kernel {
         sc.nr_reclaimed
     }
 
-    /// inactive_is_low: inactive * int_sqrt(10 * GB) < active.
+    /// snapshot_refaults at the end of a reclaim call: the refault activations as the memcg's
+    /// flushed statistics have them.
+    pub(crate) fn snapshot_refaults(&mut self) {
+        self.lruvec.refaults_snapshot = self.memcg.vmstats.workingset_activate;
+    }
+
+    /// inactive_is_low: inactive * int_sqrt(10 * GB) < active, with the list sizes of the
+    /// memcg's flushed statistics (lruvec_page_state), not the lists' own counts.
     fn inactive_is_low(&self, inactive_lru: u8) -> bool {
-        let inactive = self.lruvec.size(inactive_lru);
-        let active = self.lruvec.size(inactive_lru + 1);
+        let inactive = self.lruvec_page_state_lru(inactive_lru);
+        let active = self.lruvec_page_state_lru(inactive_lru + 1);
         let gb = (inactive + active) >> 18;
         let ratio = if gb > 0 {
             ((10 * gb) as f64).sqrt() as u64
@@ -148,10 +151,10 @@ impl Kernel {
 
     pub(crate) fn shrink_node(&mut self, cpu: CpuId, sc: &mut ScanControl) {
         sc.may_deactivate = 0;
-        let refaults = [
-            self.vmstat[WORKINGSET_ACTIVATE_ANON],
-            self.vmstat[WORKINGSET_ACTIVATE_FILE],
-        ];
+        // prepare_scan_control: refaults observed since the last reclaim's snapshot, as the
+        // flushed statistics show them (mem_cgroup_flush_stats_ratelimited flushes only when
+        // the periodic flush is a full cycle late).
+        let refaults = self.memcg.vmstats.workingset_activate;
         for (t, lru) in [(0usize, LRU_INACTIVE_ANON), (1, LRU_INACTIVE_FILE)] {
             if sc.force_deactivate
                 || refaults[t] != self.lruvec.refaults_snapshot[t]

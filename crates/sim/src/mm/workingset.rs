@@ -47,16 +47,18 @@ impl Kernel {
         let stamp = (shadow >> 1) as u64;
         let workingset = shadow & 1 != 0;
         let distance = (self.lruvec.nonresident_age.wrapping_sub(stamp)) & EVICTION_MASK;
-        let l = &self.lruvec;
+        // workingset_test_recent: the workingset size from the memcg's flushed statistics
+        // (lruvec_page_state), as of the last periodic flush.
+        let state = |lru| self.lruvec_page_state_lru(lru);
         let swap_on = self.swap.total > 0;
-        let mut size = l.size(LRU_ACTIVE_FILE);
+        let mut size = state(LRU_ACTIVE_FILE);
         if !file {
-            size += l.size(LRU_INACTIVE_FILE);
+            size += state(LRU_INACTIVE_FILE);
         }
         if swap_on {
-            size += l.size(LRU_ACTIVE_ANON);
+            size += state(LRU_ACTIVE_ANON);
             if file {
-                size += l.size(LRU_INACTIVE_ANON);
+                size += state(LRU_INACTIVE_ANON);
             }
         }
         if distance > size {

@@ -25,8 +25,6 @@ impl TlbBatch for ArchTlbflushUnmapBatch {
     /// dsb(ish): one DSB completes every TLBI of the batch.
     fn flush(&mut self, k: &mut Kernel, cpu: CpuId) {
         k.arm64_dsb_ish(cpu);
-        if k.paranoid() {
-            k.check_tlb_coherent("after arch_tlbbatch_flush");
-        }
+        k.check_tlb_coherent_after_batch();
     }
 }

@@ -63,8 +63,6 @@ impl TlbBatch for ArchTlbflushUnmapBatch {
         }
         self.cpumask.clear_all();
         self.unmapped_pages = false;
-        if k.paranoid() {
-            k.check_tlb_coherent("after arch_tlbbatch_flush");
-        }
+        k.check_tlb_coherent_after_batch();
     }
 }
