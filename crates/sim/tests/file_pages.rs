@@ -688,7 +688,10 @@ fn readahead_reads_queue_behind_writeback_on_the_same_device() {
     let t = k.cpus[0].clock;
     k.user_access(0, mm, 100, false);
     let (until2, _) = k.take_sleep(0).expect("a wait on the window's read");
-    assert!(until2 > t && until2 <= t + 64 * read + latency, "{until2} vs {t}");
+    assert!(
+        until2 > t && until2 <= t + 64 * read + latency,
+        "{until2} vs {t}"
+    );
 }
 
 #[test]
