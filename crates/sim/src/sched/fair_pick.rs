@@ -3,14 +3,20 @@
 //! task's vruntime, and its group entity's on the root, by the time it ran scaled by
 //! NICE_0_LOAD / weight (calc_delta_fair); pick_next_task_fair takes the root entity with the
 //! smallest vruntime and, if that is a group, the group's task with the smallest vruntime.
-//! An entity joining a cfs_rq (a wake-up, a migration, a group's first runnable task on a
-//! CPU) is placed at the cfs_rq's weighted average vruntime (place_entity with zero lag).
+//! A task joining a cfs_rq is placed relative to the cfs_rq's weighted average vruntime
+//! (place_entity): a woken task keeps the lag it had when it went to sleep (PLACE_LAG,
+//! update_entity_lag), a migrated task and a group entity come in at zero lag.
+//! A woken task preempts the running one (check_preempt_wakeup_fair) when it would be the
+//! pick and the running entity is not protected: pick_eevdf keeps the running entity while it
+//! is eligible (vruntime at or below the average) and within its protected slice
+//! (RUN_TO_PARITY, set_protect_slice: one base slice of virtual time from its pick).
 //!
-//! Simplified: EEVDF's deadline and eligibility are reduced to the smallest vruntime (which
-//! is always eligible; with equal slices the two agree on the order of equal-weight entities
-//! and both give each entity its weight's share over time), and a task's lag is not carried
-//! across a sleep or a migration (it is placed at zero lag). Ties go to the entity that has
-//! waited (queue order), the running task last.
+//! Simplified: EEVDF's virtual deadline is reduced to the smallest vruntime (which is always
+//! eligible; with equal slices the two agree on the order of equal-weight entities and both
+//! give each entity its weight's share over time); DELAY_DEQUEUE is not modelled (a sleeper
+//! keeps negative lag too, as one woken before its delayed dequeue completes does); the
+//! protection is the running task's own, also where the hierarchies meet at the root. Ties go
+//! to the entity that has waited (queue order), the running task last.
 
 use super::RunQueues;
 use crate::kernel::{CpuId, Kernel, TaskId};
@@ -78,6 +84,11 @@ impl Kernel {
     /// avg_vruntime of `cpu`'s root cfs_rq (its runnable entities, weighted), or None if
     /// it has none.
     fn root_avg_vruntime(&self, rqs: &RunQueues, cpu: CpuId) -> Option<u64> {
+        self.root_avg_load(rqs, cpu).map(|(v, _)| v)
+    }
+
+    /// avg_vruntime and the summed weight (avg_load plus curr's) of `cpu`'s root cfs_rq.
+    fn root_avg_load(&self, rqs: &RunQueues, cpu: CpuId) -> Option<(u64, u64)> {
         let mut seen: Vec<RootEntity> = Vec::new();
         for t in self.rq_candidates(rqs, cpu, true) {
             let e = self.root_entity(t);
@@ -97,6 +108,11 @@ impl Kernel {
 
     /// avg_vruntime of group `g`'s cfs_rq on `cpu`, or None if it has no runnable task.
     fn group_avg_vruntime(&self, rqs: &RunQueues, cpu: CpuId, g: usize) -> Option<u64> {
+        self.group_avg_load(rqs, cpu, g).map(|(v, _)| v)
+    }
+
+    /// avg_vruntime and summed weight of group `g`'s cfs_rq on `cpu`.
+    fn group_avg_load(&self, rqs: &RunQueues, cpu: CpuId, g: usize) -> Option<(u64, u64)> {
         let v = self
             .rq_candidates(rqs, cpu, true)
             .into_iter()
@@ -105,14 +121,48 @@ impl Kernel {
         weighted_avg(v)
     }
 
+    /// avg_vruntime and summed weight of the cfs_rq task `t` belongs to on `cpu` (its group's,
+    /// else the root), or None if that is empty.
+    fn task_cfs_avg_load(&self, rqs: &RunQueues, cpu: CpuId, t: TaskId) -> Option<(u64, u64)> {
+        match self.task_group(t) {
+            Some(g) => self.group_avg_load(rqs, cpu, g),
+            None => self.root_avg_load(rqs, cpu),
+        }
+    }
+
+    /// update_entity_lag for the running task `t` going to sleep: vlag = avg_vruntime −
+    /// vruntime, clamped to ± one slice's worth of virtual time at its weight, at least a
+    /// tick's (calc_delta_fair(max(2·slice, TICK_NSEC))).
+    pub fn update_entity_lag(&mut self, rqs: &RunQueues, cpu: CpuId, t: TaskId) {
+        let Some((avg, _)) = self.task_cfs_avg_load(rqs, cpu, t) else {
+            return;
+        };
+        let slice = super::Sched::base_slice_ns(self.nr_cpus());
+        let limit = calc_delta_fair((2 * slice).max(self.cfg.tick_ns), self.sched.se[t].weight);
+        let se = &mut self.sched.se[t];
+        let lag = i128::from(avg) - i128::from(se.vruntime);
+        let limit = i128::from(limit);
+        se.vlag = lag.clamp(-limit, limit) as i64;
+    }
+
+    /// set_protect_slice: the running task may run one base slice of its virtual time from
+    /// this pick before a wake-up can take the CPU (RUN_TO_PARITY, equal slices: vprot is
+    /// the deadline, vruntime + calc_delta_fair(slice)).
+    pub fn set_protect_slice(&mut self, t: TaskId) {
+        let slice = super::Sched::base_slice_ns(self.nr_cpus());
+        let se = &mut self.sched.se[t];
+        se.vprot = se.vruntime + calc_delta_fair(slice, se.weight);
+    }
+
     /// place_entity for `t` about to join `cpu`'s run queue (not on it yet): its group's
     /// entity first, if the group had no runnable task there (enqueue_task_fair walks up and
-    /// enqueues it), then the task, each at its cfs_rq's average vruntime (zero lag). An empty
-    /// cfs_rq keeps the entity's own vruntime.
+    /// enqueues it), at the root's average vruntime; then the task at its cfs_rq's average
+    /// less its lag, the lag scaled by (load + w) / load so that adding it moves the average
+    /// no further than the lag (PLACE_LAG). An empty cfs_rq keeps the entity's own vruntime.
+    /// The lag is used once: a later placement (a migration) is at zero lag.
     pub fn place_entity(&mut self, rqs: &RunQueues, t: TaskId, cpu: CpuId) {
         self.update_curr(cpu);
-        let g = self.task_group(t);
-        if let Some(g) = g {
+        if let Some(g) = self.task_group(t) {
             let present = self
                 .rq_candidates(rqs, cpu, true)
                 .into_iter()
@@ -122,11 +172,13 @@ impl Kernel {
                     self.sched.groups[g].se_vruntime[cpu] = v;
                 }
             }
-            if let Some(v) = self.group_avg_vruntime(rqs, cpu, g) {
-                self.sched.se[t].vruntime = v;
-            }
-        } else if let Some(v) = self.root_avg_vruntime(rqs, cpu) {
-            self.sched.se[t].vruntime = v;
+        }
+        let placed = self.task_cfs_avg_load(rqs, cpu, t);
+        let se = &mut self.sched.se[t];
+        let vlag = std::mem::take(&mut se.vlag);
+        if let Some((avg, load)) = placed {
+            let lag = i128::from(vlag) * i128::from(load + se.weight) / i128::from(load.max(1));
+            se.vruntime = (i128::from(avg) - lag).max(0) as u64;
         }
     }
 
@@ -162,21 +214,35 @@ impl Kernel {
 
     /// check_preempt_wakeup_fair's test: at the level where the woken task's and the
     /// running task's hierarchies meet (find_matching_se: their common group's cfs_rq, else
-    /// the root), would the pick be the woken task's entity?
-    pub fn wakeup_preempt_entity(&self, rqs: &RunQueues, cpu: CpuId, woken: TaskId) -> bool {
+    /// the root), would pick_eevdf choose the woken task's entity? It keeps the running
+    /// entity while that is eligible and protected (protect_slice: vruntime < vprot).
+    pub fn wakeup_preempt_entity(&mut self, rqs: &RunQueues, cpu: CpuId, woken: TaskId) -> bool {
         let Some(curr) = self.cpus[cpu].curr else {
             return true;
         };
+        self.update_curr(cpu);
         let cands = self.rq_candidates(rqs, cpu, true);
         let (gw, gc) = (self.task_group(woken), self.task_group(curr));
-        if gw.is_some() && gw == gc {
-            pick_min(
+        let (avg, curr_v, picked) = if gw.is_some() && gw == gc {
+            let g = gw.unwrap_or_default();
+            let picked = pick_min(
                 cands.into_iter().filter(|&t| self.task_group(t) == gw),
                 |t| self.sched.se[t].vruntime,
-            ) == Some(woken)
+            ) == Some(woken);
+            let avg = self.group_avg_vruntime(rqs, cpu, g);
+            (avg, self.sched.se[curr].vruntime, picked)
         } else {
-            self.pick_root(&cands, cpu) == Some(self.root_entity(woken))
+            let picked = self.pick_root(&cands, cpu) == Some(self.root_entity(woken));
+            let curr_v = self.root_vruntime(self.root_entity(curr), cpu);
+            (self.root_avg_vruntime(rqs, cpu), curr_v, picked)
+        };
+        // entity_eligible(curr) && protect_slice(curr): pick_eevdf returns curr.
+        let eligible = avg.is_some_and(|a| curr_v <= a);
+        let se = &self.sched.se[curr];
+        if eligible && se.vruntime < se.vprot {
+            return false;
         }
+        picked
     }
 }
 
@@ -192,12 +258,12 @@ fn pick_min<T: Copy>(items: impl Iterator<Item = T>, key: impl Fn(T) -> u64) -> 
     best.map(|(_, i)| i)
 }
 
-/// Σ w·v / Σ w, in 128 bits.
-fn weighted_avg(items: impl Iterator<Item = (u64, u64)>) -> Option<u64> {
+/// (Σ w·v / Σ w, Σ w), in 128 bits.
+fn weighted_avg(items: impl Iterator<Item = (u64, u64)>) -> Option<(u64, u64)> {
     let (mut num, mut den) = (0u128, 0u128);
     for (v, w) in items {
         num += u128::from(v) * u128::from(w);
         den += u128::from(w);
     }
-    (den > 0).then(|| (num / den) as u64)
+    (den > 0).then(|| ((num / den) as u64, den as u64))
 }

@@ -84,6 +84,12 @@ pub struct SchedEntity {
     pub vruntime: u64,
     /// When update_curr last charged its run time to vruntime.
     pub vr_stamp: u64,
+    /// se.vlag: its cfs_rq's avg_vruntime less its vruntime when it went to sleep
+    /// (update_entity_lag), given back by place_entity at its wake-up (PLACE_LAG).
+    pub vlag: i64,
+    /// se.vprot: the vruntime up to which the running entity is protected from wake-up
+    /// preemption (set_protect_slice at each pick).
+    pub vprot: u64,
     /// se.exec_start: when it last stopped (or, running, started) executing.
     pub exec_start: u64,
     /// When it got its CPU this time (for sum_exec_runtime).
@@ -314,6 +320,7 @@ impl Kernel {
                 se.run_start = now;
                 se.exec_start = now;
                 se.vr_stamp = now;
+                self.set_protect_slice(t);
                 let mm = self.tasks[t].mm;
                 self.charge(cpu, self.cost.context_switch);
                 if self.tasks[t].kthread {
@@ -361,6 +368,7 @@ impl Kernel {
         self.update_curr(cpu);
         if let Some(prev) = self.cpus[cpu].curr {
             self.update_load_avg(prev, now);
+            self.update_entity_lag(rqs, cpu, prev);
             self.sched.se[prev].sleeping = true;
         }
         match self.take_next(rqs, cpu) {
@@ -442,9 +450,8 @@ impl Kernel {
     }
 
     /// try_to_wake_up: choose the CPU (select_task_rq_fair), then enqueue; the woken task
-    /// preempts the current one if that has had its base slice and the woken task's entity
-    /// would be picked where the two hierarchies meet (check_preempt_wakeup_fair, with the
-    /// slice standing in for EEVDF's protection of the running task's deadline).
+    /// preempts the current one when the pick where the two hierarchies meet would be the
+    /// woken task's entity and the running one is not protected (check_preempt_wakeup_fair).
     /// A busy target sees the wake-up at its own clock (CPUs' clocks differ by up to a step).
     pub fn try_to_wake_up(&mut self, rqs: &mut RunQueues, t: TaskId, waker: CpuId, now: u64) {
         self.update_load_avg(t, now);
@@ -479,16 +486,12 @@ impl Kernel {
     pub fn activate_task(&mut self, rqs: &mut RunQueues, t: TaskId, cpu: CpuId, now: u64) {
         match self.cpus[cpu].curr {
             None => self.enqueue(rqs, cpu, t, now),
-            Some(curr) => {
+            Some(_) => {
                 self.sched_info_enqueue(t, now);
                 self.place_entity(rqs, t, cpu);
                 self.set_task_cpu(t, cpu);
                 rqs.rq[cpu].push_front(t);
-                let clock = self.cpus[cpu].clock;
-                let ran = clock.saturating_sub(self.sched.se[curr].run_start);
-                if ran >= Sched::base_slice_ns(self.nr_cpus())
-                    && self.wakeup_preempt_entity(rqs, cpu, t)
-                {
+                if self.wakeup_preempt_entity(rqs, cpu, t) {
                     self.resched(rqs, cpu, true);
                 }
             }
@@ -507,6 +510,10 @@ impl Kernel {
             .pick_next_task_fair(rqs, cpu, true)
             .filter(|&n| n != curr)
         else {
+            // Picked again (set_next_entity): a new protected slice if others wait.
+            if !rqs.rq[cpu].is_empty() {
+                self.set_protect_slice(curr);
+            }
             return false;
         };
         rqs.rq[cpu].retain(|&x| x != next);
