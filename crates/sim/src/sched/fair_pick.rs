@@ -13,8 +13,8 @@
 //!
 //! Simplified: EEVDF's virtual deadline is reduced to the smallest vruntime (which is always
 //! eligible; with equal slices the two agree on the order of equal-weight entities and both
-//! give each entity its weight's share over time); DELAY_DEQUEUE is not modelled (a sleeper
-//! keeps negative lag too, as one woken before its delayed dequeue completes does); the
+//! give each entity its weight's share over time); DELAY_DEQUEUE is reduced to its outcome
+//! for a sleeper whose delayed dequeue completes before it wakes (zero lag, DELAY_ZERO); the
 //! protection is the running task's own, also where the hierarchies meet at the root. Ties go
 //! to the entity that has waited (queue order), the running task last.
 
@@ -132,7 +132,9 @@ impl Kernel {
 
     /// update_entity_lag for the running task `t` going to sleep: vlag = avg_vruntime −
     /// vruntime, clamped to ± one slice's worth of virtual time at its weight, at least a
-    /// tick's (calc_delta_fair(max(2·slice, TICK_NSEC))).
+    /// tick's (calc_delta_fair(max(2·slice, TICK_NSEC))). A sleeper behind the average (not
+    /// eligible) stays queued until it is picked (DELAY_DEQUEUE) and then leaves at zero lag
+    /// (DELAY_ZERO): taken here as done before its wake-up, so no sleeper keeps negative lag.
     pub fn update_entity_lag(&mut self, rqs: &RunQueues, cpu: CpuId, t: TaskId) {
         let Some((avg, _)) = self.task_cfs_avg_load(rqs, cpu, t) else {
             return;
@@ -142,7 +144,7 @@ impl Kernel {
         let se = &mut self.sched.se[t];
         let lag = i128::from(avg) - i128::from(se.vruntime);
         let limit = i128::from(limit);
-        se.vlag = lag.clamp(-limit, limit) as i64;
+        se.vlag = lag.clamp(0, limit) as i64;
     }
 
     /// set_protect_slice: the running task may run one base slice of its virtual time from
