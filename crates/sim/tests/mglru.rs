@@ -229,7 +229,7 @@ fn writeback_completion_rotates_a_pg_reclaim_folio_to_the_oldest_tail() {
     // Not complete before the device time has passed.
     k.writeback_poll(0);
     assert!(k.folios.get(pfn).test(pg::WRITEBACK));
-    k.cpus[0].clock += k.cost.file_write_page;
+    k.cpus[0].clock += k.cost.file_write_page + k.cost.file_write_latency;
     k.writeback_poll(0);
     let f = *k.folios.get(pfn);
     assert!(!f.test(pg::WRITEBACK) && !f.test(pg::RECLAIM));
@@ -261,7 +261,7 @@ fn reclaim_reactivates_a_folio_under_writeback_with_pg_reclaim() {
         assert!(f.test(pg::RECLAIM) && f.test(pg::WRITEBACK), "page {vp}");
     }
     assert!(k.vmstat[PGACTIVATE] >= 8, "reactivated");
-    k.cpus[0].clock += 8 * k.cost.file_write_page;
+    k.cpus[0].clock += 8 * k.cost.file_write_page + k.cost.file_write_latency;
     k.writeback_poll(0);
     // Rotated to the inactive file tail, ready to be freed.
     assert_eq!(k.vmstat[PGROTATED], 8);

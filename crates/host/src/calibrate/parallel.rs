@@ -31,19 +31,32 @@ fn timed(cpu: usize, iters: u64) -> Result<f64> {
     Ok(ns_since(t))
 }
 
-/// `samples` ratios: wall time of the loop on CPUs `a` and `b` at once over `a` alone.
-pub fn two_vs_one(a: usize, b: usize, iters: u64, samples: usize) -> Result<Vec<f64>> {
+/// `samples` ratios of `run(cpu, state)` on CPUs `a` and `b` at once (the slower of the two)
+/// over `a` alone; each CPU has its own state, which the second thread owns while it runs.
+fn pair_ratios<S: Send + 'static>(
+    a: usize,
+    b: usize,
+    samples: usize,
+    (sa, mut sb): (S, S),
+    run: fn(usize, &S) -> Result<f64>,
+) -> Result<Vec<f64>> {
     let mut v = Vec::new();
     for _ in 0..samples {
-        let alone = timed(a, iters)?;
-        let other = std::thread::spawn(move || timed(b, iters));
-        let mine = timed(a, iters)?;
-        let theirs = other
+        let alone = run(a, &sa)?;
+        let other = std::thread::spawn(move || run(b, &sb).map(|x| (x, sb)));
+        let mine = run(a, &sa)?;
+        let (theirs, back) = other
             .join()
             .map_err(|_| anyhow::anyhow!("the second thread panicked"))??;
+        sb = back;
         v.push(mine.max(theirs) / alone);
     }
     Ok(v)
+}
+
+/// `samples` ratios: wall time of the loop on CPUs `a` and `b` at once over `a` alone.
+pub fn two_vs_one(a: usize, b: usize, iters: u64, samples: usize) -> Result<Vec<f64>> {
+    pair_ratios(a, b, samples, (iters, iters), |cpu, &n| timed(cpu, n))
 }
 
 /// Clear every page of `r` once (clear_page_erms); returns ns per page.
@@ -70,21 +83,13 @@ fn resident(pages: usize) -> Result<Region> {
 /// at once, each its own region, over `a` alone. 1: the two CPUs' stores do not slow each
 /// other; above 1: they share memory bandwidth (or a physical core).
 pub fn clear_two_vs_one(a: usize, b: usize, pages: usize, samples: usize) -> Result<Vec<f64>> {
-    let ra = resident(pages)?;
-    let mut rb = resident(pages)?;
-    let mut v = Vec::new();
-    for _ in 0..samples {
-        let alone = clear_all(a, &ra)?;
-        // The other thread owns its region while it runs and hands it back.
-        let other = std::thread::spawn(move || clear_all(b, &rb).map(|ns| (ns, rb)));
-        let mine = clear_all(a, &ra)?;
-        let (theirs, back) = other
-            .join()
-            .map_err(|_| anyhow::anyhow!("the second thread panicked"))??;
-        rb = back;
-        v.push(mine.max(theirs) / alone);
-    }
-    Ok(v)
+    pair_ratios(
+        a,
+        b,
+        samples,
+        (resident(pages)?, resident(pages)?),
+        clear_all,
+    )
 }
 
 /// One counter alone on its cache line.

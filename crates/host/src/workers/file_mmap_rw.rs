@@ -2,8 +2,8 @@
 //! larger than the memcg limit for `run.duration`; throughput is pages touched per second.
 
 use super::{
-    check_dir, create_data_file, finish, maybe_hang, parse_result, pin, report_sweeps, wait_line,
-    Mapping,
+    check_dir, create_data_file, finish, maybe_hang, parse_result, pin, report_sweeps, touch_until,
+    wait_line, Mapping,
 };
 use crate::proc::fork_in_memcg;
 use crate::workload::{Env, HostWorkload, Meter, Outcome};
@@ -28,32 +28,25 @@ fn sweep(map: &Mapping, spec: &Spec, t: usize, dur: Duration, seed: u64) -> u64 
     let end = Instant::now() + dur;
     let mut i = n * t / spec.threads;
     let mut x = seed ^ (0x9E37_79B9_7F4A_7C15u64.wrapping_mul(t as u64 + 1)) | 1;
-    let mut count = 0u64;
-    loop {
-        for _ in 0..256 {
-            let page = match spec.pattern {
-                Pattern::Sequential => {
-                    i += 1;
-                    if i >= n {
-                        i = 0;
-                    }
-                    i
+    touch_until(end, || {
+        let page = match spec.pattern {
+            Pattern::Sequential => {
+                i += 1;
+                if i >= n {
+                    i = 0;
                 }
-                Pattern::Random => {
-                    // xorshift64*
-                    x ^= x >> 12;
-                    x ^= x << 25;
-                    x ^= x >> 27;
-                    (x.wrapping_mul(0x2545_F491_4F6C_DD1D) % n as u64) as usize
-                }
-            };
-            map.touch(page, spec.write);
-        }
-        count += 256;
-        if Instant::now() >= end {
-            return count;
-        }
-    }
+                i
+            }
+            Pattern::Random => {
+                // xorshift64*
+                x ^= x >> 12;
+                x ^= x << 25;
+                x ^= x >> 27;
+                (x.wrapping_mul(0x2545_F491_4F6C_DD1D) % n as u64) as usize
+            }
+        };
+        map.touch(page, spec.write);
+    })
 }
 
 fn worker(

@@ -160,6 +160,31 @@ impl Drop for Mapping {
     }
 }
 
+/// Call `touch` until `end` and return how many times it ran. The clock is read between
+/// batches that start at one call and double while a batch takes under a millisecond (up to
+/// 256), halving when one takes longer: a sweep of slow touches (a device read each) stops
+/// within one touch of `end` and counts exactly, and a fast one reads the clock once per 256.
+pub fn touch_until(end: Instant, mut touch: impl FnMut()) -> u64 {
+    const FAST: Duration = Duration::from_millis(1);
+    let mut batch = 1u64;
+    let mut count = 0u64;
+    loop {
+        let t = Instant::now();
+        if t >= end {
+            return count;
+        }
+        for _ in 0..batch {
+            touch();
+        }
+        count += batch;
+        batch = if t.elapsed() < FAST {
+            (batch * 2).min(256)
+        } else {
+            (batch / 2).max(1)
+        };
+    }
+}
+
 /// Pin the calling thread to `cpu` (None: leave it to the scheduler).
 pub fn pin(cpu: Option<usize>) -> Result<()> {
     if let Some(c) = cpu {
@@ -257,5 +282,26 @@ pub fn finish(w: &mut Forked, env: &Env) -> Result<Ended> {
     {
         Some(e) => Ok(e),
         None => bail!("the worker (pid {}) did not exit: killed it", w.proc.pid),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn touch_until_stops_within_one_slow_touch_of_its_end() {
+        use std::time::{Duration, Instant};
+        // 2 ms touches for 50 ms: about 25 of them, not a batch of 256 past the end.
+        let start = Instant::now();
+        let n = super::touch_until(start + Duration::from_millis(50), || {
+            std::thread::sleep(Duration::from_millis(2))
+        });
+        let took = start.elapsed();
+        assert!((1..=26).contains(&n), "{n}");
+        // A batch of 256 would have run 512 ms past the end.
+        assert!(took < Duration::from_millis(400), "{took:?}");
+        // Fast touches: counted exactly, the clock read in batches.
+        let mut calls = 0u64;
+        let n = super::touch_until(Instant::now() + Duration::from_millis(5), || calls += 1);
+        assert_eq!(n, calls);
     }
 }
