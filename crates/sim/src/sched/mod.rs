@@ -1,8 +1,8 @@
-//! The scheduler model (kernel/sched): per-CPU run queues with a CFS-shaped policy.
+//! The scheduler model (kernel/sched): per-CPU run queues with fair.c's EEVDF policy.
 //!
 //! - `core` (this file): context switches, enqueue/dequeue, blocking and timed wake-ups,
-//!   scheduler_tick (time-slice rotation, then the load balancer's trigger), and the
-//!   accounting behind the result's `placement` section.
+//!   scheduler_tick (a reschedule when the running request is used up, then the load
+//!   balancer's trigger), and the accounting behind the result's `placement` section.
 //! - [`pelt`]: the load signal (per-entity load tracking, simplified).
 //! - [`autogroup`]: task groups, one per session (`sched.autogroup`), and nice weights.
 //! - [`fair_group`]: group scheduling's loads: calc_group_shares, cpu_load, task_h_load.
