@@ -245,9 +245,7 @@ fn groups_are_deterministic() {
         "memcg.limit=8M",
         "run.duration=200ms",
     ];
-    let a = serde_json::to_string(&common::sim_with("stress-vm", &sets, &[])).unwrap();
-    let b = serde_json::to_string(&common::sim_with("stress-vm", &sets, &[])).unwrap();
-    assert_eq!(a, b);
+    common::same_twice("stress-vm", &sets);
 }
 
 fn err_of(sets: &[&str]) -> String {
@@ -384,9 +382,9 @@ fn the_hierarchical_pick_shares_one_cpu_between_a_task_and_a_group() {
 }
 
 /// check_preempt_wakeup_fair at the matching level: a woken root task competes with the
-/// running task's group entity (and wins the tie at zero lag); a woken task of the running
-/// task's own group competes inside the group, where a task that has waited longer comes
-/// first, so it does not preempt.
+/// running task's group entity, whose request is used up (and wins the tie in deadline at
+/// zero lag); a woken task of the running task's own group competes inside the group, where a
+/// task that has waited longer has the earlier deadline and is the pick.
 #[test]
 fn wakeup_preemption_compares_entities_where_the_hierarchies_meet() {
     let mut k = Kernel::new(
@@ -427,14 +425,16 @@ fn wakeup_preemption_compares_entities_where_the_hierarchies_meet() {
     k.cpus[0].clock = 10_000_000;
     k.block_task(&mut rqs, 0, None);
     assert_eq!(k.cpus[0].curr, Some(2));
-    // At 20 ms task 3 of the same group wakes: placed at the group's average vruntime, it
-    // comes after task 1 (5 ms of vruntime against task 2's 10 ms): no preemption.
+    // At 20 ms task 3 of the same group wakes, placed at the group's average vruntime
+    // (7.5 ms). Task 2 has run 10 ms, far past its request (update_curr gives it a new
+    // deadline and asks for a reschedule), and inside the group the pick is task 1: eligible
+    // (5 ms) with the earliest deadline, not the woken task.
     k.cpus[0].clock = 20_000_000;
     k.try_to_wake_up(&mut rqs, 3, 0, 20_000_000);
-    assert_eq!(k.cpus[0].curr, Some(2));
-    assert!(rqs.rq[0].contains(&3));
+    assert_eq!(k.cpus[0].curr, Some(1));
+    assert!(rqs.rq[0].contains(&3) && rqs.rq[0].contains(&2));
     k.check_sched(&rqs, "after the group wake-up");
-    // The next tick runs task 1, the group's smallest vruntime.
+    // The next tick finds task 1 inside its request: it keeps running.
     k.scheduler_tick(&mut rqs, 0);
     assert_eq!(k.cpus[0].curr, Some(1));
     k.check_sched(&rqs, "after the tick");

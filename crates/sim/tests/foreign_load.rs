@@ -145,12 +145,9 @@ fn the_other_tasks_run_beside_the_declared_load_each_at_its_own_duty() {
     }
 }
 
-/// Each task's wait for a CPU (sched_info.run_delay, `wait_seconds`, what bench reads from the
-/// host's schedstat): a kernel thread on an idle CPU runs at once, the same thread on the busy
-/// worker's CPU waits for it.
-#[test]
-fn a_kthread_waits_for_the_busy_cpu_and_not_for_the_idle_one() {
-    let d = common::sim_with(
+/// One worker pinned to CPU 0 for 1 s, a kernel thread on each CPU running 50 us at 1%.
+fn worker_on_cpu0_with_kthreads() -> reclaimlab_core::ResultDoc {
+    common::sim_with(
         "anon-sweep",
         &[
             "machine.cpus=2",
@@ -163,7 +160,15 @@ fn a_kthread_waits_for_the_busy_cpu_and_not_for_the_idle_one() {
             "machine.background_kthreads.slice=50us",
         ],
         &[],
-    );
+    )
+}
+
+/// Each task's wait for a CPU (sched_info.run_delay, `wait_seconds`, what bench reads from the
+/// host's schedstat): a kernel thread on an idle CPU runs at once, the same thread on the busy
+/// worker's CPU waits for it.
+#[test]
+fn a_kthread_waits_for_the_busy_cpu_and_not_for_the_idle_one() {
+    let d = worker_on_cpu0_with_kthreads();
     let wait = |kind: &str| d.runs[0].task_values(kind, "wait_seconds");
     let k = wait("background");
     // The kernel threads are spawned first: CPU 0's, then CPU 1's.
@@ -176,4 +181,26 @@ fn a_kthread_waits_for_the_busy_cpu_and_not_for_the_idle_one() {
     // The worker waits only while the thread runs: at most the thread's 1%.
     let w = wait("worker");
     assert!(w[0] > 0.0 && w[0] <= 0.011, "{w:?}");
+}
+
+/// A short-sleeping kernel thread woken on the CPU of a worker that runs without sleeping
+/// gets the CPU within a base slice, not at the next tick: it slept with the lag it had
+/// while it waited (update_entity_lag), comes back that far ahead of the average
+/// (place_entity, PLACE_LAG), which leaves the worker ineligible, so its protected slice no
+/// longer holds and the thread is the pick (check_preempt_wakeup_fair).
+#[test]
+fn a_woken_kthread_runs_within_a_base_slice_on_a_busy_cpu() {
+    let d = worker_on_cpu0_with_kthreads();
+    let wait = d.runs[0].task_values("background", "wait_seconds");
+    let wakeups = d.runs[0].task_values("background", "wakeups");
+    // CPU 0's thread (spawned first) shares the worker's CPU.
+    assert!(wakeups[0] > 10.0, "{wakeups:?}");
+    let per_wakeup = wait[0] / wakeups[0];
+    // sysctl_sched_base_slice at 2 CPUs is 1.5 ms; the 4 ms tick is what it waited for
+    // when it came back at zero lag.
+    assert!(
+        per_wakeup < 0.75e-3,
+        "waited {:.0} us per wake-up",
+        per_wakeup * 1e6
+    );
 }

@@ -225,9 +225,7 @@ fn smt_topology_and_background_load_are_deterministic() {
         "memcg.limit=8M",
         "run.duration=200ms",
     ];
-    let a = serde_json::to_string(&common::sim_with("stress-vm", &sets, &[])).unwrap();
-    let b = serde_json::to_string(&common::sim_with("stress-vm", &sets, &[])).unwrap();
-    assert_eq!(a, b);
+    let a = common::same_twice("stress-vm", &sets);
     let d: serde_json::Value = serde_json::from_str(&a).unwrap();
     let tasks = d["runs"][0]["extra"]["placement"]["tasks"]
         .as_array()
@@ -523,13 +521,14 @@ fn block_machine_with_kthreads() -> (Kernel, RunQueues) {
         irq: IrqCpu::Cpu(1),
         page_cluster: 3,
     });
+    // CPU 1's is kblockd's highpri worker (nice -20).
     let kthread = |cpu: usize| reclaimlab_sim::sched::background::BackgroundLoad {
         tasks: 1,
         duty: 0.05,
         period_ns: 1_000_000,
         cpus: Some(vec![cpu]),
         groups: 1,
-        nice: 0,
+        nice: if cpu == 1 { -20 } else { 0 },
         group_nice: 0,
         kthread: true,
     };
@@ -568,7 +567,8 @@ fn the_kworker_on_the_interrupt_cpu_is_woken_by_a_completion_after_its_waiter() 
     assert_eq!(k.cpus[1].curr, None);
     k.run_next_timer(&mut rqs);
     // The completion placed the worker on its idle CPU first (no migration), then woke the
-    // kworker there; the CPU's one pick runs the kworker, the worker waits at the head.
+    // kworker there; the CPU's one pick runs the kworker (nice -20: the earlier deadline),
+    // the worker waits at the head.
     assert_eq!(k.se(0).nr_migrations, 0);
     assert_eq!(k.cpus[1].curr, Some(kt1));
     assert_eq!(rqs.rq[1].front(), Some(&0));

@@ -131,9 +131,9 @@ impl Kernel {
             return;
         }
         if self.cpus[cpu].clock >= self.cpus[cpu].next_tick && !rqs.rq[cpu].is_empty() {
-            // A pass is one step and may overrun the tick: the tick's pick (the smallest
-            // vruntime, sched/fair_pick.rs) decides whether a waiting task runs now.
-            if self.resched(rqs, cpu, false) {
+            // A pass is one step and may overrun the tick: the tick's update_deadline and
+            // pick (sched/fair_pick.rs) decide whether a waiting task runs now.
+            if self.tick_resched(rqs, cpu) {
                 // The task that took over runs until it has had about as long.
                 let c = &mut self.cpus[cpu];
                 while c.next_tick < c.clock + ran {

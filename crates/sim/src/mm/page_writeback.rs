@@ -569,7 +569,7 @@ impl Kernel {
         // A chunk may overrun the tick: the tick's pick decides whether a waiting task runs.
         if self.cpus[cpu].clock >= self.cpus[cpu].next_tick
             && !rqs.rq[cpu].is_empty()
-            && self.resched(rqs, cpu, false)
+            && self.tick_resched(rqs, cpu)
         {
             let c = &mut self.cpus[cpu];
             while c.next_tick < c.clock + ran {

@@ -36,7 +36,7 @@ pub fn nice_to_weight(nice: i32) -> u64 {
 pub const WORKLOAD_GROUP: usize = 0;
 
 /// struct task_group of one autogroup, with its per-CPU group entities (`tg->se[cpu]`) reduced
-/// to what the pick needs: their vruntime on the CPU's root cfs_rq.
+/// to what the pick needs: their vruntime, deadline and vprot on the CPU's root cfs_rq.
 #[derive(Clone, Debug, Default)]
 pub struct TaskGroup {
     /// The autogroup's nice (`/proc/PID/autogroup`).
@@ -45,6 +45,10 @@ pub struct TaskGroup {
     pub shares: u64,
     /// Per CPU: the group entity's vruntime on that CPU's root cfs_rq.
     pub se_vruntime: Vec<u64>,
+    /// Per CPU: the group entity's virtual deadline there (update_deadline, place_entity).
+    pub se_deadline: Vec<u64>,
+    /// Per CPU: the group entity's protected slice (set_protect_slice).
+    pub se_vprot: Vec<u64>,
 }
 
 impl TaskGroup {
@@ -54,6 +58,8 @@ impl TaskGroup {
             nice,
             shares: nice_to_weight(nice),
             se_vruntime: vec![0; nr_cpus],
+            se_deadline: vec![0; nr_cpus],
+            se_vprot: vec![0; nr_cpus],
         }
     }
 }

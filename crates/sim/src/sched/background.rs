@@ -221,7 +221,7 @@ impl Kernel {
     /// per-CPU workqueue, this CPU). So the waiter is placed before the kworker is runnable,
     /// and both are runnable before the CPU leaves the interrupt: one pick decides which runs
     /// first (EEVDF's earliest deadline; kblockd is WQ_HIGHPRI, nice -20, so its deadline comes
-    /// first; the model's pick gives ties to the waiting entity). How often the queue needs the
+    /// first). How often the queue needs the
     /// restart the model does not know: the kworker keeps its share and slice, only the start
     /// of each run is tied to a completion.
     pub(crate) fn kblockd_wake(&mut self, rqs: &mut RunQueues, cpu: CpuId, now: u64) {
@@ -244,7 +244,9 @@ impl Kernel {
             .curr
             .is_some_and(|c| c != t && self.sched.se[c].run_start >= now);
         if fresh {
-            // The CPU was idle when the interrupt came: it picks among everything it woke.
+            // The CPU was idle when the interrupt came: it picks among everything it woke,
+            // with no running entity to protect.
+            self.cancel_protect_slice(cpu);
             self.resched(rqs, cpu, true);
         }
     }

@@ -268,6 +268,7 @@ impl Kernel {
             } else {
                 left -= 1;
             }
+            self.dequeue_migrating(rqs, src, t);
             rqs.rq[src].remove(i);
             self.enqueue(rqs, this, t, now);
             moved += 1;
@@ -306,6 +307,7 @@ impl Kernel {
             if let Some(curr) = self.cpus[src].curr {
                 if self.cpu_allowed(curr, this) && !self.tasks[curr].kthread {
                     let t_src = self.cpus[src].clock;
+                    self.dequeue_migrating(rqs, src, curr);
                     // The pushed task is runnable: it goes back to no queue until placed.
                     let next = self.take_next(rqs, src);
                     self.context_switch(src, next);

@@ -1,12 +1,14 @@
-//! The scheduler model (kernel/sched): per-CPU run queues with a CFS-shaped policy.
+//! The scheduler model (kernel/sched): per-CPU run queues with fair.c's EEVDF policy.
 //!
 //! - `core` (this file): context switches, enqueue/dequeue, blocking and timed wake-ups,
-//!   scheduler_tick (time-slice rotation, then the load balancer's trigger), and the
-//!   accounting behind the result's `placement` section.
+//!   scheduler_tick (a reschedule when the running request is used up, then the load
+//!   balancer's trigger), and the accounting behind the result's `placement` section.
 //! - [`pelt`]: the load signal (per-entity load tracking, simplified).
 //! - [`autogroup`]: task groups, one per session (`sched.autogroup`), and nice weights.
 //! - [`fair_group`]: group scheduling's loads: calc_group_shares, cpu_load, task_h_load.
-//! - [`fair_pick`]: vruntime, place_entity and the hierarchical pick_next_task_fair.
+//! - [`fair_pick`]: vruntime, virtual deadlines and the hierarchical pick (pick_eevdf).
+//! - [`fair_place`]: place_entity, the lag kept across a sleep or a migration, and the
+//!   protected slice.
 //! - [`topology`]: `machine.topology` and the sched domains built from it.
 //! - [`fork`]: where a forked task starts (wake_up_new_task, sched_balance_find_dst_cpu),
 //!   and the scripts of tasks that start others.
@@ -25,6 +27,7 @@ pub mod background;
 pub mod fair;
 pub mod fair_group;
 pub mod fair_pick;
+pub mod fair_place;
 pub mod fork;
 pub mod pelt;
 pub mod stats;
@@ -84,6 +87,17 @@ pub struct SchedEntity {
     pub vruntime: u64,
     /// When update_curr last charged its run time to vruntime.
     pub vr_stamp: u64,
+    /// se.vlag: its cfs_rq's avg_vruntime less its vruntime when it went to sleep
+    /// (update_entity_lag), given back by place_entity at its wake-up (PLACE_LAG).
+    pub vlag: i64,
+    /// se.deadline: the virtual deadline of its current request (update_deadline,
+    /// place_entity).
+    pub deadline: u64,
+    /// se.deadline − se.vruntime while it migrates (se->rel_deadline, PLACE_REL_DEADLINE).
+    pub rel_deadline: Option<u64>,
+    /// se.vprot: the vruntime up to which the running entity is protected from wake-up
+    /// preemption (set_protect_slice when it is picked).
+    pub vprot: u64,
     /// se.exec_start: when it last stopped (or, running, started) executing.
     pub exec_start: u64,
     /// When it got its CPU this time (for sum_exec_runtime).
@@ -185,6 +199,8 @@ pub struct Sched {
     pub other: Option<background::BackgroundLoad>,
     pub kthreads: Vec<background::BackgroundLoad>,
     pub bg_state: Vec<background::BgState>,
+    /// Per CPU: TIF_NEED_RESCHED, raised by update_curr when a request is used up.
+    pub need_resched: Vec<bool>,
     /// `sched.autogroup`, and the task groups: the workload's session, then the foreign
     /// sessions of `machine.background_load.groups`, then `machine.background_other.groups`.
     pub autogroup: bool,
@@ -225,6 +241,7 @@ impl Sched {
             nr_balance_failed: sd.iter().map(|d| vec![0; d.len()]).collect(),
             sd,
             busy_ns: vec![0; nr_cpus],
+            need_resched: vec![false; nr_cpus],
             background: cfg.background.clone(),
             other: cfg.other.clone(),
             kthreads: cfg.kthreads.clone(),
@@ -288,7 +305,9 @@ impl Kernel {
     pub fn context_switch(&mut self, cpu: CpuId, next: Option<TaskId>) {
         let now = self.cpus[cpu].clock;
         self.update_curr(cpu);
-        if let Some(prev) = self.cpus[cpu].curr {
+        self.sched.need_resched[cpu] = false;
+        let prev_task = self.cpus[cpu].curr;
+        if let Some(prev) = prev_task {
             self.tasks[prev].cpu = None;
             let se = &mut self.sched.se[prev];
             let ran = now.saturating_sub(se.run_start);
@@ -314,6 +333,7 @@ impl Kernel {
                 se.run_start = now;
                 se.exec_start = now;
                 se.vr_stamp = now;
+                self.set_protect_slice(cpu, t, prev_task);
                 let mm = self.tasks[t].mm;
                 self.charge(cpu, self.cost.context_switch);
                 if self.tasks[t].kthread {
@@ -361,6 +381,7 @@ impl Kernel {
         self.update_curr(cpu);
         if let Some(prev) = self.cpus[cpu].curr {
             self.update_load_avg(prev, now);
+            self.update_entity_lag(rqs, cpu, prev);
             self.sched.se[prev].sleeping = true;
         }
         match self.take_next(rqs, cpu) {
@@ -442,9 +463,8 @@ impl Kernel {
     }
 
     /// try_to_wake_up: choose the CPU (select_task_rq_fair), then enqueue; the woken task
-    /// preempts the current one if that has had its base slice and the woken task's entity
-    /// would be picked where the two hierarchies meet (check_preempt_wakeup_fair, with the
-    /// slice standing in for EEVDF's protection of the running task's deadline).
+    /// preempts the current one when pick_eevdf where the two hierarchies meet would choose
+    /// the woken task's entity (check_preempt_wakeup_fair).
     /// A busy target sees the wake-up at its own clock (CPUs' clocks differ by up to a step).
     pub fn try_to_wake_up(&mut self, rqs: &mut RunQueues, t: TaskId, waker: CpuId, now: u64) {
         self.update_load_avg(t, now);
@@ -479,16 +499,12 @@ impl Kernel {
     pub fn activate_task(&mut self, rqs: &mut RunQueues, t: TaskId, cpu: CpuId, now: u64) {
         match self.cpus[cpu].curr {
             None => self.enqueue(rqs, cpu, t, now),
-            Some(curr) => {
+            Some(_) => {
                 self.sched_info_enqueue(t, now);
                 self.place_entity(rqs, t, cpu);
                 self.set_task_cpu(t, cpu);
                 rqs.rq[cpu].push_front(t);
-                let clock = self.cpus[cpu].clock;
-                let ran = clock.saturating_sub(self.sched.se[curr].run_start);
-                if ran >= Sched::base_slice_ns(self.nr_cpus())
-                    && self.wakeup_preempt_entity(rqs, cpu, t)
-                {
+                if self.wakeup_preempt_entity(rqs, cpu, t) {
                     self.resched(rqs, cpu, true);
                 }
             }
@@ -498,8 +514,10 @@ impl Kernel {
     /// resched_curr + __schedule with the running task still runnable: pick again with it
     /// competing; if another task wins, it runs and the preempted one is queued (at the
     /// head after a wake-up preemption, else at the tail). Returns whether it switched.
+    /// Picked again, it keeps its protection as it was (set_next_entity does not run).
     pub fn resched(&mut self, rqs: &mut RunQueues, cpu: CpuId, to_front: bool) -> bool {
         self.update_curr(cpu);
+        self.sched.need_resched[cpu] = false;
         let Some(curr) = self.cpus[cpu].curr else {
             return false;
         };
@@ -519,6 +537,13 @@ impl Kernel {
         true
     }
 
+    /// The tick's part of update_curr on `cpu` (entity_tick): if the running entity used up
+    /// its request at some level (update_deadline), reschedule. Returns whether it switched.
+    pub fn tick_resched(&mut self, rqs: &mut RunQueues, cpu: CpuId) -> bool {
+        self.update_curr(cpu);
+        self.sched.need_resched[cpu] && self.resched(rqs, cpu, false)
+    }
+
     /// pick_next_task_fair for a CPU whose running task is leaving: take the chosen task
     /// off the queue.
     pub fn take_next(&mut self, rqs: &mut RunQueues, cpu: CpuId) -> Option<TaskId> {
@@ -528,10 +553,10 @@ impl Kernel {
         Some(next)
     }
 
-    /// scheduler_tick on `cpu`: load tracking, the mm_cpumask sample, update_curr and a new
-    /// pick with the running task competing (the slice, 0.75–3 ms, is below the 4 ms tick,
-    /// so the tick always reschedules: the entity with the smallest vruntime runs, a waiting
-    /// one on a tie), then trigger_load_balance.
+    /// scheduler_tick on `cpu`: load tracking, the mm_cpumask sample, update_curr and, if the
+    /// running entity's request is used up (a slice of 0.75–3 ms against a 4 ms tick: after a
+    /// whole tick it always is), a new pick with it competing (tick_resched); then
+    /// trigger_load_balance.
     pub fn scheduler_tick(&mut self, rqs: &mut RunQueues, cpu: CpuId) {
         self.cpus[cpu].next_tick += self.cfg.tick_ns;
         let now = self.cpus[cpu].clock;
@@ -544,7 +569,7 @@ impl Kernel {
             let t = rqs.rq[cpu][i];
             self.update_load_avg(t, now);
         }
-        self.resched(rqs, cpu, false);
+        self.tick_resched(rqs, cpu);
         self.trigger_load_balance(rqs, cpu, now);
     }
 

@@ -44,6 +44,15 @@ pub fn sim_with(name: &str, base: &[&str], sets: &[&str]) -> ResultDoc {
     doc
 }
 
+/// Run `name` with `sets` twice and assert the two results are byte for byte the same;
+/// returns the result's JSON text.
+pub fn same_twice(name: &str, sets: &[&str]) -> String {
+    let a = serde_json::to_string(&sim_with(name, sets, &[])).unwrap();
+    let b = serde_json::to_string(&sim_with(name, sets, &[])).unwrap();
+    assert_eq!(a, b, "{name} with {sets:?} differs between two runs");
+    a
+}
+
 /// Like `sim_with`, returning the error's text instead of panicking on bad input.
 #[allow(dead_code)]
 pub fn try_sim_with(name: &str, base: &[&str], sets: &[&str]) -> Result<ResultDoc, String> {
