@@ -171,46 +171,37 @@ pub fn scope_maxima(model: &Model) -> State {
     }
 }
 
-/// Where each packed byte's scope bits go in a key.
+/// Where each packed 8-byte chunk's scope bits go in a key: the chunk's bits under its mask,
+/// gathered (a parallel bit extract, `pext` where the CPU has it) and laid end to end after
+/// bit 0.
 pub struct KeyLayout {
-    /// (packed byte, shift in its word), for the bytes with any scope bit, word by word.
-    fields: Vec<(u8, u8)>,
-    /// Per word, the end of its run of `fields` (the last words of a wider key are empty).
-    ends: [usize; 8],
+    /// Per chunk: its mask, its bits' first position in the key (word × 64 + bit), and, for
+    /// the portable gather, each byte's mask width.
+    chunks: [(u64, u32, [u8; 8]); PACKED / 8],
     /// Per packed byte, the bits outside its scope (for the exactness check).
     outside: [u8; PACKED],
     words: usize,
+    /// The CPU has BMI2's `pext`.
+    bmi2: bool,
 }
 
 impl KeyLayout {
     pub fn new(model: &Model) -> KeyLayout {
         let masks = scope_maxima(model).pack().map(value_mask);
-        let mut fields = Vec::new();
-        let mut ends = [0; 8];
         // Bit 0 of word 0 marks a slot in use.
-        let (mut word, mut shift) = (0usize, 1u8);
-        for (pos, &m) in masks.iter().enumerate() {
-            if m == 0 {
-                continue;
-            }
-            let width = m.count_ones() as u8;
-            if shift + width > 64 {
-                // A field never straddles two words: one shift per field.
-                ends[word] = fields.len();
-                word += 1;
-                shift = 0;
-            }
-            fields.push((pos as u8, shift));
-            shift += width;
-        }
-        for e in &mut ends[word..] {
-            *e = fields.len();
-        }
+        let mut at = 1u32;
+        let chunks = std::array::from_fn(|c| {
+            let m: [u8; 8] = masks[8 * c..8 * c + 8].try_into().unwrap();
+            let mask = u64::from_le_bytes(m);
+            let first = at;
+            at += mask.count_ones();
+            (mask, first, m.map(|b| b.count_ones() as u8))
+        });
         KeyLayout {
-            fields,
-            ends,
+            chunks,
             outside: masks.map(|m| !m),
-            words: word + 1,
+            words: at.div_ceil(64) as usize,
+            bmi2: bmi2(),
         }
     }
 
@@ -229,18 +220,59 @@ impl KeyLayout {
             s
         );
         let mut k = [0u64; N];
-        let mut start = 0;
-        for (w, kw) in k.iter_mut().enumerate() {
-            // One accumulator per word: the ORs chain in a register, not through memory.
-            let mut acc = 0u64;
-            for &(pos, shift) in &self.fields[start..self.ends[w]] {
-                acc |= (b[pos as usize % PACKED] as u64) << shift;
+        k[0] = 1;
+        for (c, &(mask, first, widths)) in self.chunks.iter().enumerate() {
+            if mask == 0 {
+                continue;
             }
-            *kw = acc;
-            start = self.ends[w];
+            let x = u64::from_le_bytes(b[8 * c..8 * c + 8].try_into().unwrap());
+            let v = if self.bmi2 {
+                pext(x, mask)
+            } else {
+                gather(x, widths)
+            };
+            let (w, off) = ((first / 64) as usize, first % 64);
+            k[w] |= v << off;
+            // The bits that did not fit in word `w` (none when it starts at bit 0).
+            if off != 0 && w + 1 < N {
+                k[w + 1] |= v >> (64 - off);
+            }
         }
-        k[0] |= 1;
         Key(k)
+    }
+}
+
+/// The low `widths[j]` bits of each byte `j` of `x`, end to end: `pext` for masks that are low
+/// bits of each byte (`x` has no bit above them: the caller checked).
+fn gather(x: u64, widths: [u8; 8]) -> u64 {
+    let (mut v, mut at) = (0u64, 0u32);
+    for (j, &w) in widths.iter().enumerate() {
+        v |= ((x >> (8 * j)) & 0xff) << at;
+        at += w as u32;
+    }
+    v
+}
+
+#[cfg(target_arch = "x86_64")]
+fn bmi2() -> bool {
+    std::arch::is_x86_feature_detected!("bmi2")
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn bmi2() -> bool {
+    false
+}
+
+#[inline]
+fn pext(x: u64, mask: u64) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: only called when `bmi2()` found the instruction on this CPU.
+        unsafe { std::arch::x86_64::_pext_u64(x, mask) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        unreachable!("pext without BMI2: {x} {mask}")
     }
 }
 
@@ -262,6 +294,22 @@ mod tests {
         assert_eq!(layout(3, 2).words(), 2);
         assert_eq!(layout(2, 5).words(), 3);
         assert_eq!(layout(4, 8).words(), 6);
+    }
+
+    /// The portable gather and `pext` give the same key (the search uses whichever the CPU has).
+    #[test]
+    fn gather_is_pext() {
+        let c = CheckConfig::new("6.18").unwrap();
+        let m = c.model().unwrap();
+        let mut l = KeyLayout::new(&m);
+        let mut s = m.initial();
+        s.tlb[1] = [1, 2];
+        s.pc.phase = Phase::FinalFree;
+        s.f_dirty = 3;
+        let fast = l.key::<2>(&s);
+        l.bmi2 = false;
+        assert!(fast == l.key::<2>(&s));
+        assert!(fast != l.key::<2>(&m.initial()));
     }
 
     /// States that differ in one field get different keys; equal states equal keys.
