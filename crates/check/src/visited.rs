@@ -60,16 +60,7 @@ impl<const N: usize> KeySet<N> {
     /// Start loading `k`'s home slot into the cache (a hint: no effect on the set).
     #[inline]
     pub fn prefetch(&self, k: &Key<N>) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let p = self.slots[self.home(&k.0)].as_ptr();
-            // SAFETY: a prefetch only hints the cache; `p` points into `slots` anyway, and SSE
-            // (which has the instruction) is part of every x86_64 CPU.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(p as *const i8) };
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = k;
+        reclaimlab_sim::prefetch::prefetch(&self.slots[self.home(&k.0)]);
     }
 
     /// Add `k`; false if it was there already.
