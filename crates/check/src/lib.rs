@@ -25,6 +25,7 @@
 pub mod model;
 mod search;
 pub mod sim_replay;
+mod visited;
 
 pub use model::{
     Arch, Choice, Event, Folio, FolioKind, KernelStep, Model, Mutation, StoreVia, Violation,

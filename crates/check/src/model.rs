@@ -320,11 +320,11 @@ pub struct State {
 }
 
 /// Bytes in [`State::pack`].
-const PACKED: usize = 64;
+pub(crate) const PACKED: usize = 64;
 
 impl State {
-    /// Every field in a fixed byte layout (equal states, equal bytes), for hashing.
-    fn pack(&self) -> [u8; PACKED] {
+    /// Every field in a fixed byte layout (equal states, equal bytes), for the visited set.
+    pub(crate) fn pack(&self) -> [u8; PACKED] {
         let mut b = [0u8; PACKED];
         let mut n = 0;
         let mut put = |x: &[u8]| {
@@ -370,14 +370,6 @@ impl State {
             pc.resume,
         ]);
         b
-    }
-}
-
-/// The visited set hashes a state as its packed bytes: a few word-sized rounds instead of one
-/// per field.
-impl std::hash::Hash for State {
-    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
-        h.write(&self.pack());
     }
 }
 

@@ -16,6 +16,7 @@ pub mod kernel;
 pub mod locking;
 pub mod mm;
 pub mod oracle;
+pub mod prefetch;
 pub mod replay;
 pub mod result;
 pub mod sched;

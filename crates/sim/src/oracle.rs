@@ -269,6 +269,15 @@ impl Kernel {
         (owner, first, nr, self.cpus[cpu].clock)
     }
 
+    /// Start loading `pfn`'s frame record: reclaim reads and writes it at pageout, after the
+    /// rmap walk, and with many CPUs it is far from every cache by then (a hint only).
+    #[inline]
+    pub fn oracle_prefetch(&self, pfn: Pfn) {
+        if let Some(f) = self.oracle.frames.get(pfn as usize) {
+            crate::prefetch::prefetch(f);
+        }
+    }
+
     /// pageout / writeback: the copy now holds what the folio's pages hold.
     pub fn oracle_writeout(&mut self, cpu: CpuId, pfn: Pfn, what: &str) {
         if !self.oracle.enabled {

@@ -546,6 +546,7 @@ impl Kernel {
         for &pfn in &list {
             // A preemption point between folios (sim.interleave = "folio"; no-op otherwise).
             self.reclaim_preempt(cpu);
+            self.oracle_prefetch(pfn);
             if self
                 .swap
                 .read_in_flight(pfn, self.cpus[cpu].clock)
