@@ -57,17 +57,18 @@ fn two_file_reclaimers_wait_for_each_others_locks_and_one_never_does() {
 }
 
 #[test]
-fn two_anon_reclaimers_shoot_down_each_others_pages_and_the_ipis_make_the_difference() {
+fn two_anon_reclaimers_shoot_down_every_page_at_the_other_and_the_ipis_make_the_difference() {
     let one = run("anon", 1);
     let two = run("anon", 2);
     assert_eq!(x(&one, "limit_tlb_shootdowns"), 0.0);
     assert_eq!(x(&one, "limit_smp_call_wait_ns"), 0.0);
     let stolen = x(&two, "limit_pgsteal_anon");
     let ipis = x(&two, "limit_tlb_shootdowns");
-    // The LRU interleaves the two processes' pages: about half of what each reclaimer
-    // unmaps is the other's, one dirty-folio flush (one call) each.
+    // Each reclaimer's mm has run on both CPUs (as calibrate's forked children do), and a
+    // batched flush has no mm: every dirty folio's flush reaches the other CPU, which runs
+    // the other reclaimer (not lazy), whichever process's page it was.
     assert!(
-        (0.35 * stolen..=0.65 * stolen).contains(&ipis),
+        (0.9 * stolen..=1.1 * stolen).contains(&ipis),
         "{ipis} shootdowns for {stolen} pages"
     );
     let pages = x(&two, "limit_reclaim_pages");

@@ -132,9 +132,23 @@ impl super::Workload for LimitReclaim {
 /// leaves the same folios). Anon: a store to each page (the first-touch fault). Fails when a
 /// page could not be prepared (the memcg OOM-killed its process: too little swap).
 fn prepare(k: &mut Kernel, mms: &[MmId], pages: LimitPages) -> Result<(), String> {
+    let nr_cpus = k.cpus.len();
+    if nr_cpus > 1 {
+        for (cpu, &mm) in mms.iter().enumerate() {
+            // calibrate forks each reclaimer, which runs first where fork placed it and then
+            // pins itself to its CPU: traced on the test machine (sched_switch), every child
+            // ran on the other CPU before its own, so x86 keeps both CPUs in its mm_cpumask
+            // and reclaim's batched flushes (mm = NULL) reach whichever CPU is not lazy.
+            k.switch_mm((cpu + 1) % nr_cpus, Some(mm));
+        }
+    }
     for (cpu, &mm) in mms.iter().enumerate() {
         // Its process runs there from now on (the write keeps its mm loaded).
         k.switch_mm(cpu, Some(mm));
+    }
+    for cpu in mms.len()..nr_cpus {
+        // A CPU without a reclaimer goes idle: lazy TLB on the mm it ran last.
+        k.switch_mm(cpu, None);
     }
     let n = k.mms[mms[0]].ptes.len() as u64;
     let mut next = vec![0u64; mms.len()];
