@@ -5,17 +5,24 @@ mod common;
 
 use reclaimlab_core::{ResultDoc, Scenario, Target};
 
-/// The shipped scenario at a small size (8 MiB of 16 MiB prepared) on this machine's profile.
-fn run(pages: &str, reclaimers: u32) -> ResultDoc {
-    let sets = [
+/// The shipped scenario at a small size (8 MiB of 16 MiB prepared) with `sets` added.
+fn simulate(pages: &str, reclaimers: u32, sets: &[&str]) -> ResultDoc {
+    let sets: Vec<String> = [
         format!("workload.pages={pages}"),
         format!("workload.reclaimers={reclaimers}"),
         "workload.bytes=16M".into(),
         "workload.reclaim_bytes=8M".into(),
-        "machine.profile=kvm-guest-2vcpu".into(),
-    ];
+    ]
+    .into_iter()
+    .chain(sets.iter().map(|s| s.to_string()))
+    .collect();
     let scn = Scenario::load("limit-reclaim", &sets, Target::Sim).expect("scenario");
     reclaimlab_sim::run(&scn, &Default::default()).expect("simulation")
+}
+
+/// The same on this machine's profile.
+fn run(pages: &str, reclaimers: u32) -> ResultDoc {
+    simulate(pages, reclaimers, &["machine.profile=kvm-guest-2vcpu"])
 }
 
 fn x(d: &ResultDoc, key: &str) -> f64 {
@@ -112,31 +119,15 @@ fn more_reclaimers_than_cpus_and_anon_without_swappiness_are_refused() {
     assert!(e.contains("memcg.swappiness"), "{e}");
 }
 
-/// The shipped scenario's one file reclaimer with `extra` sets (on the built-in costs).
-fn file_one(extra: &[&str]) -> ResultDoc {
-    let sets: Vec<String> = [
-        "workload.pages=file",
-        "workload.reclaimers=1",
-        "workload.bytes=16M",
-        "workload.reclaim_bytes=8M",
-    ]
-    .iter()
-    .chain(extra)
-    .map(|s| s.to_string())
-    .collect();
-    let scn = Scenario::load("limit-reclaim", &sets, Target::Sim).expect("scenario");
-    reclaimlab_sim::run(&scn, &Default::default()).expect("simulation")
-}
-
 #[test]
 fn written_file_folios_release_their_buffer_heads_and_cost_release_buffers_a_page() {
     // calibrate writes its files: every reclaimed page had buffer heads to free.
-    let with = file_one(&[]);
+    let with = simulate("file", 1, &[]);
     let pages = x(&with, "limit_reclaim_pages");
     assert!(x(&with, "buffer_head_pages_released") >= pages);
     assert!(x(&with, "i_private_lock_acquired") >= pages);
     // An iomap filesystem's folios have none: no release, no i_private_lock.
-    let without = file_one(&["sim.file_buffer_heads=false"]);
+    let without = simulate("file", 1, &["sim.file_buffer_heads=false"]);
     assert!(!without.runs[0]
         .extra
         .contains_key("buffer_head_pages_released"));

@@ -126,10 +126,10 @@ impl super::Workload for LimitReclaim {
     }
 }
 
-/// Each reclaimer prepares its pages on its own CPU, all at once: the CPU with the smallest
-/// clock does its next page (so the memcg's LRU interleaves them as on the host). File: a
-/// read(2) of each page (clean, unmapped page cache; calibrate writes and fsyncs it, which
-/// leaves the same folios). Anon: a store to each page (the first-touch fault). Fails when a
+/// Each reclaimer prepares its pages on its own CPU (after a first run on the next one, below),
+/// all at once: the CPU with the smallest clock does its next page (so the memcg's LRU
+/// interleaves them as on the host). File: a read(2) of each page (clean, unmapped page cache;
+/// calibrate writes and fsyncs it, which leaves the same folios, with buffer heads). Anon: a store to each page (the first-touch fault). Fails when a
 /// page could not be prepared (the memcg OOM-killed its process: too little swap).
 fn prepare(k: &mut Kernel, mms: &[MmId], pages: LimitPages) -> Result<(), String> {
     let nr_cpus = k.cpus.len();
