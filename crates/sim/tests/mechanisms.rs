@@ -470,3 +470,74 @@ fn reclaim_reads_list_sizes_as_the_last_memcg_stats_flush_left_them() {
         k.check_invariants()
     );
 }
+
+#[test]
+fn a_folio_populate_faults_in_is_activated_on_reclaims_first_trip() {
+    use reclaimlab_sim::mm::folio::pg;
+    // __get_user_pages retries follow_page_mask after faultin_page, and follow_page_pte's
+    // FOLL_TOUCH marks the new folio accessed: a folio MADV_POPULATE_READ swaps in carries
+    // PG_referenced, one a user read swaps in does not.
+    let mut k = kernel(1, 1024);
+    let mm = dirty_mm_on(&mut k, 0, 2);
+    for vp in 0..2 {
+        k.mms[mm].ptes[vp] &= !PTE_YOUNG;
+    }
+    assert_eq!(k.try_to_free_mem_cgroup_pages(0, 2), 2);
+    assert!(!pte_present(k.mms[mm].ptes[0]) && !pte_present(k.mms[mm].ptes[1]));
+    assert_eq!(k.populate_read(0, mm, 0), Access::Fault);
+    assert_eq!(k.user_access(0, mm, 1, false), Access::Fault);
+    let (p0, p1) = (pte_pfn(k.mms[mm].ptes[0]), pte_pfn(k.mms[mm].ptes[1]));
+    assert!(k.folios.get(p0).test(pg::REFERENCED));
+    assert!(!k.folios.get(p1).test(pg::REFERENCED));
+    // Both PTEs are young; reclaim's first trip activates the referenced folio and keeps the
+    // other for a second look, which finds it cold and frees it.
+    let act = k.vmstat[PGACTIVATE];
+    assert_eq!(k.try_to_free_mem_cgroup_pages(0, 1), 0);
+    assert_eq!(k.vmstat[PGACTIVATE], act + 1);
+    assert!(k.folios.get(p0).test(pg::ACTIVE));
+    assert!(!k.folios.get(p1).test(pg::ACTIVE));
+    assert_eq!(k.try_to_free_mem_cgroup_pages(0, 1), 1);
+    assert!(!pte_present(k.mms[mm].ptes[1]));
+    assert!(pte_present(k.mms[mm].ptes[0]));
+    assert!(
+        k.check_invariants().is_empty(),
+        "{:?}",
+        k.check_invariants()
+    );
+}
+
+#[test]
+fn the_memcg_oom_report_flushes_the_statistics_reclaim_reads() {
+    use reclaimlab_sim::mm::folio::LRU_INACTIVE_ANON;
+    // No swap and an 8-page memcg: the ninth page's charge ends in the OOM killer, whose
+    // report (mem_cgroup_print_oom_meminfo) flushes the memcg's statistics before the victim
+    // exits, so they hold the lists as the OOM found them.
+    let mut k = Kernel::new(cfg(), Policy::linux_6_18(), 1, 8, 0, 60, 1);
+    let mm = k.mm_alloc(9, Backing::Anon, true);
+    let t = k.task_new(mm, Some(0), 0, 9);
+    k.context_switch(0, Some(t));
+    for vp in 0..8 {
+        assert_eq!(k.user_access(0, mm, vp, true), Access::Fault);
+    }
+    assert_eq!(
+        k.lruvec_page_state_lru(LRU_INACTIVE_ANON),
+        0,
+        "never flushed"
+    );
+    assert_eq!(k.user_access(0, mm, 8, true), Access::Killed);
+    assert_eq!(k.memcg.oom_kills, 1);
+    assert_eq!(k.lruvec.size(LRU_INACTIVE_ANON), 0, "the victim is gone");
+    assert_eq!(k.lruvec_page_state_lru(LRU_INACTIVE_ANON), 8);
+}
+
+#[test]
+fn oom_reports_are_ratelimited_ten_per_five_seconds() {
+    use reclaimlab_sim::mm::oom_kill::RatelimitState;
+    let mut rs = RatelimitState::default();
+    let t0 = 1_000_000_000;
+    for i in 0..10 {
+        assert!(rs.ratelimit(t0 + i), "report {i} of the burst");
+    }
+    assert!(!rs.ratelimit(t0 + 4_999_999_999), "burst spent");
+    assert!(rs.ratelimit(t0 + 5_000_000_001), "a new interval");
+}

@@ -4,6 +4,7 @@
 
 use crate::kernel::{CpuId, Kernel};
 use crate::mm::folio::NR_LRU_LISTS;
+use crate::mm::oom_kill::RatelimitState;
 use crate::mm::vmstat::VmEventItem::*;
 
 /// MEMCG_CHARGE_BATCH.
@@ -22,6 +23,8 @@ pub struct MemCgroup {
     pub stock: Vec<u64>,
     pub max_usage: u64,
     pub oom_kills: u64,
+    /// oom_kill_process's oom_rs: how many OOM reports were printed in the current interval.
+    pub oom_rs: RatelimitState,
     /// The statistics as last flushed: what lruvec_page_state returns.
     pub vmstats: MemcgVmstats,
 }
@@ -75,6 +78,7 @@ impl MemCgroup {
             stock: vec![0; cpus],
             max_usage: 0,
             oom_kills: 0,
+            oom_rs: RatelimitState::default(),
             vmstats: MemcgVmstats::default(),
         }
     }
@@ -124,6 +128,14 @@ impl Kernel {
         while v.next_flush <= now {
             v.next_flush += FLUSH_TIME_NS;
         }
+        self.mem_cgroup_flush_stats();
+    }
+
+    /// mem_cgroup_flush_stats → do_flush_stats: the counters as they stand become what
+    /// lruvec_page_state returns. Besides the periodic work, the memcg OOM report flushes
+    /// (mm/oom_kill.rs).
+    pub fn mem_cgroup_flush_stats(&mut self) {
+        let v = &mut self.memcg.vmstats;
         for (lru, n) in v.lru.iter_mut().enumerate() {
             *n = self.lruvec.size(lru as u8);
         }

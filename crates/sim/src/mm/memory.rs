@@ -101,12 +101,15 @@ impl Kernel {
 
     /// MADV_POPULATE_READ on one page (madvise_populate → faultin_page_range: GUP with
     /// FOLL_TOUCH, in the kernel, no user access): a page that is not present is faulted in as
-    /// by a read (the new PTE is young: x86's vm_page_prot carries _PAGE_ACCESSED); a present
-    /// one gets folio_mark_accessed (follow_page_pte). No TLB entry is filled.
+    /// by a read (the new PTE is young: x86's vm_page_prot carries _PAGE_ACCESSED). Either way
+    /// the page then goes through follow_page_pte, whose FOLL_TOUCH folio_mark_accessed()s it:
+    /// __get_user_pages retries follow_page_mask after a successful faultin_page, so a folio
+    /// the populate faulted in leaves it with PG_referenced set, and reclaim's first trip over
+    /// it (young PTE + PG_referenced) activates it. No TLB entry is filled.
     pub fn populate_read(&mut self, cpu: CpuId, mm: MmId, vp: u64) -> Access {
         self.charge(cpu, self.cost.gup_page);
-        let pte = self.mms[mm].ptes[vp as usize];
-        if !pte_present(pte) {
+        let mut result = Access::Walk;
+        if !pte_present(self.mms[mm].ptes[vp as usize]) {
             if self.fault_folio_locked(mm, vp) {
                 return Access::Blocked;
             }
@@ -117,13 +120,13 @@ impl Kernel {
                 return Access::Blocked;
             }
             self.mms[mm].ptes[vp as usize] |= PTE_YOUNG;
-            return Access::Fault;
+            result = Access::Fault;
         }
-        let pfn = pte_pfn(pte);
+        let pfn = pte_pfn(self.mms[mm].ptes[vp as usize]);
         if pfn != ZERO_PFN {
             self.folio_mark_accessed(pfn);
         }
-        Access::Walk
+        result
     }
 
     /// folio_mark_accessed (mm/swap.c, classic LRU): the first call sets PG_referenced; a

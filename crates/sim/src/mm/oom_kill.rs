@@ -6,10 +6,47 @@ use crate::mm::folio::pg;
 use crate::mm::pgtable::*;
 use crate::mm::vmstat::VmEventItem::*;
 
+/// DEFAULT_RATELIMIT_INTERVAL (5 * HZ) and DEFAULT_RATELIMIT_BURST, oom_rs's limits.
+const OOM_RS_INTERVAL_NS: u64 = 5_000_000_000;
+const OOM_RS_BURST: u32 = 10;
+
+/// A ratelimit_state (lib/ratelimit.c) with oom_rs's interval and burst.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RatelimitState {
+    /// Start of the current interval; None before the first call.
+    begin: Option<u64>,
+    printed: u32,
+}
+
+impl RatelimitState {
+    /// ___ratelimit: true while fewer than the burst have passed in the current interval; an
+    /// interval that has run out starts a new one.
+    pub fn ratelimit(&mut self, now: u64) -> bool {
+        match self.begin {
+            Some(b) if now <= b + OOM_RS_INTERVAL_NS => {}
+            _ => {
+                self.begin = Some(now);
+                self.printed = 0;
+            }
+        }
+        if self.printed < OOM_RS_BURST {
+            self.printed += 1;
+            true
+        } else {
+            false
+        }
+    }
+}
+
 impl Kernel {
     /// mem_cgroup_out_of_memory: kill the mm with the highest oom_badness (rss + swap).
     /// Returns false when there is nothing to kill.
-    pub fn mem_cgroup_out_of_memory(&mut self, _cpu: CpuId) -> bool {
+    ///
+    /// oom_kill_process prints the OOM report (dump_header) unless oom_rs ratelimits it, and
+    /// for a memcg OOM the report's memory.stat dump (mem_cgroup_print_oom_meminfo →
+    /// memcg_stat_format) flushes the memcg's statistics first: reclaim after the kill reads
+    /// the lists as they stood at the OOM, not as the periodic flush last left them.
+    pub fn mem_cgroup_out_of_memory(&mut self, cpu: CpuId) -> bool {
         let victim = (0..self.mms.len())
             .filter(|&m| self.mms[m].backing == crate::kernel::Backing::Anon)
             .max_by_key(|&m| (self.mms[m].rss + self.mms[m].swapents, std::cmp::Reverse(m)));
@@ -18,6 +55,10 @@ impl Kernel {
         };
         if self.mms[victim].rss + self.mms[victim].swapents == 0 {
             return false;
+        }
+        let now = self.cpus[cpu].clock;
+        if self.memcg.oom_rs.ratelimit(now) {
+            self.mem_cgroup_flush_stats();
         }
         self.vmstat.count_vm_event(OOM_KILL);
         self.memcg.oom_kills += 1;
