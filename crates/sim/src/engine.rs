@@ -508,6 +508,8 @@ impl Kernel {
                             return;
                         }
                     }
+                    let phase = task.phase;
+                    k.mms[mm].data_phase = phase;
                 }
             }
             if a == Access::Fault || k.cpus[cpu].clock >= tick {

@@ -66,6 +66,9 @@ pub struct Mm {
     /// when the mm goes (free_pgtables): reclaim's unmap clears PTEs, not tables, so a range
     /// once mapped by PTEs is never PMD-mapped again (do_set_pmd needs pmd_none).
     pub pte_tables: Vec<bool>,
+    /// The phase of the stress-vm method cycle its worker is in (what its pages hold, for
+    /// zram's costs: SwapDevice::data_by_phase).
+    pub data_phase: usize,
 }
 
 /// A task (thread) and the workload cursor it runs.
@@ -316,6 +319,7 @@ impl Kernel {
             next_trim: 0,
             pmd_mapped: Default::default(),
             pte_tables: vec![false; pages.div_ceil(crate::mm::huge_memory::HPAGE_PMD_NR) as usize],
+            data_phase: 0,
         });
         for c in &mut self.cpus {
             c.tlb.add_mm();

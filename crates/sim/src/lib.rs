@@ -155,6 +155,11 @@ fn start_kernel(scn: &Scenario, cfg: &SimConfig, policy: Policy) -> anyhow::Resu
     k.swap.data = cfg
         .page_data
         .unwrap_or_else(|| drivers::zram::PageData::of(&scn.workload));
+    if let (None, reclaimlab_core::scenario::Workload::StressVm(w)) = (cfg.page_data, &scn.workload)
+    {
+        // Each method's data, as measured (workload/stress_vm_data.rs).
+        k.swap.data_by_phase = workload::stress_vm_data::zram_ns_by_phase(&w.method, &k.cost);
+    }
     k.wb.global_dirtyable = scn.machine.memory_bytes / PAGE;
     k.arm64_tlbi_range = arch::arm64_tlbi_range(scn)?;
     if scn.machine.invlpgb && k.policy.settings.uses_invlpgb {

@@ -133,5 +133,6 @@ impl Kernel {
                 t.phase = 0;
             }
         }
+        self.mms[mm].data_phase = 0;
     }
 }

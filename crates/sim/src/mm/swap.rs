@@ -146,6 +146,10 @@ pub struct SwapDevice {
     pub synchronous_io: bool,
     /// What the swapped pages hold: zram's time per page depends on it (drivers/zram.rs).
     pub data: crate::drivers::zram::PageData,
+    /// stress-vm with `sim.page_data = "auto"`: zram's extra (write, read) ns per page while
+    /// the page's worker is in each phase of its method cycle (workload/stress_vm_data.rs);
+    /// empty: every page is `data`.
+    pub data_by_phase: Vec<(u64, u64)>,
     /// `swap.device = "block"`: the disk's state (mm/page_io.rs, mm/swap_state.rs).
     pub block: Option<BlockSwap>,
 }
@@ -157,6 +161,7 @@ impl SwapDevice {
             used: 0,
             synchronous_io: true,
             data: crate::drivers::zram::PageData::Pattern,
+            data_by_phase: Vec::new(),
             block: None,
         }
     }

@@ -440,6 +440,7 @@ impl Kernel {
         let f = self.folios.get_mut(pfn);
         f.clear(pg::DIRTY);
         let n = f.nr_pages();
+        let owner = f.owner as usize;
         self.vmstat.count_vm_events(PSWPOUT, n);
         self.vmstat.count_vm_events(NR_VMSCAN_WRITE, n);
         if self.swap.block.is_some() {
@@ -447,8 +448,7 @@ impl Kernel {
             self.swap_writepage_bdev(cpu, pfn);
             return false;
         }
-        let per_page = crate::drivers::zram::zram_write_ns(&self.cost, self.swap.data)
-            + self.cost.swap_writeout;
+        let per_page = self.zram_write_page_ns(owner) + self.cost.swap_writeout;
         self.charge(cpu, n * per_page);
         true
     }

@@ -9,6 +9,7 @@ pub mod kswapd_mmap_read;
 pub mod limit_reclaim;
 pub mod stress_ng;
 pub mod stress_vm;
+pub mod stress_vm_data;
 pub mod ycsb;
 
 use crate::config::SimConfig;
