@@ -270,16 +270,28 @@ impl Kernel {
     #[inline]
     pub fn reclaim_preempt(&mut self, cpu: CpuId) {
         if self.cfg.interleave == Interleave::Folio {
-            self.reclaim_preempt_window(cpu);
+            self.reclaim_preempt_window(cpu, false);
+        }
+    }
+
+    /// The same window at shrink_folio_list's cond_resched(): a kernel thread woken on the
+    /// reclaimer's own CPU meanwhile may run there too (sched/cond_resched.rs).
+    #[inline]
+    pub fn reclaim_cond_resched(&mut self, cpu: CpuId) {
+        if self.cfg.interleave == Interleave::Folio {
+            self.reclaim_preempt_window(cpu, true);
         }
     }
 
     #[inline(never)]
-    fn reclaim_preempt_window(&mut self, cpu: CpuId) {
+    fn reclaim_preempt_window(&mut self, cpu: CpuId, cond_resched: bool) {
         if self.in_reclaim_preempt || self.runner.rqs_out {
             // kswapd's passes (run with the run queues lent) stay whole.
             return;
         }
+        let Some(reclaimer) = self.cpus[cpu].curr else {
+            return;
+        };
         let until = self.cpus[cpu].clock;
         if self.window_idle(cpu, until) {
             return;
@@ -309,6 +321,12 @@ impl Kernel {
             // running, not lazy, when the reclaimer's flush comes).
             if self.window_timer_due(cpu, until, queue.peek_clock()) {
                 self.with_rqs(|k, rqs| k.run_next_timer(rqs));
+                continue;
+            }
+            if let Some(c) = self.window_kthread_timer(cpu, cond_resched, until, queue.peek_clock())
+            {
+                self.with_rqs(|k, rqs| k.run_next_timer(rqs));
+                self.run_woken_kthread(c, (c == cpu).then_some(reclaimer));
                 continue;
             }
             let Some((clock, c)) = queue.pop() else {
@@ -359,7 +377,7 @@ impl Kernel {
     /// Whether a reclaim preemption window leaves `cpu` (running task `t`) parked until it
     /// closes: ticks wait for the window to close; kswapd is reclaim itself (no nesting); a
     /// background or starter task's step may block or fork (that needs the run queues).
-    fn window_parks(&self, cpu: CpuId, t: TaskId) -> bool {
+    pub(crate) fn window_parks(&self, cpu: CpuId, t: TaskId) -> bool {
         self.cpus[cpu].clock >= self.cpus[cpu].next_tick
             || self.tasks[t].kthread
             || matches!(

@@ -6,6 +6,7 @@ mod common;
 
 use common::machine;
 use reclaimlab_sim::kernel::Kernel;
+use reclaimlab_sim::sched::fair_pick::calc_delta_fair;
 use reclaimlab_sim::sched::{RunQueues, Sched};
 
 /// One CPU, no task groups: task 0 runs with vruntime 10 ms, unprotected; task 2 waits with
@@ -27,6 +28,15 @@ fn three_tasks(curr_deadline: u64) -> (Kernel, RunQueues) {
     se.sleeping = true;
     se.last_cpu = Some(0);
     se.vlag = 1_400_000;
+    (k, rqs)
+}
+
+/// One CPU, no task groups: task 0 runs, task 1 (started after it) waits.
+fn two_tasks_on_one_cpu() -> (Kernel, RunQueues) {
+    let (mut k, mut rqs) = machine(1, 2);
+    k.sched.autogroup = false;
+    k.enqueue(&mut rqs, 0, 0, 0);
+    k.enqueue(&mut rqs, 0, 1, 0);
     (k, rqs)
 }
 
@@ -68,10 +78,7 @@ fn a_protected_running_task_is_not_preempted() {
 /// task inside its request is not rescheduled by the tick.
 #[test]
 fn a_task_past_its_slice_gets_a_new_deadline_at_the_tick() {
-    let (mut k, mut rqs) = machine(1, 2);
-    k.sched.autogroup = false;
-    k.enqueue(&mut rqs, 0, 0, 0);
-    k.enqueue(&mut rqs, 0, 1, 0);
+    let (mut k, mut rqs) = two_tasks_on_one_cpu();
     let slice = Sched::base_slice_ns(1);
     // New tasks start with half a request (PLACE_DEADLINE_INITIAL): task 0 at vruntime 0,
     // task 1 at the average when it came (task 0 had run for the context switch's cost).
@@ -92,7 +99,7 @@ fn a_task_past_its_slice_gets_a_new_deadline_at_the_tick() {
     assert_eq!(k.cpus[0].curr, Some(1));
     assert!(k.se(1).vruntime > v1 && k.se(1).vruntime < d1);
     assert_eq!(k.se(1).deadline, d1);
-    assert!(!k.sched.need_resched[0]);
+    assert_eq!(k.sched.need_resched[0], 0);
     // At 8.2 ms it has run about 4.2 ms: a new request from there, and task 0 (eligible,
     // the earlier deadline) runs again.
     k.cpus[0].clock = 8_200_000;
@@ -101,6 +108,52 @@ fn a_task_past_its_slice_gets_a_new_deadline_at_the_tick() {
     assert_eq!(k.cpus[0].curr, Some(0));
     k.check_sched(&rqs, "ticks");
     assert!(k.invariant_errors.is_empty(), "{:?}", k.invariant_errors);
+}
+
+/// update_curr asks for a reschedule when the running task's protection is over, not only
+/// when its request is used up (6.18 fair.c: `resched || !protect_slice(curr)`): a task
+/// whose vprot was left behind (it was picked again without set_next_entity) loses the CPU
+/// at the tick to a waiting task with an earlier eligible deadline, its own deadline still
+/// ahead. Inside its protection it keeps the CPU, eligible or not.
+#[test]
+fn a_task_past_its_protection_is_rescheduled_at_the_tick_inside_its_request() {
+    for (vprot, runs_after) in [(10_000_000, 1), (10_600_000, 0)] {
+        let (mut k, mut rqs) = two_tasks_on_one_cpu();
+        let now = k.cpus[0].clock;
+        let se = &mut k.sched.se[0];
+        (se.vruntime, se.deadline, se.vprot, se.vr_stamp) = (10_000_000, 10_700_000, vprot, now);
+        let se = &mut k.sched.se[1];
+        (se.vruntime, se.deadline) = (9_900_000, 10_300_000);
+        // 0.1 ms more: task 0 at 10.1 ms, inside its request, past the average (10 ms).
+        k.cpus[0].clock = now + 100_000;
+        k.tick_resched(&mut rqs, 0);
+        assert_eq!(k.se(0).deadline, 10_700_000);
+        assert_eq!(k.cpus[0].curr, Some(runs_after), "vprot {vprot}");
+        k.check_sched(&rqs, "after the tick");
+        assert!(k.invariant_errors.is_empty(), "{:?}", k.invariant_errors);
+    }
+}
+
+/// A group entity joining a CPU's root cfs_rq gets its request at a weight that counts the
+/// joining task there (enqueue_entity attaches the task's load and reweights the group's
+/// entity, update_cfs_group, before place_entity): with the group's other task busy on the
+/// other CPU that is half the group's shares, a request of twice the base slice in virtual
+/// time, not MIN_SHARES' 512 times as long.
+#[test]
+fn a_group_entity_joins_with_a_request_at_the_weight_its_task_gives_it() {
+    let (mut k, mut rqs) = machine(2, 2);
+    k.sched.autogroup = true;
+    k.enqueue(&mut rqs, 1, 0, 0);
+    k.enqueue(&mut rqs, 0, 1, 0);
+    let w = k.calc_group_shares(0, 0, &k.group_rqs(0));
+    assert_eq!(w, 512);
+    let g = &k.sched.groups[0];
+    let request = g.se_deadline[0] - g.se_vruntime[0];
+    assert_eq!(request, calc_delta_fair(Sched::base_slice_ns(2), w));
+    // A later change of weight keeps the request's length in real time (reweight_entity).
+    k.reweight_group_entity(0, 0, 1024);
+    let g = &k.sched.groups[0];
+    assert_eq!(g.se_deadline[0] - g.se_vruntime[0], request / 2);
 }
 
 /// The balancer's detach keeps a queued task's lag, negative too (unlike a sleep), and its

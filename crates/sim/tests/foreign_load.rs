@@ -147,6 +147,11 @@ fn the_other_tasks_run_beside_the_declared_load_each_at_its_own_duty() {
 
 /// One worker pinned to CPU 0 for 1 s, a kernel thread on each CPU running 50 us at 1%.
 fn worker_on_cpu0_with_kthreads() -> reclaimlab_core::ResultDoc {
+    worker_on_cpu0_with_kthreads_and(&[])
+}
+
+/// The same, with `sets` applied on top.
+fn worker_on_cpu0_with_kthreads_and(sets: &[&str]) -> reclaimlab_core::ResultDoc {
     common::sim_with(
         "anon-sweep",
         &[
@@ -159,7 +164,7 @@ fn worker_on_cpu0_with_kthreads() -> reclaimlab_core::ResultDoc {
             "machine.background_kthreads.duty=0.01,0.01",
             "machine.background_kthreads.slice=50us",
         ],
-        &[],
+        sets,
     )
 }
 
@@ -202,5 +207,43 @@ fn a_woken_kthread_runs_within_a_base_slice_on_a_busy_cpu() {
         per_wakeup < 0.75e-3,
         "waited {:.0} us per wake-up",
         per_wakeup * 1e6
+    );
+}
+
+/// A kernel thread's wait per wake-up beside a worker pinned to its CPU that reclaims all
+/// the time (a 16 MiB sweep in an 8 MiB memcg, every page dirty, with the test machine's
+/// measured costs), with reclaim's preemption points on (`folio`) or off (`step`: a
+/// direct-reclaim call is one step).
+fn kthread_wait_beside_a_reclaimer(interleave: &str) -> f64 {
+    let d = worker_on_cpu0_with_kthreads_and(&[
+        "memcg.limit=8M",
+        "workload.write_ratio=1.0",
+        "machine.profile=kvm-guest-2vcpu",
+        &format!("sim.interleave={interleave}"),
+    ]);
+    let r = &d.runs[0];
+    assert!(
+        r.extra["direct_reclaims"].as_u64().unwrap() > 1000,
+        "reclaims"
+    );
+    let wait = r.task_values("background", "wait_seconds");
+    let wakeups = r.task_values("background", "wakeups");
+    wait[0] / wakeups[0]
+}
+
+/// A kernel thread woken on the CPU of a task in direct reclaim runs at the reclaimer's next
+/// cond_resched() (shrink_folio_list, once per folio; the test machine's kernel is
+/// preempt=none, so that is where the wake-up's resched takes effect), not after the whole
+/// reclaim call: with the per-folio preemption points its wait is well under the one it has
+/// when reclaim is a single step.
+#[test]
+fn a_kthread_woken_beside_direct_reclaim_runs_at_the_next_folio() {
+    let whole = kthread_wait_beside_a_reclaimer("step");
+    let per_folio = kthread_wait_beside_a_reclaimer("folio");
+    assert!(
+        per_folio < whole / 2.0,
+        "per folio {:.1} us, whole calls {:.1} us per wake-up",
+        per_folio * 1e6,
+        whole * 1e6
     );
 }

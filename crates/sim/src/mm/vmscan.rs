@@ -544,8 +544,9 @@ impl Kernel {
             0
         };
         for &pfn in &list {
-            // A preemption point between folios (sim.interleave = "folio"; no-op otherwise).
-            self.reclaim_preempt(cpu);
+            // cond_resched() between folios: a preemption point (sim.interleave = "folio";
+            // no-op otherwise).
+            self.reclaim_cond_resched(cpu);
             self.oracle_prefetch(pfn);
             if self
                 .swap

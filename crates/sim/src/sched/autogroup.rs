@@ -49,6 +49,9 @@ pub struct TaskGroup {
     pub se_deadline: Vec<u64>,
     /// Per CPU: the group entity's protected slice (set_protect_slice).
     pub se_vprot: Vec<u64>,
+    /// Per CPU: the group entity's load weight when it was last placed or reweighted
+    /// (se->load.weight; 0 before its first placement there).
+    pub se_weight: Vec<u64>,
 }
 
 impl TaskGroup {
@@ -60,6 +63,7 @@ impl TaskGroup {
             se_vruntime: vec![0; nr_cpus],
             se_deadline: vec![0; nr_cpus],
             se_vprot: vec![0; nr_cpus],
+            se_weight: vec![0; nr_cpus],
         }
     }
 }

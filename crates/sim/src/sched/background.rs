@@ -161,7 +161,12 @@ impl Kernel {
             BgSet::Other => self.sched.other.clone().expect("background task"),
         };
         let now = self.cpus[cpu].clock;
-        let to_tick = self.cpus[cpu].next_tick.saturating_sub(now).max(1);
+        // Past the tick only inside a reclaimer's step (sched/cond_resched.rs): the tick waits
+        // for the step's end, so the burst goes on in slices.
+        let to_tick = match self.cpus[cpu].next_tick.saturating_sub(now) {
+            0 => BURST_SLICE_NS,
+            d => d,
+        };
         // In slices: while the burst runs its CPU has the task's mm loaded and is not lazy, so
         // another CPU's flushes in that window must see it (and an IPI still in flight when the
         // burst ends meets an idle CPU: flush_tlb_func sends it to init_mm). A burst taken in

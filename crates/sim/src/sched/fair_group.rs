@@ -50,6 +50,28 @@ impl Kernel {
         v
     }
 
+    /// Group `g`'s cfs_rqs with task `t` (runnable) counted on `cpu`, where it is joining.
+    pub fn group_rqs_joining(&self, g: usize, t: TaskId, cpu: CpuId) -> Vec<GroupRq> {
+        let mut v = self.group_rqs(g);
+        let se = &self.sched.se[t];
+        if let Some(prev) = se.last_cpu.filter(|&c| c != cpu) {
+            let r = &mut v[prev];
+            r.load_avg = r.load_avg.saturating_sub(se.avg.avg);
+            r.task_weight = r.task_weight.saturating_sub(se.weight);
+            if !se.sleeping {
+                r.runnable_weight = r.runnable_weight.saturating_sub(se.weight);
+            }
+        }
+        if se.last_cpu != Some(cpu) {
+            v[cpu].load_avg += se.avg.avg;
+            v[cpu].task_weight += se.weight;
+        }
+        if se.last_cpu != Some(cpu) || se.sleeping {
+            v[cpu].runnable_weight += se.weight;
+        }
+        v
+    }
+
     /// calc_group_shares: the weight of group `g`'s entity on `cpu`, tg->shares × this CPU's
     /// group load / the group's load over all CPUs (this CPU's counted as the larger of its
     /// runnable weight and its load average), clamped to MIN_SHARES..=tg->shares.

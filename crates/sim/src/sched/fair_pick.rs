@@ -10,7 +10,8 @@
 //! was picked, set_protect_slice).
 //! A woken task preempts the running one (check_preempt_wakeup_fair) when pick_eevdf at the
 //! level where their hierarchies meet would choose it, or when update_curr found the running
-//! entity's request used up.
+//! entity's request used up or its protection over at a level that holds others (then
+//! pick_eevdf decides, as at the tick).
 //!
 //! Placement and lag (place_entity, update_entity_lag) are in fair_place.rs.
 //!
@@ -20,6 +21,11 @@
 
 use super::RunQueues;
 use crate::kernel::{CpuId, Kernel, TaskId};
+
+/// need_resched bits: the root cfs_rq's level asked (for the running task, or its group's
+/// entity), or the running task's group cfs_rq did.
+pub const RESCHED_ROOT: u8 = 1;
+pub const RESCHED_GROUP: u8 = 2;
 
 /// An entity on a CPU's root cfs_rq.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -227,25 +233,67 @@ impl Kernel {
             return;
         }
         se.vruntime += calc_delta_fair(delta, se.weight);
-        let mut resched = update_deadline(
+        // fair.c update_curr at each level of the hierarchy: a used-up request
+        // (update_deadline) or the end of the protected slice asks for a reschedule —
+        // `resched || !protect_slice(curr)` — if that cfs_rq holds others (nr_queued > 1,
+        // tested where the flag is read: need_resched).
+        let ask = |used_up: bool, vruntime: u64, vprot: u64| used_up || vruntime >= vprot;
+        let used_up = update_deadline(
             se.vruntime,
             &mut se.deadline,
             calc_delta_fair(slice, se.weight),
         );
-        if let Some(g) = self.task_group(t) {
-            let rqs = self.group_rqs(g);
-            let w = self.calc_group_shares(g, cpu, &rqs);
-            let grp = &mut self.sched.groups[g];
-            grp.se_vruntime[cpu] += calc_delta_fair(delta, w);
-            resched |= update_deadline(
-                grp.se_vruntime[cpu],
-                &mut grp.se_deadline[cpu],
-                calc_delta_fair(slice, w),
-            );
+        let own = ask(used_up, se.vruntime, se.vprot);
+        let mut levels = 0;
+        match self.task_group(t) {
+            None => levels |= u8::from(own) * RESCHED_ROOT,
+            Some(g) => {
+                levels |= u8::from(own) * RESCHED_GROUP;
+                let rqs = self.group_rqs(g);
+                let w = self.calc_group_shares(g, cpu, &rqs);
+                self.reweight_group_entity(g, cpu, w);
+                let grp = &mut self.sched.groups[g];
+                grp.se_vruntime[cpu] += calc_delta_fair(delta, w);
+                let used_up = update_deadline(
+                    grp.se_vruntime[cpu],
+                    &mut grp.se_deadline[cpu],
+                    calc_delta_fair(slice, w),
+                );
+                let root = ask(used_up, grp.se_vruntime[cpu], grp.se_vprot[cpu]);
+                levels |= u8::from(root) * RESCHED_ROOT;
+            }
         }
-        if resched {
-            self.sched.need_resched[cpu] = true;
+        self.sched.need_resched[cpu] |= levels;
+    }
+
+    /// TIF_NEED_RESCHED as update_curr leaves it: a level of the running task's hierarchy
+    /// asked for a reschedule and holds another runnable entity there.
+    pub fn need_resched(&self, rqs: &RunQueues, cpu: CpuId) -> bool {
+        let asked = self.sched.need_resched[cpu];
+        let Some(curr) = self.cpus[cpu].curr else {
+            return false;
+        };
+        let root = asked & RESCHED_ROOT != 0 && !self.root_level(rqs, cpu, true).queued.is_empty();
+        let group = asked & RESCHED_GROUP != 0
+            && self
+                .task_group(curr)
+                .is_some_and(|g| rqs.rq[cpu].iter().any(|&o| self.task_group(o) == Some(g)));
+        root || group
+    }
+
+    /// reweight_entity for group `g`'s entity on `cpu` (update_cfs_group): when its weight
+    /// changes from the one it was placed or last reweighted at, its deadline stays the same
+    /// request in real time, so the virtual distance to it scales by old / new weight.
+    /// Simplified: its lag is not rescaled (the entity keeps its vruntime).
+    pub fn reweight_group_entity(&mut self, g: usize, cpu: CpuId, w: u64) {
+        let grp = &mut self.sched.groups[g];
+        let old = std::mem::replace(&mut grp.se_weight[cpu], w);
+        if old == 0 || old == w {
+            return;
         }
+        let v = grp.se_vruntime[cpu];
+        let rel = grp.se_deadline[cpu].saturating_sub(v);
+        grp.se_deadline[cpu] = v + (u128::from(rel) * u128::from(old) / u128::from(w)) as u64;
     }
 
     /// pick_next_task_fair: pick_eevdf on the root cfs_rq, then (a group) on the group's.
@@ -277,7 +325,7 @@ impl Kernel {
             Some(g) if gw == gc => self.group_level(rqs, cpu, g, true).pick_eevdf() == Some(woken),
             _ => self.root_level(rqs, cpu, true).pick_eevdf() == Some(self.root_entity(woken)),
         };
-        picked || self.sched.need_resched[cpu]
+        picked || self.need_resched(rqs, cpu)
     }
 }
 

@@ -102,9 +102,13 @@ impl Kernel {
                 if let Some((v, _)) = self.root_level(rqs, cpu, true).avg_load() {
                     self.sched.groups[g].se_vruntime[cpu] = v;
                 }
-                let w = self.calc_group_shares(g, cpu, &self.group_rqs(g));
+                // enqueue_entity attaches the task's load (update_load_avg, DO_ATTACH) and
+                // reweights the group entity (update_cfs_group) before placing it: its weight,
+                // and so its request in virtual time, counts the joining task on `cpu`.
+                let w = self.calc_group_shares(g, cpu, &self.group_rqs_joining(g, t, cpu));
                 let vslice = self.vslice(w);
                 let grp = &mut self.sched.groups[g];
+                grp.se_weight[cpu] = w;
                 grp.se_deadline[cpu] = grp.se_vruntime[cpu] + vslice;
             }
         }

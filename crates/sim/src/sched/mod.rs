@@ -15,6 +15,8 @@
 //! - [`fair`]: kernel/sched/fair.c's placement decisions: select_task_rq_fair on wake-up,
 //!   periodic, nohz-idle and new-idle load balancing with the imbalance rules and the
 //!   cache-hot rule.
+//! - [`cond_resched`]: a kernel thread woken on a CPU in direct reclaim runs at the
+//!   reclaimer's next cond_resched().
 //! - [`background`]: foreign tasks (`machine.background_load`, `machine.background_other`,
 //!   `machine.background_kthreads`) that wake and run with a duty cycle.
 //! - [`stats`]: the `placement` report.
@@ -24,6 +26,7 @@
 
 pub mod autogroup;
 pub mod background;
+pub mod cond_resched;
 pub mod fair;
 pub mod fair_group;
 pub mod fair_pick;
@@ -199,8 +202,9 @@ pub struct Sched {
     pub other: Option<background::BackgroundLoad>,
     pub kthreads: Vec<background::BackgroundLoad>,
     pub bg_state: Vec<background::BgState>,
-    /// Per CPU: TIF_NEED_RESCHED, raised by update_curr when a request is used up.
-    pub need_resched: Vec<bool>,
+    /// Per CPU: the levels whose update_curr asked for a reschedule (a used-up request or an
+    /// ended protection; fair_pick::RESCHED_ROOT, RESCHED_GROUP), read by need_resched.
+    pub need_resched: Vec<u8>,
     /// `sched.autogroup`, and the task groups: the workload's session, then the foreign
     /// sessions of `machine.background_load.groups`, then `machine.background_other.groups`.
     pub autogroup: bool,
@@ -241,7 +245,7 @@ impl Sched {
             nr_balance_failed: sd.iter().map(|d| vec![0; d.len()]).collect(),
             sd,
             busy_ns: vec![0; nr_cpus],
-            need_resched: vec![false; nr_cpus],
+            need_resched: vec![0; nr_cpus],
             background: cfg.background.clone(),
             other: cfg.other.clone(),
             kthreads: cfg.kthreads.clone(),
@@ -305,7 +309,7 @@ impl Kernel {
     pub fn context_switch(&mut self, cpu: CpuId, next: Option<TaskId>) {
         let now = self.cpus[cpu].clock;
         self.update_curr(cpu);
-        self.sched.need_resched[cpu] = false;
+        self.sched.need_resched[cpu] = 0;
         let prev_task = self.cpus[cpu].curr;
         if let Some(prev) = prev_task {
             self.tasks[prev].cpu = None;
@@ -517,7 +521,7 @@ impl Kernel {
     /// Picked again, it keeps its protection as it was (set_next_entity does not run).
     pub fn resched(&mut self, rqs: &mut RunQueues, cpu: CpuId, to_front: bool) -> bool {
         self.update_curr(cpu);
-        self.sched.need_resched[cpu] = false;
+        self.sched.need_resched[cpu] = 0;
         let Some(curr) = self.cpus[cpu].curr else {
             return false;
         };
@@ -538,10 +542,11 @@ impl Kernel {
     }
 
     /// The tick's part of update_curr on `cpu` (entity_tick): if the running entity used up
-    /// its request at some level (update_deadline), reschedule. Returns whether it switched.
+    /// its request (update_deadline) or left its protected slice at a level that holds
+    /// others, reschedule. Returns whether it switched.
     pub fn tick_resched(&mut self, rqs: &mut RunQueues, cpu: CpuId) -> bool {
         self.update_curr(cpu);
-        self.sched.need_resched[cpu] && self.resched(rqs, cpu, false)
+        self.need_resched(rqs, cpu) && self.resched(rqs, cpu, false)
     }
 
     /// pick_next_task_fair for a CPU whose running task is leaving: take the chosen task
@@ -555,7 +560,8 @@ impl Kernel {
 
     /// scheduler_tick on `cpu`: load tracking, the mm_cpumask sample, update_curr and, if the
     /// running entity's request is used up (a slice of 0.75–3 ms against a 4 ms tick: after a
-    /// whole tick it always is), a new pick with it competing (tick_resched); then
+    /// whole tick it always is) or its protection is over, a new pick with it competing
+    /// (tick_resched); then
     /// trigger_load_balance.
     pub fn scheduler_tick(&mut self, rqs: &mut RunQueues, cpu: CpuId) {
         self.cpus[cpu].next_tick += self.cfg.tick_ns;
