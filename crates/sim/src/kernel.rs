@@ -385,8 +385,10 @@ impl Kernel {
     }
 
     /// Charge `ns` of work to a CPU's clock.
+    /// `cpu` works `ns` more; cross-CPU calls owed to it that start meanwhile interrupt it.
     pub fn charge(&mut self, cpu: CpuId, ns: u64) {
         self.cpus[cpu].clock += ns;
+        self.run_owed_handlers(cpu);
     }
 
     pub fn mm_generation(&self, mm: MmId) -> u64 {

@@ -13,10 +13,18 @@
 //! which delays the acknowledgement the sender waits for (csd_lock_wait) and keeps the
 //! target's queue non-empty longer, so more calls share the interrupt.
 //!
+//! A CPU waiting for its own calls (csd_lock_wait) spins with interrupts on, and must: two
+//! CPUs flushing each other at once would deadlock otherwise (smp_call_function_many_cond
+//! asserts interrupts are enabled). So a handler that reaches a CPU while it spins runs inside
+//! the spin and costs that CPU only what runs past its own acknowledgement; a handler that
+//! reaches a CPU doing work delays that work by its whole length. An idle CPU absorbs it too.
+//!
 //! Engine approximation: times are absolute, so windows and interrupts placed by a CPU that ran
 //! ahead are seen by calls processed later. A window placed *after* a call was delivered (the
 //! target's clock was behind the sender's) does not move that call: the sim decides a call's
 //! timing when the sender runs, with what the target has recorded so far.
+
+use std::collections::VecDeque;
 
 use crate::kernel::{CpuId, Kernel};
 use crate::mm::vmstat::VmEventItem::*;
@@ -68,6 +76,13 @@ pub struct Smp {
     /// Per CPU, the latest handler entry remembered: a call queued at or after it finds the
     /// queue empty (a fast path).
     latest_entry: Vec<u64>,
+    /// Per CPU, handlers (start, ns) that start after the CPU's clock when they are queued (the
+    /// engine ran the sender ahead), sorted by start: charged when the CPU's clock gets there,
+    /// absorbed if it spins or idles across them.
+    owed: Vec<VecDeque<(u64, u64)>>,
+    /// Per CPU, its recent csd_lock_wait spins: a handler placed later at a time inside one
+    /// ran during the spin.
+    spins: Vec<Timeline>,
 }
 
 impl Smp {
@@ -76,6 +91,8 @@ impl Smp {
             irq_off: vec![IrqOff::default(); nr_cpus],
             irqs: vec![History::new(); nr_cpus],
             latest_entry: vec![0; nr_cpus],
+            owed: vec![VecDeque::new(); nr_cpus],
+            spins: vec![Timeline::new(IRQ_OFF_HISTORY); nr_cpus],
         }
     }
 
@@ -146,8 +163,7 @@ impl Kernel {
             irq.end += work;
             let end = irq.end;
             self.smp.irq_off[target].push(start, end);
-            self.charge(target, work);
-            self.vmstat.count_vm_events(SMP_CALL_HANDLER_NS, work);
+            self.charge_handler(target, start, work);
             return end;
         }
         if entry > arrive {
@@ -159,10 +175,96 @@ impl Kernel {
         let end = entry + self.cost.ipi_handle + work;
         self.smp.irq_off[target].push(entry, end);
         self.smp.remember(target, queued, CallIrq { entry, end });
-        self.charge(target, self.cost.ipi_handle + work);
-        self.vmstat
-            .count_vm_events(SMP_CALL_HANDLER_NS, self.cost.ipi_handle + work);
+        self.charge_handler(target, entry, self.cost.ipi_handle + work);
         end
+    }
+
+    /// A handler of `ns` on `cpu` from `start`. In the CPU's future (its clock is behind): owed
+    /// until the clock gets there. In its past: free inside a csd_lock_wait spin it recorded
+    /// (but what runs past the spin's end), else it delayed whatever the CPU was doing.
+    fn charge_handler(&mut self, cpu: CpuId, start: u64, ns: u64) {
+        self.vmstat.count_vm_events(SMP_CALL_HANDLER_NS, ns);
+        if start >= self.cpus[cpu].clock {
+            let owed = &mut self.smp.owed[cpu];
+            let at = owed.partition_point(|&(s, _)| s <= start);
+            owed.insert(at, (start, ns));
+            if owed.len() > CSD_HISTORY {
+                // Too far ahead to keep: charged now, as if it interrupted the CPU's work.
+                let (_, oldest) = owed.pop_front().unwrap_or_default();
+                self.cpus[cpu].clock += oldest;
+            }
+            return;
+        }
+        if let Some(spin_end) = self.smp.spins[cpu].busy_until(start) {
+            // It ran during that spin: only what ran past the spin's end delayed the CPU (and
+            // lengthened its wait).
+            let past = (start + ns).saturating_sub(spin_end);
+            self.vmstat.count_vm_events(SMP_CALL_HANDLER_IN_WAIT_NS, ns);
+            self.vmstat.count_vm_events(SMP_CALL_WAIT_NS, past);
+            self.charge(cpu, past);
+        } else {
+            self.charge(cpu, ns);
+        }
+    }
+
+    /// Charge the handlers owed to `cpu` that start by its clock: each interrupted its work.
+    #[inline]
+    pub fn run_owed_handlers(&mut self, cpu: CpuId) {
+        let Some(owed) = self.smp.owed.get_mut(cpu) else {
+            return;
+        };
+        let c = &mut self.cpus[cpu];
+        while let Some(&(start, ns)) = owed.front() {
+            if start > c.clock {
+                break;
+            }
+            owed.pop_front();
+            c.clock += ns;
+        }
+    }
+
+    /// `cpu` runs no work of its own until `until` (it spins with interrupts on, or idles):
+    /// the handlers owed to it that start before it would resume run in that time, one after
+    /// another; it resumes at `until` or when the last of them returns. Returns the handlers'
+    /// time (ns).
+    fn absorb_owed_handlers(&mut self, cpu: CpuId, until: u64) -> u64 {
+        self.run_owed_handlers(cpu);
+        let mut t = self.cpus[cpu].clock;
+        let mut handled = 0;
+        if let Some(owed) = self.smp.owed.get_mut(cpu) {
+            while let Some(&(start, ns)) = owed.front() {
+                if start >= t.max(until) {
+                    break;
+                }
+                owed.pop_front();
+                t = start.max(t) + ns;
+                handled += ns;
+            }
+        }
+        self.cpus[cpu].clock = t.max(until);
+        handled
+    }
+
+    /// csd_lock_wait on `cpu` until its calls' acknowledgement at `ack`, spinning with
+    /// interrupts on: other CPUs' calls that reach it meanwhile run inside the spin (counted
+    /// as wait and as handler time in the wait: the spin alone is their difference).
+    pub fn csd_lock_wait(&mut self, cpu: CpuId, ack: u64) {
+        self.run_owed_handlers(cpu);
+        let now = self.cpus[cpu].clock;
+        let handled = self.absorb_owed_handlers(cpu, ack);
+        if ack > now {
+            self.smp.spins[cpu].add(now, ack);
+        }
+        self.vmstat
+            .count_vm_events(SMP_CALL_HANDLER_IN_WAIT_NS, handled);
+        self.vmstat
+            .count_vm_events(SMP_CALL_WAIT_NS, self.cpus[cpu].clock - now);
+    }
+
+    /// `cpu` idles (or its task sleeps) until `until`: handlers owed to it meanwhile run in
+    /// that idle time.
+    pub fn idle_until(&mut self, cpu: CpuId, until: u64) {
+        self.absorb_owed_handlers(cpu, until);
     }
 
     /// Work done locally with interrupts off (local_irq_save ... restore around a local

@@ -151,7 +151,7 @@ impl Kernel {
             return 0;
         }
         if !self.can_sleep(cpu) {
-            self.cpus[cpu].clock = done;
+            self.idle_until(cpu, done);
             return done - now;
         }
         let later = self
@@ -634,7 +634,7 @@ impl Kernel {
             if now >= t0 + MAX_PAUSE_NS {
                 break;
             }
-            self.cpus[cpu].clock = done.clamp(now, t0 + MAX_PAUSE_NS);
+            self.idle_until(cpu, done.clamp(now, t0 + MAX_PAUSE_NS));
             self.writeback_poll(cpu);
         }
         let paused = self.cpus[cpu].clock - t0;
@@ -656,8 +656,7 @@ impl Kernel {
             .find(|&&(_, p)| p == pfn)
             .map(|&(d, _)| d);
         if let Some(done) = done {
-            let now = self.cpus[cpu].clock;
-            self.cpus[cpu].clock = done.max(now);
+            self.idle_until(cpu, done);
         }
         self.writeback_poll(cpu);
     }
@@ -770,7 +769,7 @@ impl Kernel {
             }
             self.wb.throttled[cpu] = true;
         } else {
-            self.cpus[cpu].clock = until;
+            self.idle_until(cpu, until);
             self.writeback_poll(cpu);
         }
         true

@@ -110,10 +110,13 @@ vm_event_items! {
     IPI_IRQ_OFF_DELAYED: Extra = "ipi_irq_off_delayed",
     IPI_IRQ_OFF_DELAY_NS: Extra = "ipi_irq_off_delay_ns",
     /// Time senders spent in csd_lock_wait for the slowest target's flush (after their own
-    /// local flush), and the handler time the calls charged to their targets (ns; read by
-    /// workloads that report them, e.g. limit-reclaim).
+    /// local flush; with the handlers they ran meanwhile), and the handler time the calls
+    /// charged to their targets (ns; read by workloads that report them, e.g. limit-reclaim).
     SMP_CALL_WAIT_NS: Custom = "smp_call_wait_ns",
     SMP_CALL_HANDLER_NS: Custom = "smp_call_handler_ns",
+    /// The handler time that ran while its CPU was in its own csd_lock_wait (interrupts on):
+    /// time the CPU would have spun anyway, but for what ran past its acknowledgement.
+    SMP_CALL_HANDLER_IN_WAIT_NS: Custom = "smp_call_handler_in_wait_ns",
 
     // x86 INVLPGB (arch/x86/invlpgb.rs).
     INVLPGB_OPS: Invlpgb = "invlpgb_ops",

@@ -363,10 +363,9 @@ impl Kernel {
         self.sched_info_enqueue(t, now);
         self.place_entity(rqs, t, cpu);
         if self.cpus[cpu].curr.is_none() {
+            // Idle until now (calls that reached it meanwhile ran in the idle time).
+            self.idle_until(cpu, now);
             let c = &mut self.cpus[cpu];
-            if c.clock < now {
-                c.clock = now;
-            }
             while c.next_tick <= c.clock {
                 c.next_tick += self.cfg.tick_ns;
             }

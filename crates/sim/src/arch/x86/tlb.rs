@@ -234,7 +234,8 @@ impl Kernel {
     /// llist_add, the ICR write); the queue and its IPI, the target's interrupts-off windows
     /// and the handler are smp.rs's (`smp_queue_call`). The local flush runs with interrupts
     /// off; then the sender waits (csd_lock_wait) for the slowest target's call to return.
-    /// The target's clock is charged its handler and flush work, whatever it was doing.
+    /// The target is charged its handler and flush work unless it was spinning in its own
+    /// csd_lock_wait or idle then (smp.rs).
     pub fn flush_tlb_multi(&mut self, sender: CpuId, mask: &CpuMask, info: &FlushTlbInfo) {
         self.vmstat.count_vm_event(NR_TLB_REMOTE_FLUSH);
         let t0 = self.cpus[sender].clock;
@@ -258,12 +259,7 @@ impl Kernel {
             let ns = self.flush_tlb_func(sender, sender, info);
             self.irq_off_local(sender, ns);
         }
-        let now = self.cpus[sender].clock;
-        if last_ack > now {
-            self.vmstat
-                .count_vm_events(SMP_CALL_WAIT_NS, last_ack - now);
-            self.cpus[sender].clock = last_ack;
-        }
+        self.csd_lock_wait(sender, last_ack);
     }
 
     /// flush_tlb_func on `cpu` (remote when `cpu != sender`); returns the flush work in ns.
