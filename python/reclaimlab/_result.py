@@ -130,8 +130,9 @@ def compare(
     """The seeds' Before/After/Delta table as a DataFrame, one row per metric (index: the
     metric's key; ``name``: as the mail table names it). Refused with ``ValueError``, as
     ``reclaimlab compare`` refuses, when a result is unusable or the two differ in more than the
-    kernel (unless ``allow_mismatch``). ``df.attrs`` holds the two sides' labels, the throughput
-    unit, the notes and any differences."""
+    kernel (unless ``allow_mismatch``). ``delta_pct`` is NaN where the CLI prints n/a (a before
+    value of 0). ``df.attrs`` holds the two sides' labels, the throughput unit, the notes and
+    any differences."""
     import pandas as pd
 
     c = json.loads(_native.compare(_doc_json(before), _doc_json(after), all, allow_mismatch))
