@@ -57,6 +57,35 @@ impl IrqOff {
     pub fn irqs_on_at(&self, t: u64) -> u64 {
         self.0.busy_until(t).unwrap_or(t)
     }
+
+    /// `irqs_on_at(t)`, remembering where it is for `push_taken`.
+    fn taken_at(&self, t: u64) -> Taken {
+        let (busy, after) = self.0.busy_until_at(t);
+        Taken {
+            entry: busy.unwrap_or(t),
+            after,
+        }
+    }
+
+    /// `push(taken.entry, end)` without searching for the place again: nothing may have been
+    /// pushed since `taken_at`.
+    fn push_taken(&mut self, taken: Taken, end: u64) {
+        self.0.add_at(taken.entry, end, taken.after);
+    }
+}
+
+/// When an interrupt is taken (interrupts on again), and where that is in the CPU's timeline.
+#[derive(Clone, Copy)]
+struct Taken {
+    entry: u64,
+    after: usize,
+}
+
+/// What a call queued on a CPU finds: a pending interrupt it joins (its index), or none (then
+/// the new interrupt's place among those remembered, if the search found it).
+enum Pending {
+    Joins(usize),
+    New(Option<usize>),
 }
 
 /// One call-function interrupt on a CPU (keyed by when its first call was queued): when the
@@ -96,10 +125,13 @@ impl Smp {
         }
     }
 
-    fn remember(&mut self, cpu: CpuId, queued: u64, irq: CallIrq) {
+    /// Remember a new interrupt whose first call was queued at `queued`; `at`, when known, is
+    /// its place (after every interrupt queued earlier, before those queued at or after it).
+    fn remember(&mut self, cpu: CpuId, queued: u64, irq: CallIrq, at: Option<usize>) {
         self.latest_entry[cpu] = self.latest_entry[cpu].max(irq.entry);
         let v = &mut self.irqs[cpu];
-        let at = partition_point_back(v.as_slice(), |&(q, _)| q < queued);
+        debug_assert!(at.is_none_or(|i| i == v.as_slice().partition_point(|&(q, _)| q < queued)));
+        let at = at.unwrap_or_else(|| partition_point_back(v.as_slice(), |&(q, _)| q < queued));
         v.insert(at, (queued, irq));
         if v.len() > CSD_HISTORY {
             v.pop_front();
@@ -116,17 +148,28 @@ impl Smp {
     /// one whose queue was non-empty at `queued` (queued first, handler not yet entered), or
     /// one whose first call came after `queued` but before this call's own IPI would have been
     /// taken (`entry`): in time this call was first and that one joined it.
-    fn pending_irq(&self, cpu: CpuId, queued: u64, entry: u64) -> Option<usize> {
+    ///
+    /// Without one, the place of a new interrupt queued at `queued` when the search found it
+    /// (for `remember`).
+    fn pending_irq(&self, cpu: CpuId, queued: u64, entry: u64) -> Pending {
         if queued >= self.latest_entry[cpu] {
-            return None;
+            return Pending::New(None);
         }
         let v = &self.irqs[cpu];
         let v = v.as_slice();
         let i = partition_point_back(v, |&(q, _)| q <= queued);
         if i > 0 && queued < v[i - 1].1.entry {
-            return Some(i - 1);
+            return Pending::Joins(i - 1);
         }
-        (i < v.len() && v[i].0 < entry).then_some(i)
+        if i < v.len() && v[i].0 < entry {
+            return Pending::Joins(i);
+        }
+        // Before the interrupts queued at `queued` itself, as `remember` places it.
+        let mut at = i;
+        while at > 0 && v[at - 1].0 == queued {
+            at -= 1;
+        }
+        Pending::New(Some(at))
     }
 }
 
@@ -152,20 +195,24 @@ impl Kernel {
     pub fn smp_queue_call(&mut self, target: CpuId, queued: u64, work: u64) -> u64 {
         self.vmstat.count_vm_event(SMP_CALLS);
         let arrive = queued + self.cost.ipi_delivery;
-        let entry = self.smp.irq_off[target].irqs_on_at(arrive);
-        if let Some(ix) = self.smp.pending_irq(target, queued, entry) {
-            self.vmstat.count_vm_event(SMP_CALLS_SHARING_IRQ);
-            let (q, irq) = &mut self.smp.irqs[target][ix];
-            // Keyed by its first call; this one may be earlier (the order stays sorted: no
-            // other interrupt was queued between them, or this call would have joined it).
-            *q = (*q).min(queued);
-            let start = irq.end;
-            irq.end += work;
-            let end = irq.end;
-            self.smp.irq_off[target].push(start, end);
-            self.charge_handler(target, start, work);
-            return end;
-        }
+        let taken = self.smp.irq_off[target].taken_at(arrive);
+        let entry = taken.entry;
+        let place = match self.smp.pending_irq(target, queued, entry) {
+            Pending::New(place) => place,
+            Pending::Joins(ix) => {
+                self.vmstat.count_vm_event(SMP_CALLS_SHARING_IRQ);
+                let (q, irq) = &mut self.smp.irqs[target][ix];
+                // Keyed by its first call; this one may be earlier (the order stays sorted: no
+                // other interrupt was queued between them, or this call would have joined it).
+                *q = (*q).min(queued);
+                let start = irq.end;
+                irq.end += work;
+                let end = irq.end;
+                self.smp.irq_off[target].push(start, end);
+                self.charge_handler(target, start, work);
+                return end;
+            }
+        };
         if entry > arrive {
             self.vmstat.count_vm_event(IPI_IRQ_OFF_DELAYED);
             self.vmstat
@@ -173,8 +220,9 @@ impl Kernel {
         }
         self.irq.function_call_interrupts[target] += 1;
         let end = entry + self.cost.ipi_handle + work;
-        self.smp.irq_off[target].push(entry, end);
-        self.smp.remember(target, queued, CallIrq { entry, end });
+        self.smp.irq_off[target].push_taken(taken, end);
+        self.smp
+            .remember(target, queued, CallIrq { entry, end }, place);
         self.charge_handler(target, entry, self.cost.ipi_handle + work);
         end
     }

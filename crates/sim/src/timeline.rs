@@ -108,11 +108,18 @@ impl Timeline {
 
     /// The end of the interval holding `t`, if one does.
     pub fn busy_until(&self, t: u64) -> Option<u64> {
+        self.busy_until_at(t).0
+    }
+
+    /// `busy_until(t)`, and the index of the first interval starting after `t`, which is also
+    /// the first starting after the time returned (intervals never touch: `add` merges them),
+    /// so `add_at` can start an interval there without searching again.
+    pub fn busy_until_at(&self, t: u64) -> (Option<u64>, usize) {
         if t >= self.last_end() {
-            return None;
+            return (None, self.iv.len());
         }
         let i = self.after(t);
-        (i > 0 && self.iv[i - 1].1 > t).then(|| self.iv[i - 1].1)
+        ((i > 0 && self.iv[i - 1].1 > t).then(|| self.iv[i - 1].1), i)
     }
 
     /// The start of the first gap at or after `t` that holds `len` ns.
@@ -135,6 +142,17 @@ impl Timeline {
 
     /// Add [start, end), merged with the intervals it overlaps or touches.
     pub fn add(&mut self, start: u64, end: u64) {
+        self.add_found(start, end, None);
+    }
+
+    /// `add`, with the index of the first interval starting after `start` already found (by
+    /// `busy_until_at`, nothing added since).
+    pub fn add_at(&mut self, start: u64, end: u64, after_start: usize) {
+        debug_assert_eq!(after_start, self.after(start));
+        self.add_found(start, end, Some(after_start));
+    }
+
+    fn add_found(&mut self, start: u64, end: u64, after_start: Option<usize>) {
         if end <= start {
             return;
         }
@@ -142,7 +160,7 @@ impl Timeline {
             self.iv.push_back((start, end));
         } else {
             let (mut s, mut e) = (start, end);
-            let mut i = self.after(s);
+            let mut i = after_start.unwrap_or_else(|| self.after(s));
             let iv = self.iv.as_slice();
             if i > 0 && iv[i - 1].1 >= s {
                 i -= 1;
@@ -602,6 +620,27 @@ mod tests {
                     "n {n} t {t}"
                 );
             }
+        }
+    }
+
+    /// An interval added at the end of the busy period holding `t` (`busy_until_at`'s place)
+    /// leaves the timeline as a plain `add` does, including merges and forgetting.
+    #[test]
+    fn add_at_the_found_place_matches_add() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        let (mut a, mut b) = (Timeline::new(64), Timeline::new(64));
+        let mut now = 0u64;
+        for _ in 0..20_000 {
+            now += rng.gen_range(0..20);
+            let t = now.saturating_sub(rng.gen_range(0..400));
+            let len = rng.gen_range(1..40);
+            let (busy, at) = a.busy_until_at(t);
+            assert_eq!(busy, b.busy_until(t));
+            let start = busy.unwrap_or(t);
+            a.add_at(start, start + len, at);
+            b.add(start, start + len);
+            assert_eq!(format!("{a:?}"), format!("{b:?}"));
         }
     }
 
