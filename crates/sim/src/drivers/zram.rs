@@ -62,21 +62,16 @@ pub fn zram_read_ns(cost: &CostTable, data: PageData) -> u64 {
 }
 
 impl crate::kernel::Kernel {
-    /// zram_write_page's extra time for a page of `mm` (what its data costs to compress).
-    pub(crate) fn zram_write_page_ns(&self, mm: crate::kernel::MmId) -> u64 {
+    /// zram_write_page's and zram_read_page's extra time for a page of `mm`: its data as its
+    /// worker's current method leaves it (for a read, not as it was when written: an
+    /// approximation for the pages a method finds swapped out from the method before).
+    pub(crate) fn zram_page_ns(&self, mm: crate::kernel::MmId) -> (u64, u64) {
         match self.swap.data_by_phase.get(self.mms[mm].data_phase) {
-            Some(&(w, _)) => w,
-            None => zram_write_ns(&self.cost, self.swap.data),
-        }
-    }
-
-    /// zram_read_page's extra time for a page of `mm`: the data as its worker's current
-    /// method leaves it (not as it was when written: an approximation for the pages a method
-    /// finds swapped out from the method before).
-    pub(crate) fn zram_read_page_ns(&self, mm: crate::kernel::MmId) -> u64 {
-        match self.swap.data_by_phase.get(self.mms[mm].data_phase) {
-            Some(&(_, r)) => r,
-            None => zram_read_ns(&self.cost, self.swap.data),
+            Some(&ns) => ns,
+            None => (
+                zram_write_ns(&self.cost, self.swap.data),
+                zram_read_ns(&self.cost, self.swap.data),
+            ),
         }
     }
 }

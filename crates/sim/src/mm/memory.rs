@@ -293,7 +293,7 @@ impl Kernel {
             // do_swap_page: synchronous zram read, workingset refault check.
             self.vmstat.count_vm_event(PGMAJFAULT);
             self.vmstat.count_vm_event(PSWPIN);
-            let read = self.zram_read_page_ns(mm);
+            let read = self.zram_page_ns(mm).1;
             self.charge(
                 cpu,
                 self.cost.alloc_anon_folio + self.cost.do_swap_page + read,

@@ -448,7 +448,7 @@ impl Kernel {
             self.swap_writepage_bdev(cpu, pfn);
             return false;
         }
-        let per_page = self.zram_write_page_ns(owner) + self.cost.swap_writeout;
+        let per_page = self.zram_page_ns(owner).0 + self.cost.swap_writeout;
         self.charge(cpu, n * per_page);
         true
     }

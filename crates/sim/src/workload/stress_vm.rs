@@ -650,15 +650,23 @@ pub fn access_model(
     })
 }
 
+/// The methods `--vm-method method` runs, in table order ("all": every one), each with the
+/// number of sweep indices it has in `access_model` (the loop's populate, then its passes).
+pub fn methods_run(method: &str) -> impl Iterator<Item = (Method, usize)> + '_ {
+    methods()
+        .into_iter()
+        .filter(move |me| method == "all" || me.name == method)
+        .map(|me| {
+            let phases = me.steps.len() + 1;
+            (me, phases)
+        })
+}
+
 /// The method each sweep index of `access_model(.., method)` belongs to.
 pub fn names_by_phase(method: &str) -> Vec<&'static str> {
-    let mut v = Vec::new();
-    for me in methods() {
-        if method == "all" || me.name == method {
-            v.extend(std::iter::repeat_n(me.name, me.steps.len() + 1));
-        }
-    }
-    v
+    methods_run(method)
+        .flat_map(|(me, phases)| std::iter::repeat_n(me.name, phases))
+        .collect()
 }
 
 /// Rates that do not depend on where each worker is in the method cycle when the run stops

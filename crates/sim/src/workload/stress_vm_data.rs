@@ -25,7 +25,7 @@
 //! (`zram_compress`, `zram_decompress`) over this machine's: an estimate that lzo-rle's speed
 //! differs between machines by one factor for all data.
 
-use super::stress_vm::{methods, Step};
+use super::stress_vm::{methods_run, Step};
 use crate::cost::CostTable;
 
 /// Where a row of `MEASURED_NS` comes from.
@@ -86,10 +86,7 @@ pub fn zram_ns_by_phase(method: &str, cost: &CostTable) -> Vec<(u64, u64)> {
     let scale = |ns: f64, on: f64, here: u64| (ns * here as f64 / on) as u64;
     let mut out = Vec::new();
     let mut held = (0, 0);
-    for me in methods() {
-        if method != "all" && me.name != method {
-            continue;
-        }
+    for (me, phases) in methods_run(method) {
         let writes = me
             .steps
             .iter()
@@ -105,7 +102,7 @@ pub fn zram_ns_by_phase(method: &str, cost: &CostTable) -> Vec<(u64, u64)> {
                 scale(r, MEASURED_ON.1, cost.zram_decompress),
             );
         }
-        out.extend(std::iter::repeat_n(held, me.steps.len() + 1));
+        out.extend(std::iter::repeat_n(held, phases));
     }
     out
 }
@@ -139,7 +136,10 @@ mod tests {
             assert_eq!(w, rw.as_f64().unwrap().max(0.0), "{name} write");
             assert_eq!(r, rr.as_f64().unwrap().max(0.0), "{name} read");
         }
-        assert_eq!(MEASURED_NS.len(), methods().len());
+        assert_eq!(
+            MEASURED_NS.len(),
+            crate::workload::stress_vm::methods().len()
+        );
     }
 
     #[test]
