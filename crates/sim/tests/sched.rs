@@ -575,3 +575,95 @@ fn the_kworker_on_the_interrupt_cpu_is_woken_by_a_completion_after_its_waiter() 
     assert!(k.sched.timers.is_empty(), "{:?}", k.sched.timers);
     check(&mut k, &rqs);
 }
+
+/// CPU 0 runs kswapd (an unbound kernel thread: its node's CPUs are every CPU) with task 0,
+/// pinned to CPU 0, waiting behind it; the other CPUs are idle.
+fn kswapd_beside_a_pinned_task(cpus: usize) -> (Kernel, RunQueues, usize) {
+    let (mut k, mut rqs) = machine(cpus, 1);
+    k.tasks[0].pinned = Some(0);
+    let kswapd = k.kswapd_run();
+    k.sched.se[kswapd].sleeping = false;
+    k.enqueue(&mut rqs, 0, kswapd, 0);
+    k.enqueue(&mut rqs, 0, 0, 0);
+    assert_eq!(k.cpus[0].curr, Some(kswapd));
+    (k, rqs, kswapd)
+}
+
+#[test]
+fn an_idle_cpu_pushes_a_running_kswapd_off_a_pinned_tasks_cpu_by_active_balance() {
+    use reclaimlab_sim::sched::fair::IdleType;
+    // Idle CPU 1 balances while kswapd runs on CPU 0: the waiting task is pinned
+    // (LBF_SOME_PINNED) and kswapd is running, so nothing can be detached, but kswapd may run
+    // on CPU 1, so not all are pinned: each pass is a failure. After cache_nice_tries + 3 of
+    // them, imbalanced_active_balance has the stopper push kswapd to CPU 1.
+    let (mut k, mut rqs, kswapd) = kswapd_beside_a_pinned_task(2);
+    let tries = k.sched.sd[1][0].cache_nice_tries;
+    let mut now = 10_000_000;
+    for i in 0..tries + 2 {
+        k.cpus[1].clock = now;
+        assert_eq!(k.sched_balance_rq(&mut rqs, 1, 0, IdleType::Idle, now), 0);
+        assert_eq!(k.sched.nr_balance_failed[1][0], i + 1);
+        now += 1_000_000;
+    }
+    k.cpus[1].clock = now;
+    assert_eq!(k.sched_balance_rq(&mut rqs, 1, 0, IdleType::Idle, now), 1);
+    assert_eq!(k.vmstat[MIGRATIONS_ACTIVE_BALANCE], 1);
+    assert_eq!(k.cpus[1].curr, Some(kswapd));
+    assert_eq!(
+        k.cpus[0].curr,
+        Some(0),
+        "the pinned task runs alone on its CPU"
+    );
+    // active_load_balance_cpu_stop resets the failure count.
+    assert_eq!(k.sched.nr_balance_failed[1][0], 0);
+    check(&mut k, &rqs);
+}
+
+#[test]
+fn a_waiting_kswapd_is_pulled_by_a_newly_idle_cpu_but_a_per_cpu_kthread_is_not() {
+    // The pinned task runs and kswapd waits, cold: a newly idle CPU 1 takes kswapd.
+    let (mut k, mut rqs, kswapd) = kswapd_beside_a_pinned_task(2);
+    k.cpus[0].clock = 1_000_000;
+    assert!(k.resched(&mut rqs, 0, false));
+    assert_eq!(k.cpus[0].curr, Some(0));
+    k.sched_balance_newidle(&mut rqs, 1, 2_000_000);
+    assert_eq!(where_is(&k, &rqs, kswapd), Some(1));
+    assert_eq!(k.vmstat[MIGRATIONS_NEWIDLE_BALANCE], 1);
+    check(&mut k, &rqs);
+    // A kernel thread bound to CPU 0 (kthread_is_per_cpu) stays where it is.
+    let (mut k, mut rqs) = machine(2, 2);
+    k.tasks[0].pinned = Some(0);
+    k.tasks[1].pinned = Some(0);
+    k.tasks[1].kthread = true;
+    k.enqueue(&mut rqs, 0, 0, 0);
+    k.enqueue(&mut rqs, 0, 1, 0);
+    k.sched_balance_newidle(&mut rqs, 1, 2_000_000);
+    assert!(k.idle_cpu(&rqs, 1));
+    check(&mut k, &rqs);
+}
+
+#[test]
+fn kswapd_sharing_a_pinned_tasks_cpu_moves_to_an_idle_cpu_within_a_few_balance_intervals() {
+    // Only CPU 0 ticks (the others are idle, tickless): its tick alternates the two tasks and
+    // kicks the idle CPUs' balancing (nohz_balancer_kick: two tasks there). Whichever of
+    // them runs at the kick, kswapd must reach an idle CPU within a few of the domain's
+    // balance intervals, and the pinned task never leaves CPU 0.
+    let (mut k, mut rqs, kswapd) = kswapd_beside_a_pinned_task(8);
+    let max_ms = k.sched.sd[1][0].max_interval_ms;
+    let tries = u64::from(k.sched.sd[1][0].cache_nice_tries);
+    let bound = (tries + 3) * max_ms * 1_000_000;
+    let mut moved_at = None;
+    while k.cpus[0].clock < 2 * bound {
+        k.cpus[0].clock = k.cpus[0].next_tick;
+        k.scheduler_tick(&mut rqs, 0);
+        check(&mut k, &rqs);
+        assert_eq!(where_is(&k, &rqs, 0), Some(0));
+        if where_is(&k, &rqs, kswapd) != Some(0) {
+            moved_at = Some(k.cpus[0].clock);
+            break;
+        }
+    }
+    let at = moved_at.expect("kswapd stayed on the pinned task's CPU");
+    assert!(at <= bound, "kswapd moved only at {at} ns (bound {bound})");
+    assert_eq!(k.se(kswapd).nr_migrations, 1);
+}

@@ -239,10 +239,11 @@ impl Kernel {
         let (cache_nice_tries, min_ms) = (sd.cache_nice_tries, sd.min_interval_ms);
         let failed = self.sched.nr_balance_failed[this][lvl];
         // LBF_ALL_PINNED: cleared by any task on the source (its running one included) that
-        // may run here, whether or not it then moves (can_migrate_task's first test).
-        let mut all_pinned = !self.cpus[src]
-            .curr
-            .is_some_and(|c| self.cpu_allowed(c, this) && !self.tasks[c].kthread);
+        // may run here, whether or not it then moves (can_migrate_task: after the per-CPU
+        // kthread test, a task whose cpus_ptr has this CPU clears it).
+        let may_run_here =
+            |k: &Kernel, t: TaskId| !k.kthread_is_per_cpu(t) && k.cpu_allowed(t, this);
+        let mut all_pinned = !self.cpus[src].curr.is_some_and(|c| may_run_here(self, c));
         // detach_tasks: from the tail of the source queue (the least recently run).
         let mut left = imbalance as i64;
         let mut moved = 0;
@@ -252,7 +253,7 @@ impl Kernel {
             i -= 1;
             loops += 1;
             let t = rqs.rq[src][i];
-            if self.cpu_allowed(t, this) && !self.tasks[t].kthread {
+            if may_run_here(self, t) {
                 all_pinned = false;
             }
             if !self.can_migrate_task(t, this, now, failed <= cache_nice_tries) {
@@ -297,15 +298,20 @@ impl Kernel {
         // out_unbalanced: the interval goes back to its minimum.
         self.sched.balance_interval[this][lvl] = min_ms;
         // need_active_balance → imbalanced_active_balance: a task-count imbalance (migrate_task)
-        // that failed too many times in a row; the stopper pushes the source's running task
-        // here (only when the source has more than it can run). A load imbalance is not
-        // pushed (that needs misfit or reduced capacity, which the model has not).
+        // that failed too many times in a row. sched_balance_rq kicks the stopper only if the
+        // source's running task may run here (busiest->curr->cpus_ptr); the stopper
+        // (active_load_balance_cpu_stop) gives up if the source has only one task left, else
+        // detach_one_task moves a task that can_migrate_task allows, cache-hot or not. The
+        // model pushes the running task: any waiting task allowed here was already taken
+        // by detach_tasks above, the failures having lifted the cache-hot rule. A load
+        // imbalance is not pushed (that needs misfit or reduced capacity, which the model
+        // has not).
         if kind == Migration::Task
             && self.sched.nr_balance_failed[this][lvl] > cache_nice_tries + 2
             && self.nr_running(rqs, src) > 1
         {
             if let Some(curr) = self.cpus[src].curr {
-                if self.cpu_allowed(curr, this) && !self.tasks[curr].kthread {
+                if may_run_here(self, curr) {
                     let t_src = self.cpus[src].clock;
                     self.dequeue_migrating(rqs, src, curr);
                     // The pushed task is runnable: it goes back to no queue until placed.
@@ -313,7 +319,9 @@ impl Kernel {
                     self.context_switch(src, next);
                     self.enqueue(rqs, this, curr, now.max(t_src));
                     self.vmstat.count_vm_event(MIGRATIONS_ACTIVE_BALANCE);
-                    self.sched.nr_balance_failed[this][lvl] = cache_nice_tries + 1;
+                    // "Active balancing done, reset the failure counter" (the stopper, on
+                    // this CPU's domain spanning the source).
+                    self.sched.nr_balance_failed[this][lvl] = 0;
                     return 1;
                 }
             }
@@ -332,10 +340,12 @@ impl Kernel {
         }
     }
 
-    /// can_migrate_task for a queued task: allowed on `dst`, and not cache-hot
-    /// (task_hot: it ran within sysctl_sched_migration_cost) unless balancing keeps failing.
+    /// can_migrate_task for a queued task: not a per-CPU kernel thread (kthread_is_per_cpu),
+    /// allowed on `dst`, and not cache-hot (task_hot: it ran within
+    /// sysctl_sched_migration_cost) unless balancing keeps failing. Other kernel threads
+    /// (kswapd, the flusher) move like any task.
     fn can_migrate_task(&self, t: TaskId, dst: CpuId, now: u64, hot_matters: bool) -> bool {
-        if !self.cpu_allowed(t, dst) || self.tasks[t].kthread {
+        if self.kthread_is_per_cpu(t) || !self.cpu_allowed(t, dst) {
             return false;
         }
         let hot = now.saturating_sub(self.sched.se[t].exec_start) < SCHED_MIGRATION_COST_NS;

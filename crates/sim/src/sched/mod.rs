@@ -279,6 +279,13 @@ impl Kernel {
             .is_none_or(|m| m.test(cpu))
     }
 
+    /// kthread_is_per_cpu: a kernel thread bound to one CPU (the per-CPU workers of
+    /// `machine.background_kthreads`). kswapd (bound to its node's CPUs) and the writeback
+    /// flusher (an unbound kworker) are not: the balancer may move them like any task.
+    pub fn kthread_is_per_cpu(&self, t: TaskId) -> bool {
+        self.tasks[t].kthread && self.tasks[t].pinned.is_some()
+    }
+
     /// nr_running of a CPU's run queue (the current task included).
     pub fn nr_running(&self, rqs: &RunQueues, cpu: CpuId) -> usize {
         usize::from(self.cpus[cpu].curr.is_some()) + rqs.rq[cpu].len()
