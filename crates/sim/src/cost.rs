@@ -427,13 +427,20 @@ mod tests {
     /// cost is measured or published (published figures of other machines stay in `source`).
     #[test]
     fn seed_profile_estimates_are_the_builtin_figures() {
-        let seeds: Vec<_> = SHIPPED.iter().filter(|(n, _)| n.starts_with("seed")).collect();
+        let seeds: Vec<_> = SHIPPED
+            .iter()
+            .filter(|(n, _)| n.starts_with("seed"))
+            .collect();
         assert!(seeds.len() >= 3);
         for (name, _) in seeds {
             let p = shipped(name);
             let arch = crate::arch::Arch::parse(&p.machine.arch).unwrap();
             let builtin = serde_json::to_value(CostTable::for_arch(arch)).unwrap();
-            for (k, c) in p.costs.iter().filter(|(_, c)| c.provenance == Provenance::Estimate) {
+            for (k, c) in p
+                .costs
+                .iter()
+                .filter(|(_, c)| c.provenance == Provenance::Estimate)
+            {
                 let want = builtin[k.as_str()].as_u64();
                 assert_eq!(Some(c.ns.round() as u64), want, "{name}: {k}");
             }
