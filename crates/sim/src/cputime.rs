@@ -53,6 +53,8 @@ spent! {
     TryToUnmap = "try_to_unmap",
     /// __remove_mapping, the uncharge and the free (its locked part included).
     RemoveMapping = "remove_mapping",
+    /// shrink_folio_list's own work per folio.
+    ShrinkFolio = "shrink_folio_list",
     /// lru_lock sections that isolate folios (the spin and the hold).
     LruIsolate = "lru_isolate",
     /// lru_lock sections that put folios back.

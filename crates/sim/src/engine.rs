@@ -472,6 +472,7 @@ impl Kernel {
                 Some(Sweep::Populate) => k.populate_read(cpu, mm, vp),
                 Some(Sweep::Pass(p)) => k.user_access_ns(cpu, mm, vp, write, u64::from(p.ns)),
                 _ if m.ycsb.as_ref().is_some_and(|y| y.fd) => k.filemap_rw(cpu, mm, vp, write),
+                _ if m.byte_touch => k.user_access_ns(cpu, mm, vp, write, k.cost.touch_line),
                 _ => k.user_access(cpu, mm, vp, write),
             };
             if a == Access::Killed {

@@ -560,6 +560,8 @@ impl Kernel {
             // no-op otherwise).
             self.reclaim_cond_resched(cpu);
             self.oracle_prefetch(pfn);
+            // The loop's own work on each folio (folio_trylock, the checks, the list moves).
+            self.charge(cpu, self.cost.shrink_folio, Spent::ShrinkFolio);
             if self
                 .swap
                 .read_in_flight(pfn, self.cpus[cpu].clock)
