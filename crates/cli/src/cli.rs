@@ -291,9 +291,10 @@ pub struct ValidateArgs {
     /// run, its runs following the host's. Off by default: the model derives start-up.
     #[arg(long)]
     pub placement_from_host: bool,
-    /// Before the host runs, measure this session's flush and shootdown costs (calibrate's
-    /// flush and shootdown families, ~15 s) and give the simulator --profile's costs with
-    /// those laid over them: a guest's IPI costs drift by a third between sessions. Needs
+    /// Before the host runs, measure this session's flush, shootdown and reclaim cycle costs
+    /// (calibrate's flush, shootdown and cycle families, ~45 s; the cycle needs perf) and give
+    /// the simulator --profile's costs with those laid over them: a guest's IPI costs drift by
+    /// a third between sessions, its per-page reclaim costs by a fifth. Needs
     /// --out FILE; the profile is written beside it as FILE.session.toml (with its raw
     /// samples, FILE.session.calibrate.json) for later --host-result runs.
     #[arg(long, conflicts_with = "host_result")]

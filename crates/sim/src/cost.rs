@@ -14,6 +14,12 @@ pub struct CostTable {
     /// Workload store bandwidth for one 4 KiB page (one pass of stores over the page).
     /// ~10 GB/s single-core streaming store bandwidth on a Zen-class core: 4096 B / 10 B/ns.
     pub touch_page: u64,
+    /// A workload's load or store of one byte of a page (one cache line, and the loop around
+    /// it), for workloads that touch a page once per visit (anon-sweep's worker: a one-byte
+    /// atomic add or a volatile load per page). The line was just written by the fault that
+    /// mapped the page (clear_page, the decompression), so it is cached: ~50 ns with the loop;
+    /// estimate. The page walk after a TLB miss is `tlb_walk`, apart.
+    pub touch_line: u64,
     /// Hardware page walk on a TLB miss (4-level walk, mostly cache hits): ~30 ns
     /// (Intel/AMD optimization manuals give 20-40 cycles for a walk hitting the caches).
     pub tlb_walk: u64,
@@ -43,6 +49,12 @@ pub struct CostTable {
     /// Reclaim: isolate one folio from the LRU under lru_lock (also the lru_lock hold per
     /// isolated folio, locking.rs).
     pub isolate_folio: u64,
+    /// Reclaim: shrink_folio_list's own work per folio on its list, beyond the calls the
+    /// model charges apart (folio_referenced, try_to_unmap, the swap-out, the free):
+    /// folio_trylock, folio_check_dirty_writeback, the mapping and flag tests, the list moves
+    /// and the per-folio statistics. A few hundred instructions with a few cache misses on the
+    /// folio: ~100 ns; estimate.
+    pub shrink_folio: u64,
     /// Reclaim: one rmap walk of an order-0 anon/file folio (folio_referenced or try_to_unmap),
     /// anon_vma lock + page_vma_mapped_walk: ~250 ns.
     pub rmap_walk: u64,
@@ -236,6 +248,7 @@ impl CostTable {
     pub fn x86() -> CostTable {
         CostTable {
             touch_page: 410,
+            touch_line: 50,
             tlb_walk: 30,
             fault_base: 700,
             zero_page: 200,
@@ -247,6 +260,7 @@ impl CostTable {
             zram_decompress_random: 300,
             file_read_page: 10_000,
             isolate_folio: 50,
+            shrink_folio: 100,
             rmap_walk: 250,
             add_to_swap: 300,
             remove_mapping: 300,

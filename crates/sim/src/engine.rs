@@ -16,6 +16,7 @@
 //! observes its intermediate states or runs during it (faster).
 
 use crate::config::Interleave;
+use crate::cputime::Spent;
 use crate::kernel::{CpuId, Kernel, TaskId};
 use crate::mm::memory::Access;
 use crate::mm::vmstat::VmEventItem::*;
@@ -446,7 +447,7 @@ impl Kernel {
             let n = task.end - task.start;
             let i = task.cursor - task.start;
             let (vp, write) = if let Some(y) = &m.ycsb {
-                k.charge(cpu, y.op_ns);
+                k.charge(cpu, y.op_ns, Spent::User);
                 y.next_op(&mut k.rng)
             } else if m.random {
                 let start = task.start;
@@ -471,6 +472,7 @@ impl Kernel {
                 Some(Sweep::Populate) => k.populate_read(cpu, mm, vp),
                 Some(Sweep::Pass(p)) => k.user_access_ns(cpu, mm, vp, write, u64::from(p.ns)),
                 _ if m.ycsb.as_ref().is_some_and(|y| y.fd) => k.filemap_rw(cpu, mm, vp, write),
+                _ if m.byte_touch => k.user_access_ns(cpu, mm, vp, write, k.cost.touch_line),
                 _ => k.user_access(cpu, mm, vp, write),
             };
             if a == Access::Killed {
@@ -485,7 +487,7 @@ impl Kernel {
             if a == Access::Blocked {
                 // folio_lock in the fault path: the folio is under reclaim on another CPU.
                 // The task waits (a short spin stands in for the sleep) and retries.
-                k.charge(cpu, k.cost.folio_lock_wait);
+                k.charge(cpu, k.cost.folio_lock_wait, Spent::FolioLockWait);
                 break;
             }
             let task = &mut k.tasks[t];

@@ -6,6 +6,7 @@ use crate::arch::x86::tlb::CpuTlb;
 use crate::config::{CheckLevel, Policy, SimConfig};
 use crate::cost::CostTable;
 use crate::cpumask::CpuMask;
+pub use crate::cputime::Spent;
 use crate::mm::folio::FolioTable;
 use crate::mm::lru::Lruvec;
 use crate::mm::memcontrol::MemCgroup;
@@ -215,6 +216,8 @@ pub struct Kernel {
     /// windows (smp.rs).
     pub locks: crate::locking::Locks,
     pub smp: crate::smp::Smp,
+    /// CPU time by what it was spent on (cputime.rs).
+    pub cpu_time: crate::cputime::CpuTime,
 }
 
 impl Kernel {
@@ -286,6 +289,7 @@ impl Kernel {
             sched: crate::sched::Sched::new(&cfg.sched, nr_cpus),
             locks: crate::locking::Locks::new(nr_cpus),
             smp: crate::smp::Smp::new(nr_cpus),
+            cpu_time: Default::default(),
             cfg,
             policy,
         }
@@ -384,10 +388,20 @@ impl Kernel {
         }
     }
 
-    /// Charge `ns` of work to a CPU's clock.
+    /// Charge `ns` of work, spent on `what`, to a CPU's clock.
     /// `cpu` works `ns` more; cross-CPU calls owed to it that start meanwhile interrupt it.
-    pub fn charge(&mut self, cpu: CpuId, ns: u64) {
+    pub fn charge(&mut self, cpu: CpuId, ns: u64, what: Spent) {
         self.cpus[cpu].clock += ns;
+        self.cpu_time.add(what, ns);
+        self.run_owed_handlers(cpu);
+    }
+
+    /// One charge of several parts, each accounted to what it pays for.
+    pub fn charge_parts(&mut self, cpu: CpuId, parts: &[(u64, Spent)]) {
+        for &(ns, what) in parts {
+            self.cpus[cpu].clock += ns;
+            self.cpu_time.add(what, ns);
+        }
         self.run_owed_handlers(cpu);
     }
 

@@ -8,6 +8,7 @@ pub mod arch;
 pub mod config;
 pub mod cost;
 pub mod cpumask;
+pub mod cputime;
 pub mod drivers;
 pub mod engine;
 pub mod footprint;

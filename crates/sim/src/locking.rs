@@ -35,6 +35,7 @@
 //!   (an xarray node both CPUs touched, a folio at the LRU's end), only "another CPU held
 //!   this lock last".
 
+use crate::cputime::Spent;
 use crate::kernel::{CpuId, Kernel};
 use crate::timeline::{BlockHistory, BlockTimeline, Timeline};
 
@@ -251,15 +252,16 @@ impl Kernel {
     /// spin_lock_irq(&lruvec->lru_lock) ... spin_unlock_irq for `hold` ns of work on `cpu`:
     /// the CPU spins until the lock is free, then holds it. Interrupts are off from the first
     /// spin to the unlock, so an IPI arriving meanwhile waits (kernel/smp.rs, `IrqOff`).
-    pub fn lru_lock_irq_section(&mut self, cpu: CpuId, hold: u64) {
-        self.lock_irq_section(cpu, LockId::LruLock, hold, LRU_LOCK_LINES);
+    pub fn lru_lock_irq_section(&mut self, cpu: CpuId, hold: u64, what: Spent) {
+        self.lock_irq_section(cpu, LockId::LruLock, (hold, what), LRU_LOCK_LINES);
     }
 
     /// A section under `lock` taken with interrupts off (spin_lock_irq / xa_lock_irq) for
     /// `hold` ns of work writing `lines` cache lines the lock guards: the CPU spins until the
     /// lock is free, fetches the lines if another CPU held it last, and holds it. Interrupts
-    /// are off from the first spin to the unlock, so an IPI arriving meanwhile waits.
-    pub fn lock_irq_section(&mut self, cpu: CpuId, lock: LockId, hold: u64, lines: u64) {
+    /// are off from the first spin to the unlock, so an IPI arriving meanwhile waits. `hold`
+    /// is the work's time and what it is spent on.
+    pub fn lock_irq_section(&mut self, cpu: CpuId, lock: LockId, hold: (u64, Spent), lines: u64) {
         let t = self.cpus[cpu].clock;
         let end = self.lock_section(cpu, lock, hold, lines);
         self.smp.irq_off[cpu].push(t, end);
@@ -267,7 +269,13 @@ impl Kernel {
 
     /// The same section under a plain spin_lock (interrupts stay on): the CPU spins until the
     /// lock is free, then holds it. Returns when it is released.
-    pub fn lock_section(&mut self, cpu: CpuId, lock: LockId, hold: u64, lines: u64) -> u64 {
+    pub fn lock_section(
+        &mut self,
+        cpu: CpuId,
+        lock: LockId,
+        (hold, what): (u64, Spent),
+        lines: u64,
+    ) -> u64 {
         let t = self.cpus[cpu].clock;
         let sec = Section {
             lines,
@@ -275,6 +283,7 @@ impl Kernel {
         };
         let (start, len) = self.locks.lock(lock).acquire_section(t, cpu, hold, sec);
         let end = start + len;
+        self.cpu_time.add(what, end - t);
         self.cpus[cpu].clock = end;
         end
     }
@@ -282,6 +291,7 @@ impl Kernel {
     /// __filemap_add_folio's xas_lock_irq section for a new folio in `file`'s page cache.
     pub fn page_cache_insert_locked(&mut self, cpu: CpuId, file: usize) {
         let hold = self.cost.page_cache_insert_locked;
+        let hold = (hold, Spent::PageCache);
         self.lock_irq_section(cpu, LockId::IPages(file), hold, PAGE_CACHE_INSERT_LINES);
     }
 
@@ -296,7 +306,7 @@ impl Kernel {
         if *p >= FOLIO_BATCH_SIZE {
             let n = u64::from(*p);
             *p = 0;
-            self.lru_lock_irq_section(cpu, n * self.cost.lru_lock_add_per_folio);
+            self.lru_lock_irq_section(cpu, n * self.cost.lru_lock_add_per_folio, Spent::LruAdd);
         }
     }
 
@@ -304,7 +314,11 @@ impl Kernel {
     /// lists under lru_lock.
     pub fn lru_putback_locked(&mut self, cpu: CpuId, nr: u64) {
         if nr > 0 {
-            self.lru_lock_irq_section(cpu, nr * self.cost.lru_lock_putback_per_folio);
+            self.lru_lock_irq_section(
+                cpu,
+                nr * self.cost.lru_lock_putback_per_folio,
+                Spent::LruPutback,
+            );
         }
     }
 

@@ -188,6 +188,8 @@ fn extra(k: &Kernel, sim_seconds: f64) -> Extra {
     writeback_extra(k, &mut extra);
     file_extra(k, &mut extra);
     swap_block_extra(k, &mut extra);
+    // CPU time by what it was spent on (cputime.rs).
+    extra.insert("cpu_time_ns".into(), k.cpu_time.json());
     extra.insert(
         "pages_touched".into(),
         j(k.tasks.iter().map(|t| t.pages_touched).sum()),

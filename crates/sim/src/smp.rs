@@ -24,6 +24,7 @@
 //! target's clock was behind the sender's) does not move that call: the sim decides a call's
 //! timing when the sender runs, with what the target has recorded so far.
 
+use crate::cputime::Spent;
 use std::collections::VecDeque;
 
 use crate::kernel::{CpuId, Kernel};
@@ -240,6 +241,7 @@ impl Kernel {
                 // Too far ahead to keep: charged now, as if it interrupted the CPU's work.
                 let (_, oldest) = owed.pop_front().unwrap_or_default();
                 self.cpus[cpu].clock += oldest;
+                self.cpu_time.add(Spent::IpiHandler, oldest);
             }
             return;
         }
@@ -249,9 +251,9 @@ impl Kernel {
             let past = (start + ns).saturating_sub(spin_end);
             self.vmstat.count_vm_events(SMP_CALL_HANDLER_IN_WAIT_NS, ns);
             self.vmstat.count_vm_events(SMP_CALL_WAIT_NS, past);
-            self.charge(cpu, past);
+            self.charge(cpu, past, Spent::IpiHandler);
         } else {
-            self.charge(cpu, ns);
+            self.charge(cpu, ns, Spent::IpiHandler);
         }
     }
 
@@ -268,6 +270,7 @@ impl Kernel {
             }
             owed.pop_front();
             c.clock += ns;
+            self.cpu_time.add(Spent::IpiHandler, ns);
         }
     }
 
@@ -290,6 +293,7 @@ impl Kernel {
             }
         }
         self.cpus[cpu].clock = t.max(until);
+        self.cpu_time.add(Spent::IpiHandler, handled);
         handled
     }
 
@@ -305,8 +309,9 @@ impl Kernel {
         }
         self.vmstat
             .count_vm_events(SMP_CALL_HANDLER_IN_WAIT_NS, handled);
-        self.vmstat
-            .count_vm_events(SMP_CALL_WAIT_NS, self.cpus[cpu].clock - now);
+        let waited = self.cpus[cpu].clock - now;
+        self.vmstat.count_vm_events(SMP_CALL_WAIT_NS, waited);
+        self.cpu_time.add(Spent::FlushWait, waited - handled);
     }
 
     /// `cpu` idles (or its task sleeps) until `until`: handlers owed to it meanwhile run in
@@ -320,7 +325,7 @@ impl Kernel {
     pub fn irq_off_local(&mut self, cpu: CpuId, ns: u64) {
         let t = self.cpus[cpu].clock;
         self.smp.irq_off[cpu].push(t, t + ns);
-        self.charge(cpu, ns);
+        self.charge(cpu, ns, Spent::TlbFlush);
     }
 }
 
@@ -370,7 +375,7 @@ mod kernel_tests {
         let (mut k, mm) = machine();
         let (send, deliver, handle) = (k.cost.ipi_send, k.cost.ipi_delivery, k.cost.ipi_handle);
         k.cpus[2].clock = 1000;
-        k.lru_lock_irq_section(2, 4000);
+        k.lru_lock_irq_section(2, 4000, crate::cputime::Spent::LruIsolate);
         assert_eq!(k.cpus[2].clock, 5000);
 
         // CPU 0 flushes at 1000: CPU 1 answers at once, CPU 2 only when its lock is dropped.

@@ -54,7 +54,7 @@ fn a_handler_reaching_a_cpu_at_work_delays_it_by_its_whole_length() {
     let handler = k.cost.ipi_handle + k.cost.local_flush_one;
     k.x86_flush_tlb_mm_range(0, mm, 0, 1, false);
     // CPU 1 works through the time CPU 0's call reaches it.
-    k.charge(1, 10_000);
+    k.charge(1, 10_000, reclaimlab_sim::cputime::Spent::Other);
     assert_eq!(k.cpus[1].clock, 1000 + 10_000 + handler);
     assert_eq!(k.vmstat[SMP_CALL_HANDLER_IN_WAIT_NS], 0);
 }
@@ -67,7 +67,11 @@ fn a_handler_running_past_the_end_of_the_wait_costs_what_runs_past_it() {
     let ack0 = k.cpus[0].clock;
     // CPU 1 flushes later: its call reaches CPU 0 shortly before CPU 0's wait ends.
     let t1 = ack0 - k.cost.ipi_send - k.cost.ipi_delivery - 100;
-    k.charge(1, t1 - k.cpus[1].clock);
+    k.charge(
+        1,
+        t1 - k.cpus[1].clock,
+        reclaimlab_sim::cputime::Spent::Other,
+    );
     k.x86_flush_tlb_mm_range(1, mm, 1, 2, false);
     let entry = t1 + k.cost.ipi_send + k.cost.ipi_delivery;
     assert_eq!(entry, ack0 - 100);

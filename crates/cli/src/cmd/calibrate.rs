@@ -119,29 +119,48 @@ fn finish(cal: Calibration, a: &CalibrateArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// What `validate --calibrate` takes from the session's measurement.
-const SESSION_COSTS: [&str; 4] = [
+/// What `validate --calibrate` takes from the session's measurement: the flush and shootdown
+/// costs, and the reclaim cycle's per-page costs. This guest's per-page time drifts by ±20%
+/// between sessions and within one (docs/results/2026-11-26-one-cpu-path.md), so the rows
+/// where one CPU does all the work are compared with costs taken minutes, not hours, before.
+const SESSION_COSTS: [&str; 18] = [
     "ipi_delivery",
     "ipi_handle",
     "local_flush_all",
     "local_flush_one",
+    "flush_tlb_range_fixed",
+    "rmap_walk",
+    "isolate_folio",
+    "shrink_folio",
+    "memcg_charge",
+    "add_to_swap",
+    "swap_writeout",
+    "remove_mapping",
+    "fault_base",
+    "do_swap_page",
+    "alloc_anon_folio",
+    "touch_line",
+    "zram_compress_sparse",
+    "zram_decompress_sparse",
 ];
 
-/// `validate --calibrate`: measure the flush and shootdown families now, lay their costs over
+/// `validate --calibrate`: measure the flush, shootdown and cycle families now, lay their costs over
 /// `base` (a profile NAME or FILE; the built-in table if None) and write the result beside `out`
 /// as OUT.session.toml, its raw samples as OUT.session.calibrate.json. Returns the profile's path.
 pub fn session_profile(base: Option<&str>, out: &std::path::Path) -> Result<String> {
     let opts = calibrate::Options {
         quick: false,
-        only: Some(vec!["flush".into(), "shootdown".into()]),
+        only: Some(vec!["flush".into(), "shootdown".into(), "cycle".into()]),
         dir: PathBuf::from("/var/tmp"),
         progress: None,
     };
-    eprintln!("reclaimlab: measuring this session's flush and shootdown costs (calibrate)");
+    eprintln!(
+        "reclaimlab: measuring this session's flush, shootdown and reclaim cycle costs (calibrate)"
+    );
     let r = calibrate::calibrate(&opts);
     reclaimlab_host::cleanup::park_if_stopping();
     let mut cal = r?;
-    cal.command = "reclaimlab validate --calibrate (calibrate --only flush,shootdown)".into();
+    cal.command = "reclaimlab validate --calibrate (calibrate --only flush,shootdown,cycle)".into();
     let stem = out
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
@@ -156,8 +175,8 @@ pub fn session_profile(base: Option<&str>, out: &std::path::Path) -> Result<Stri
             &std::fs::read_to_string(&path)?,
             &path.display().to_string(),
         )?;
-        // Only the costs the two families isolate directly: the flush family's ranged-flush
-        // intercept holds more than the flush (the cycle family's figure stays).
+        // Only the costs the families isolate directly: the flush family's ranged-flush
+        // intercept holds more than the flush (the cycle family's figure replaces it).
         for (k, c) in session.costs {
             if SESSION_COSTS.contains(&k.as_str()) {
                 merged.costs.insert(k, c);
@@ -165,7 +184,7 @@ pub fn session_profile(base: Option<&str>, out: &std::path::Path) -> Result<Stri
         }
         merged.profile.name = name;
         merged.profile.description = format!(
-            "{}; flush and shootdown costs measured in this validation's session",
+            "{}; flush, shootdown and reclaim cycle costs measured in this validation's session",
             merged.profile.description
         );
         std::fs::write(&path, merged.to_toml()?)

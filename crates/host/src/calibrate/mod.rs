@@ -812,21 +812,30 @@ fn fam_cycle(ctx: &Ctx) -> Result<Vec<Measurement>> {
         let dir = ctx.dir.to_path_buf();
         let cg_procs = cg.clone();
         let prof = std::thread::spawn(
-            move || -> Result<(String, counters::Snapshot, counters::Snapshot, f64, u64)> {
+            move || -> Result<(
+                String,
+                counters::Snapshot,
+                counters::Snapshot,
+                f64,
+                u64,
+                Option<f64>,
+            )> {
                 // perf and its sampling stay off the measured CPU.
                 mem::pin(1)?;
                 std::thread::sleep(Duration::from_secs_f64(warm));
                 let procs = cg_procs.pids().unwrap_or_default();
                 let cpu0 = cycle::cpu_ns(&procs);
+                let ticks0 = cycle::cpu_ticks(1);
                 let before = counters::Snapshot::take(None);
                 let t = Instant::now();
                 let data = cycle::record_cpu0(&dir, secs, freq)?;
                 let took = t.elapsed().as_secs_f64();
                 let after = counters::Snapshot::take(None);
+                let cpu1_busy = cycle::busy_share(ticks0, cycle::cpu_ticks(1));
                 let task_ns = cycle::cpu_ns(&procs).saturating_sub(cpu0);
                 // Symbolising takes seconds: after the window's counters are read.
                 let text = cycle::script(&data);
-                Ok((text?, before, after, took, task_ns))
+                Ok((text?, before, after, took, task_ns, cpu1_busy))
             },
         );
         // Fork from CPU 0: a child that ever ran on CPU 1 keeps it in its mm_cpumask (6.18
@@ -855,7 +864,7 @@ fn fam_cycle(ctx: &Ctx) -> Result<Vec<Measurement>> {
             .map_err(|_| anyhow::anyhow!("the perf thread panicked"))?;
         undo.run()?;
         let (pid, _touched) = run?;
-        let (text, before, after, took, task_ns) = prof?;
+        let (text, before, after, took, task_ns, cpu1_busy) = prof?;
         let d = |k: &str| {
             after
                 .vmstat
@@ -873,6 +882,7 @@ fn fam_cycle(ctx: &Ctx) -> Result<Vec<Measurement>> {
             pgfault: d("pgfault"),
             seconds: took,
             task_ns,
+            cpu1_busy,
         };
         if w.total_samples() < 100 || w.pgsteal == 0 {
             bail!(

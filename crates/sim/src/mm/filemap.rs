@@ -4,6 +4,7 @@
 //! counter and tiers under MGLRU). A miss allocates the folio outside any fault, so under MGLRU
 //! it is not set active and enters an old generation (lru_gen_folio_seq).
 
+use crate::cputime::Spent;
 use crate::kernel::{Backing, CpuId, Kernel, MmId};
 use crate::locking::LockId;
 use crate::mm::folio::Pfn;
@@ -17,7 +18,7 @@ impl Kernel {
         let Backing::File(file) = self.mms[mm].backing else {
             panic!("filemap_rw on an anonymous mm");
         };
-        self.charge(cpu, self.cost.touch_page);
+        self.charge(cpu, self.cost.touch_page, Spent::User);
         let slot = self.files[file].cache[idx as usize];
         let (pfn, result) = if slot & PTE_SWPCACHE != 0 {
             (slot & PTE_LOW_MASK, Access::Walk)
@@ -47,7 +48,7 @@ impl Kernel {
         let (start, order) = self.file_folio_extent(file, idx);
         let nr = 1u64 << order;
         let pfn = self.alloc_charged_folio(cpu, mm, 0, file as u32, start as u32, order)?;
-        self.charge(cpu, nr * self.cost.file_read_page);
+        self.charge(cpu, nr * self.cost.file_read_page, Spent::PageCache);
         if slot & PTE_SWP != 0 {
             self.workingset_refault(pfn, slot & PTE_LOW_MASK);
         }
@@ -71,8 +72,13 @@ impl Kernel {
         }
         let total = n * self.cost.release_buffers;
         let locked = (n * self.cost.release_buffers_locked).min(total);
-        self.lock_section(cpu, LockId::PrivateLock(file), locked, 1);
-        self.charge(cpu, total - locked);
+        self.lock_section(
+            cpu,
+            LockId::PrivateLock(file),
+            (locked, Spent::PageCache),
+            1,
+        );
+        self.charge(cpu, total - locked, Spent::PageCache);
         self.files[file].set_buffers(index, n as usize, false);
         self.vmstat
             .count_vm_events(crate::mm::vmstat::VmEventItem::BUFFERS_RELEASED, n);

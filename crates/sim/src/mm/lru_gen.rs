@@ -13,6 +13,7 @@
 //! instead of at the next sort_folio; one zone; no memcg LRU (one memcg).
 
 use crate::config::Patch;
+use crate::cputime::Spent;
 use crate::kernel::{CpuId, Kernel};
 use crate::mm::folio::*;
 use crate::mm::lru::Lruvec;
@@ -309,6 +310,7 @@ impl Kernel {
         self.charge(
             cpu,
             scanned * self.cost.walk_pte + young * self.cost.pte_clear,
+            Spent::Mglru,
         );
     }
 
@@ -361,6 +363,7 @@ impl Kernel {
         self.charge(
             cpu,
             (end - start) * self.cost.walk_pte + young * self.cost.pte_clear,
+            Spent::Mglru,
         );
     }
 
@@ -662,7 +665,7 @@ impl Kernel {
             }
         }
         // scan_folios runs under spin_lock_irq(&lruvec->lru_lock) (locking.rs).
-        self.lru_lock_irq_section(cpu, nr_folios * self.cost.isolate_folio);
+        self.lru_lock_irq_section(cpu, nr_folios * self.cost.isolate_folio, Spent::LruIsolate);
         self.vmstat.count_vm_events(PGREFILL, sorted);
         if ty == 1 {
             self.vmstat.count_vm_events(PGSCAN_FILE, isolated);

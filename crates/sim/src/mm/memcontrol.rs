@@ -2,6 +2,7 @@
 //! stock (MEMCG_CHARGE_BATCH), limit reclaim with its retry rules, the memcg OOM killer, and
 //! the flushed statistics reclaim's heuristics read (memcg_vmstats, flush_memcg_stats_dwork).
 
+use crate::cputime::Spent;
 use crate::kernel::{CpuId, Kernel};
 use crate::mm::folio::NR_LRU_LISTS;
 use crate::mm::oom_kill::RatelimitState;
@@ -158,7 +159,7 @@ impl Kernel {
             return true;
         }
         let batch = MEMCG_CHARGE_BATCH.max(nr);
-        self.charge(cpu, self.cost.memcg_charge);
+        self.charge(cpu, self.cost.memcg_charge, Spent::MemcgCharge);
         if self.memcg.try_counter(batch) {
             self.memcg.stock[cpu] += batch - nr;
             return true;

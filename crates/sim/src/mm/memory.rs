@@ -2,6 +2,7 @@
 //! hardware side of a user access (TLB lookup, page walk setting accessed/dirty bits).
 
 use crate::arch::x86::tlb::{TLB_DIRTY, TLB_WRITABLE};
+use crate::cputime::Spent;
 use crate::kernel::{Backing, CpuId, Kernel, MmId};
 use crate::mm::folio::{pg, Pfn};
 use crate::mm::huge_memory::HPAGE_PMD_ORDER;
@@ -59,7 +60,7 @@ impl Kernel {
                 if write {
                     self.oracle_store(cpu, mm, vp, pfn, stale);
                 }
-                self.charge(cpu, touch_ns);
+                self.charge(cpu, touch_ns, Spent::User);
                 return Access::TlbHit;
             }
         }
@@ -95,7 +96,13 @@ impl Kernel {
         if write {
             self.oracle_store(cpu, mm, vp, pte_pfn(pte), false);
         }
-        self.charge(cpu, self.cost.tlb_walk + touch_ns);
+        self.charge_parts(
+            cpu,
+            &[
+                (self.cost.tlb_walk, Spent::TlbWalk),
+                (touch_ns, Spent::User),
+            ],
+        );
         result
     }
 
@@ -107,7 +114,7 @@ impl Kernel {
     /// the populate faulted in leaves it with PG_referenced set, and reclaim's first trip over
     /// it (young PTE + PG_referenced) activates it. No TLB entry is filled.
     pub fn populate_read(&mut self, cpu: CpuId, mm: MmId, vp: u64) -> Access {
-        self.charge(cpu, self.cost.gup_page);
+        self.charge(cpu, self.cost.gup_page, Spent::Gup);
         let mut result = Access::Walk;
         if !pte_present(self.mms[mm].ptes[vp as usize]) {
             if self.fault_folio_locked(mm, vp) {
@@ -217,7 +224,7 @@ impl Kernel {
     /// handle_mm_fault. Returns false if the faulting task was OOM-killed.
     pub fn handle_mm_fault(&mut self, cpu: CpuId, mm: MmId, vp: u64, write: bool) -> bool {
         self.vmstat.count_vm_event(PGFAULT);
-        self.charge(cpu, self.cost.fault_base);
+        self.charge(cpu, self.cost.fault_base, Spent::Fault);
         let pte = self.mms[mm].ptes[vp as usize];
         if is_zero_pte(pte) {
             // do_wp_page → wp_page_copy on the zero page: a new zeroed folio replaces it, and
@@ -294,9 +301,13 @@ impl Kernel {
             self.vmstat.count_vm_event(PGMAJFAULT);
             self.vmstat.count_vm_event(PSWPIN);
             let read = self.zram_page_ns(mm).1;
-            self.charge(
+            self.charge_parts(
                 cpu,
-                self.cost.alloc_anon_folio + self.cost.do_swap_page + read,
+                &[
+                    (self.cost.alloc_anon_folio, Spent::AllocFolio),
+                    (self.cost.do_swap_page, Spent::DoSwapPage),
+                    (read, Spent::ZramDecompress),
+                ],
             );
             self.workingset_refault(pfn, pte & PTE_LOW_MASK);
             self.lru_add_fault(pfn);
@@ -319,7 +330,13 @@ impl Kernel {
             }
         } else {
             // do_anonymous_page: zeroed folio on the inactive anon list.
-            self.charge(cpu, self.cost.alloc_anon_folio + self.cost.zero_page);
+            self.charge_parts(
+                cpu,
+                &[
+                    (self.cost.alloc_anon_folio, Spent::AllocFolio),
+                    (self.cost.zero_page, Spent::ZeroPage),
+                ],
+            );
             self.lru_add_fault(pfn);
             self.lru_add_batch(cpu, 1);
             self.set_pte(mm, vp, pfn, true, write);

@@ -25,6 +25,7 @@
 //! split where swap slots are not contiguous (one request per batch); cluster readahead for
 //! rotational disks.
 
+use crate::cputime::Spent;
 use crate::kernel::{CpuId, Kernel};
 use crate::mm::folio::{pg, Pfn};
 use crate::mm::swap::{IrqCpu, Read};
@@ -97,7 +98,7 @@ impl Kernel {
     fn swap_complete_irq(&mut self, irq: CpuId, pages: u64) {
         let ns = pages * self.cost.swap_complete_page;
         self.vmstat.count_vm_events(SWAP_COMPLETE_NS, ns);
-        self.charge(irq, ns);
+        self.charge(irq, ns, Spent::Writeback);
     }
 
     /// swap_read_submit → swap_bdev_submit_read for `folios`, read by one bio from `cpu`:

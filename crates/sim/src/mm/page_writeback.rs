@@ -37,6 +37,7 @@
 //! page, so measure both with the queue full), per-inode dirtied_when beyond one timestamp per
 //! file.
 
+use crate::cputime::Spent;
 use crate::kernel::{CpuId, Kernel};
 use crate::mm::folio::{pg, Pfn};
 use crate::mm::pgtable::*;
@@ -190,7 +191,7 @@ impl Kernel {
             return;
         }
         if !self.can_sleep(cpu) {
-            self.charge(cpu, ns);
+            self.charge(cpu, ns, Spent::PageCache);
             return;
         }
         self.vmstat.count_vm_events(FILE_READ_WAIT_NS, ns);
@@ -214,7 +215,7 @@ impl Kernel {
             return;
         }
         if !self.can_sleep(cpu) {
-            self.charge(cpu, done - now);
+            self.charge(cpu, done - now, Spent::PageCache);
             return;
         }
         // Only what this wait adds to a sleep already pending counts as read wait.
@@ -354,9 +355,9 @@ impl Kernel {
                 complete += c.writeback_convert_request;
             }
         }
-        self.charge(cpu, submit);
+        self.charge(cpu, submit, Spent::Writeback);
         let irq = self.cfg.writeback_irq_cpu.unwrap_or(cpu);
-        self.charge(irq, complete);
+        self.charge(irq, complete, Spent::Writeback);
         self.vmstat.count_vm_events(WRITEBACK_SUBMIT_NS, submit);
         self.vmstat.count_vm_events(WRITEBACK_COMPLETE_NS, complete);
     }

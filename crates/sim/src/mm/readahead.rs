@@ -39,6 +39,7 @@
 //! Not modelled: VM_SEQ_READ / VM_RAND_READ advice, and asynchronous I/O (the reads are
 //! charged to the faulting CPU).
 
+use crate::cputime::Spent;
 use crate::kernel::{CpuId, Kernel, MmId};
 use crate::mm::folio::{pg, Pfn};
 use crate::mm::pgtable::*;
@@ -254,7 +255,7 @@ impl Kernel {
         // A new folio at `first`: an asynchronous read of an earlier one there is forgotten.
         self.ra.reads_in_flight.remove(&(file, first));
         let (zero, read) = self.file_read_cost(file, first, nr);
-        self.charge(cpu, zero);
+        self.charge(cpu, zero, Spent::ZeroPage);
         if read > 0 {
             let done = self.blk_submit(cpu, 0, read, self.cost.file_read_latency);
             self.io_wait_until(cpu, done);
@@ -513,7 +514,7 @@ impl Kernel {
                 // device works in the background, and a fault that reaches a folio before
                 // its read completes waits for it (`reads_in_flight`).
                 let (zero, read) = self.file_read_cost(file, first, nr);
-                self.charge(cpu, zero);
+                self.charge(cpu, zero, Spent::ZeroPage);
                 if read > 0 {
                     self.file_read_async(cpu, file, first, pfn, read);
                 }

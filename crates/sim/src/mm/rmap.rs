@@ -4,6 +4,7 @@
 //! are those of pages index..index + nr that hold its pfn.
 
 use crate::config::Patch;
+use crate::cputime::Spent;
 use crate::kernel::{CpuId, Kernel, MmId};
 use crate::mm::folio::{pg, Pfn};
 use crate::mm::mm_types_task::TlbUbc;
@@ -47,7 +48,7 @@ impl Kernel {
             return 0;
         };
         let nr_pages = self.folios.get(pfn).nr_pages();
-        self.charge(cpu, self.cost.rmap_walk);
+        self.charge(cpu, self.cost.rmap_walk, Spent::FolioReferenced);
         if self.pmd_mapped(mm, first) {
             self.vmstat.count_vm_event(REFERENCED_STEPS);
             return self.pmdp_clear_flush_young(cpu, mm, first) as u32;
@@ -71,10 +72,18 @@ impl Kernel {
                 }
             }
             let extra = if steps > 0 { self.cost.pvmw_step } else { 0 };
-            self.charge(cpu, extra + (nr - 1) * self.cost.pte_clear);
+            self.charge(
+                cpu,
+                extra + (nr - 1) * self.cost.pte_clear,
+                Spent::FolioReferenced,
+            );
             steps += 1;
             let (y, tests) = self.clear_flush_young_ptes(cpu, mm, vp, nr);
-            self.charge(cpu, (tests - nr) * self.cost.young_clear);
+            self.charge(
+                cpu,
+                (tests - nr) * self.cost.young_clear,
+                Spent::FolioReferenced,
+            );
             self.vmstat.count_vm_events(YOUNG_TESTS, tests);
             young |= y;
             vp += nr;
@@ -124,7 +133,7 @@ impl Kernel {
         let anon = f.is_anon();
         let nr_pages = f.nr_pages();
         let batch = self.has(Patch::FileLargeFolioUnmap) && !f.test(pg::SWAPBACKED) && nr_pages > 1;
-        self.charge(cpu, self.cost.rmap_walk);
+        self.charge(cpu, self.cost.rmap_walk, Spent::TryToUnmap);
         if self.pmd_mapped(mm, first) {
             // TTU_SPLIT_HUGE_PMD: a file PMD is zapped with its own flush (huge_memory.rs).
             self.zap_huge_pmd(cpu, mm, first, pfn);
@@ -155,7 +164,11 @@ impl Kernel {
                 }
             }
             let extra = if steps > 0 { self.cost.ttu_step } else { 0 };
-            self.charge(cpu, extra + (nr - 1) * self.cost.pte_clear);
+            self.charge(
+                cpu,
+                extra + (nr - 1) * self.cost.pte_clear,
+                Spent::TryToUnmap,
+            );
             steps += 1;
             // get_and_clear_ptes (arm64 first unfolds a contpte block it covers in part): the
             // returned pteval carries the run's dirty/young bits.

@@ -21,6 +21,7 @@
 //! when it is submitted, not when it completes; every window is read by one request (the
 //! slots are taken as contiguous).
 
+use crate::cputime::Spent;
 use crate::kernel::{CpuId, Kernel, MmId};
 use crate::mm::folio::{pg, Pfn};
 use crate::mm::pgtable::*;
@@ -106,7 +107,13 @@ impl Kernel {
         pfn: Pfn,
         pte: Pte,
     ) {
-        self.charge(cpu, self.cost.alloc_anon_folio + self.cost.do_swap_page);
+        self.charge_parts(
+            cpu,
+            &[
+                (self.cost.alloc_anon_folio, Spent::AllocFolio),
+                (self.cost.do_swap_page, Spent::DoSwapPage),
+            ],
+        );
         let (start, end) = self.swap_vma_ra_win(mm, vp);
         let mut folios = vec![pfn];
         self.swap_cache_add(mm, vp, pfn, pte);
@@ -130,7 +137,13 @@ impl Kernel {
                 self.folios.free(ra);
                 continue;
             }
-            self.charge(cpu, self.cost.alloc_anon_folio + self.cost.add_to_swap);
+            self.charge_parts(
+                cpu,
+                &[
+                    (self.cost.alloc_anon_folio, Spent::AllocFolio),
+                    (self.cost.add_to_swap, Spent::AddToSwap),
+                ],
+            );
             self.swap_cache_add(mm, p, ra, e);
             let b = self.swap.block.as_mut().expect("a block swap device");
             b.readahead.insert((mm, p));

@@ -3,6 +3,7 @@
 //! its clock as it goes, so the IPIs it sends are timed at the point they happen.
 
 use crate::config::Patch;
+use crate::cputime::Spent;
 use crate::kernel::{CpuId, Kernel};
 use crate::locking::{LockId, PAGE_CACHE_DELETE_LINES};
 use crate::mm::folio::*;
@@ -302,7 +303,11 @@ impl Kernel {
             out.push(pfn);
         }
         // Under spin_lock_irq(&lruvec->lru_lock): waits when another CPU holds it.
-        self.lru_lock_irq_section(cpu, out.len() as u64 * self.cost.isolate_folio);
+        self.lru_lock_irq_section(
+            cpu,
+            out.len() as u64 * self.cost.isolate_folio,
+            Spent::LruIsolate,
+        );
         out
     }
 
@@ -444,12 +449,18 @@ impl Kernel {
         self.vmstat.count_vm_events(PSWPOUT, n);
         self.vmstat.count_vm_events(NR_VMSCAN_WRITE, n);
         if self.swap.block.is_some() {
-            self.charge(cpu, n * self.cost.swap_writeout);
+            self.charge(cpu, n * self.cost.swap_writeout, Spent::SwapWriteout);
             self.swap_writepage_bdev(cpu, pfn);
             return false;
         }
-        let per_page = self.zram_page_ns(owner).0 + self.cost.swap_writeout;
-        self.charge(cpu, n * per_page);
+        let codec = self.zram_page_ns(owner).0;
+        self.charge_parts(
+            cpu,
+            &[
+                (n * codec, Spent::ZramCompress),
+                (n * self.cost.swap_writeout, Spent::SwapWriteout),
+            ],
+        );
         true
     }
 
@@ -459,7 +470,7 @@ impl Kernel {
         if f.test(pg::SWAPCACHE) || f.test(pg::ORPHAN) {
             // The swap cache's lock is its cluster's (swap_cluster_get_and_lock_irq, 6.18's
             // swap table), and each CPU allocates from its own cluster: not a shared lock.
-            self.charge(cpu, self.cost.remove_mapping);
+            self.charge(cpu, self.cost.remove_mapping, Spent::RemoveMapping);
         } else {
             let locked = self
                 .cost
@@ -467,8 +478,9 @@ impl Kernel {
                 .min(self.cost.remove_mapping);
             let file = f.owner as usize;
             self.filemap_release_folio(cpu, pfn);
-            self.lock_irq_section(cpu, LockId::IPages(file), locked, PAGE_CACHE_DELETE_LINES);
-            self.charge(cpu, self.cost.remove_mapping - locked);
+            let hold = (locked, Spent::RemoveMapping);
+            self.lock_irq_section(cpu, LockId::IPages(file), hold, PAGE_CACHE_DELETE_LINES);
+            self.charge(cpu, self.cost.remove_mapping - locked, Spent::RemoveMapping);
         }
         if f.test(pg::ORPHAN) {
             // Its mm exited: no page table is left to hold a shadow, only the slot to drop.
@@ -548,6 +560,8 @@ impl Kernel {
             // no-op otherwise).
             self.reclaim_cond_resched(cpu);
             self.oracle_prefetch(pfn);
+            // The loop's own work on each folio (folio_trylock, the checks, the list moves).
+            self.charge(cpu, self.cost.shrink_folio, Spent::ShrinkFolio);
             if self
                 .swap
                 .read_in_flight(pfn, self.cpus[cpu].clock)
@@ -695,7 +709,7 @@ impl Kernel {
 
     /// folio_alloc_swap (add_to_swap): a slot and the swap cache; false when swap is full.
     pub(crate) fn folio_alloc_swap(&mut self, cpu: CpuId, pfn: Pfn) -> bool {
-        self.charge(cpu, self.cost.add_to_swap);
+        self.charge(cpu, self.cost.add_to_swap, Spent::AddToSwap);
         if !self.swap.alloc_slot() {
             return false;
         }

@@ -19,6 +19,7 @@
 use super::autogroup::{nice_to_weight, WORKLOAD_GROUP};
 use super::{Class, RunQueues};
 use crate::cpumask::CpuMask;
+use crate::cputime::Spent;
 use crate::kernel::{Backing, CpuId, Kernel, TaskId};
 
 /// The longest stretch of a background burst taken in one engine step: below an IPI's round
@@ -185,7 +186,7 @@ impl Kernel {
         let taken = runtime.saturating_sub(st.seen_runtime).min(st.left_ns);
         st.left_ns -= taken;
         let run = st.left_ns.min(to_tick).min(BURST_SLICE_NS);
-        self.charge(cpu, run);
+        self.charge(cpu, run, Spent::Other);
         let st = &mut self.sched.bg_state[i];
         st.left_ns -= run;
         st.seen_runtime = runtime + run;

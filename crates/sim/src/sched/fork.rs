@@ -15,6 +15,7 @@
 use super::fair::{GroupType, SgStats};
 use super::pelt::{Avg, NICE_0_LOAD};
 use super::RunQueues;
+use crate::cputime::Spent;
 use crate::kernel::{CpuId, Kernel, TaskId};
 
 impl Kernel {
@@ -159,7 +160,7 @@ impl Kernel {
                 StartOp::Run(ns) => {
                     let c = &self.cpus[cpu];
                     let run = ns.min(c.next_tick.saturating_sub(c.clock).max(1));
-                    self.charge(cpu, run);
+                    self.charge(cpu, run, Spent::Other);
                     if run < ns {
                         let q = self.sched.starters.get_mut(&t).expect("script");
                         q.push_front(StartOp::Run(ns - run));

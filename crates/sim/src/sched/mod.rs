@@ -37,6 +37,7 @@ pub mod stats;
 pub mod topology;
 
 use crate::cpumask::CpuMask;
+use crate::cputime::Spent;
 use crate::kernel::{CpuId, Kernel, TaskId};
 use crate::mm::vmstat::VmEventItem::*;
 use pelt::Avg;
@@ -346,7 +347,7 @@ impl Kernel {
                 se.vr_stamp = now;
                 self.set_protect_slice(cpu, t, prev_task);
                 let mm = self.tasks[t].mm;
-                self.charge(cpu, self.cost.context_switch);
+                self.charge(cpu, self.cost.context_switch, Spent::ContextSwitch);
                 if self.tasks[t].kthread {
                     // A kernel thread has no mm: enter_lazy_tlb keeps the previous one loaded.
                     self.switch_mm(cpu, None);

@@ -83,6 +83,8 @@ pub fn access_model(w: &AnonSweep) -> AccessModel {
         bogo_units_per_store: 0,
         one_cycle: false,
         ycsb: None,
+        // The worker's Mapping::touch: a one-byte atomic add or a volatile load per page.
+        byte_touch: true,
     }
 }
 

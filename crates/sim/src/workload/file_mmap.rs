@@ -18,6 +18,7 @@ pub fn mmap_rw_model(write: bool, random: bool) -> AccessModel {
         bogo_units_per_store: 0,
         one_cycle: false,
         ycsb: None,
+        byte_touch: false,
     }
 }
 
@@ -29,6 +30,7 @@ pub fn populate_model() -> AccessModel {
         bogo_units_per_store: 0,
         one_cycle: true,
         ycsb: None,
+        byte_touch: false,
     }
 }
 

@@ -281,4 +281,7 @@ pub struct AccessModel {
     pub one_cycle: bool,
     /// YCSB operations instead of sweeps (`ycsb-b`): each access is one operation.
     pub ycsb: Option<ycsb::YcsbGen>,
+    /// Each access is a one-byte load or store (`touch_line`), not a pass over the page
+    /// (`touch_page`): the host worker's Mapping::touch.
+    pub byte_touch: bool,
 }

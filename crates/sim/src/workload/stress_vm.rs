@@ -647,6 +647,7 @@ pub fn access_model(
         bogo_units_per_store: 0,
         one_cycle: false,
         ycsb: None,
+        byte_touch: false,
     })
 }
 

@@ -158,6 +158,7 @@ pub fn access_model(w: &YcsbB) -> AccessModel {
         bogo_units_per_store: 0,
         one_cycle: false,
         ycsb: Some(YcsbGen::new(w)),
+        byte_touch: false,
     }
 }
 

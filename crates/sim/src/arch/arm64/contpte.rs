@@ -13,6 +13,7 @@
 //! write them back without PTE_CONT).
 
 use crate::arch::Arch;
+use crate::cputime::Spent;
 use crate::kernel::{CpuId, Kernel, MmId};
 use crate::mm::pgtable::*;
 use crate::mm::vmstat::VmEventItem::*;
@@ -71,7 +72,11 @@ impl Kernel {
         let b = block_of(vp);
         self.contpte_unfolded.insert((mm, b));
         self.vmstat.count_vm_event(CONTPTE_UNFOLDS);
-        self.charge(cpu, 2 * CONT_PTES * self.cost.pte_clear);
+        self.charge(
+            cpu,
+            2 * CONT_PTES * self.cost.pte_clear,
+            Spent::TlbBroadcast,
+        );
         self.arm64_flush_tlb_range(cpu, mm, b, b + CONT_PTES);
     }
 

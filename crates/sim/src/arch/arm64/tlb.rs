@@ -8,6 +8,7 @@
 //! TLBI issue cost; the DSB charges the wait. The TLB and CAL interrupt counters and the
 //! `nr_tlb_*` vmstat counters stay 0 (arm64 never calls count_vm_tlb_event).
 
+use crate::cputime::Spent;
 use crate::kernel::{CpuId, Kernel, MmId};
 use crate::mm::vmstat::VmEventItem::*;
 
@@ -68,7 +69,7 @@ impl Kernel {
             tlbi_range_ops(pages, self.arm64_tlbi_range)
         };
         self.vmstat.count_vm_events(TLBI_OPS, ops);
-        self.charge(cpu, ops * self.cost.tlbi_op);
+        self.charge(cpu, ops * self.cost.tlbi_op, Spent::TlbBroadcast);
         if excess {
             self.arm64_dsb_ish(cpu);
         }
@@ -78,7 +79,7 @@ impl Kernel {
     pub fn arm64_dsb_ish(&mut self, cpu: CpuId) {
         self.vmstat.count_vm_event(DSB_ISH);
         let ns = self.cost.dsb_ish + self.cost.dsb_ish_per_cpu * self.nr_cpus() as u64;
-        self.charge(cpu, ns);
+        self.charge(cpu, ns, Spent::TlbBroadcast);
     }
 
     /// flush_tlb_range / flush_tlb_page (__flush_tlb_range): TLBIs, then DSB ISH.

@@ -16,6 +16,7 @@
 //! The broadcast is applied to every CPU's TLB when issued: the model has no step between an
 //! INVLPGB and its TLBSYNC in which another CPU could run.
 
+use crate::cputime::Spent;
 use crate::kernel::{CpuId, Kernel, MmId};
 use crate::mm::vmstat::VmEventItem::*;
 
@@ -78,12 +79,12 @@ impl Kernel {
     /// TLBSYNC after the INVLPGBs this CPU issued: the sender waits for every CPU.
     fn tlbsync(&mut self, cpu: CpuId) {
         let ns = self.cost.tlbsync + self.cost.tlbsync_per_cpu * self.nr_cpus() as u64;
-        self.charge(cpu, ns);
+        self.charge(cpu, ns, Spent::TlbBroadcast);
         self.vmstat.count_vm_event(TLBSYNC);
     }
 
     fn invlpgb_issue(&mut self, cpu: CpuId, n: u64) {
-        self.charge(cpu, n * self.cost.invlpgb);
+        self.charge(cpu, n * self.cost.invlpgb, Spent::TlbBroadcast);
         self.vmstat.count_vm_events(INVLPGB_OPS, n);
     }
 

@@ -7,6 +7,7 @@
 //! `cpu_tlbstate.ctxs[asid].tlb_gen`; `Mm::tlb_gen` is mm->context.tlb_gen.
 
 use crate::cpumask::CpuMask;
+use crate::cputime::Spent;
 use crate::kernel::{CpuId, Kernel, MmId};
 use crate::mm::folio::Pfn;
 use crate::mm::vmstat::VmEventItem::*;
@@ -254,7 +255,7 @@ impl Kernel {
             let ack = self.smp_queue_call(t, queued, work);
             last_ack = last_ack.max(ack);
         }
-        self.charge(sender, sent * self.cost.ipi_send);
+        self.charge(sender, sent * self.cost.ipi_send, Spent::TlbFlush);
         if mask.test(sender) && (info.freed_tables || self.should_flush_tlb(sender, info)) {
             let ns = self.flush_tlb_func(sender, sender, info);
             self.irq_off_local(sender, ns);
@@ -370,6 +371,8 @@ impl Kernel {
             c.tlb.flush_mm(next);
             c.tlb.local_gen[next] = gen;
             c.clock += self.cost.local_flush_all;
+            self.cpu_time
+                .add(Spent::TlbFlush, self.cost.local_flush_all);
         }
     }
 
