@@ -176,9 +176,11 @@ impl Kernel {
         batch > nr && self.memcg.try_counter(nr)
     }
 
-    /// try_charge_memcg with __GFP_NORETRY (readahead_gfp_mask): reclaim, retry while that
-    /// made room, drain the per-CPU stocks once, then give up (`goto nomem`) instead of the
-    /// retry loop, throttling or the OOM killer. Returns whether the charge succeeded.
+    /// try_charge_memcg with __GFP_NORETRY: reclaim, retry while that made room, drain the
+    /// per-CPU stocks once, then give up (`goto nomem`) instead of the retry loop, throttling
+    /// or the OOM killer; a reclaim that stopped at a reclaim_throttle sleep counts as one
+    /// that made no room. Swap readahead's simplified charge (mm/swap_state.rs); page-cache
+    /// readahead uses [`Self::try_charge_readahead`]. Returns whether the charge succeeded.
     pub fn try_charge_noretry(&mut self, cpu: CpuId, nr: u64) -> bool {
         let mut drained = false;
         loop {
