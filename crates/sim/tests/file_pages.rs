@@ -810,6 +810,7 @@ fn a_fault_whose_window_had_to_wait_carries_on_with_it_when_retried() {
         size: 64,
         async_size: 64,
         order: 2,
+        next: 132,
         sync: false,
         fallback: false,
         drained: false,

@@ -77,6 +77,8 @@ pub struct RaWindow {
     pub size: u64,
     pub async_size: u64,
     pub order: u8,
+    /// Where page_cache_ra_order's loop stands (`index`): the next page to allocate.
+    pub next: u64,
     /// The faulting task waits for the reads (a miss's read-around); page_cache_async_ra's
     /// reads are only submitted.
     pub sync: bool,
@@ -476,6 +478,7 @@ impl Kernel {
             size: st.size,
             async_size: st.async_size,
             order: st.order,
+            next: st.start,
             sync: major,
             fallback: false,
             drained: false,
@@ -498,7 +501,9 @@ impl Kernel {
         let cached = |k: &Kernel, p: u64| k.files[file].cache[p as usize] & PTE_SWPCACHE != 0;
         let mark = w.start + w.size - w.async_size;
         let end = (w.start + w.size).min(len);
-        let mut idx = w.start;
+        // A resumed window carries on where it stopped: its folios read so far are its own,
+        // not cached pages that would send it to the order-0 fallback.
+        let mut idx = w.next;
         // page_cache_ra_order's fallback: once ra_alloc_folio fails (filemap_add_folio finds a
         // cached page in the folio's range, -EEXIST, or the charge fails, -ENOMEM), the rest
         // of the window is read by do_page_cache_ra → page_cache_ra_unbounded in order-0
@@ -528,6 +533,7 @@ impl Kernel {
             // with the fault's own gfp.
             if !self.prepare_alloc_pages(cpu, nr) {
                 // The fault is retried in the next step and reads the rest of this window.
+                w.next = idx;
                 self.ra.resume.insert((file, vp), w);
                 return false;
             }
@@ -537,6 +543,7 @@ impl Kernel {
                 NoretryCharge::Throttled => {
                     // Reclaim sleeps in reclaim_throttle: after the sleep the retried fault
                     // takes this charge up again (the kernel's task is still inside it).
+                    w.next = idx;
                     self.ra.resume.insert((file, vp), w);
                     return false;
                 }
