@@ -292,17 +292,24 @@ fn reclaim_throttle_waits_for_swap_cluster_max_pages_written() {
     assert_eq!(k.cpus[0].clock, 100_000_000);
 }
 
+/// A kernel with 64-page readahead and one task on CPU 0 mapping a 1024-page file (writable
+/// or not), with no page cached yet.
+fn one_file_task(writable: bool) -> (Kernel, reclaimlab_sim::kernel::MmId) {
+    let mut k = kernel(common::cfg(0), 1 << 20);
+    k.ra.ra_pages = 64;
+    k.files.push(File::new(1024));
+    let mm = k.mm_alloc(1024, Backing::File(0), writable);
+    let t = k.task_new(mm, Some(0), 0, 1024);
+    k.context_switch(0, Some(t));
+    (k, mm)
+}
+
 #[test]
 fn a_fault_resumed_after_a_throttle_sleep_does_not_read_around_again() {
     // The fault at page 100 already ran do_sync_mmap_readahead (and counted PGMAJFAULT)
     // before its charge slept in reclaim_throttle: the retry only allocates its own folio.
     for resumed in [false, true] {
-        let mut k = kernel(common::cfg(0), 1 << 20);
-        k.ra.ra_pages = 64;
-        k.files.push(File::new(1024));
-        let mm = k.mm_alloc(1024, Backing::File(0), true);
-        let t = k.task_new(mm, Some(0), 0, 1024);
-        k.context_switch(0, Some(t));
+        let (mut k, mm) = one_file_task(true);
         if resumed {
             k.ra.sync_done.insert((0, 100));
         }
@@ -729,4 +736,91 @@ fn a_fault_on_a_folio_tagged_for_reclaim_reads_ahead_as_on_a_marker() {
             }
         }
     }
+}
+
+/// The file suite's sequential writer (validation/file.toml, this machine's profile) for 1 s:
+/// two threads writing a shared mapping of a fallocated 1G file in a 256M cgroup v1 memcg.
+fn suite_seq_writer_1s() -> ResultDoc {
+    common::sim_with(
+        "file-mmap-rw",
+        &[
+            "machine.profile=kvm-guest-2vcpu",
+            "run.duration=1s",
+            "workload.file_bytes=1G",
+            "sim.cgroup=v1",
+            "sim.readahead_pages=2048",
+            "sim.writeback_queue_depth=128",
+            "sim.writeback_request_pages=1024",
+            "sim.writeback_irq_cpu=1",
+            "sim.file_fault_whole_folio=true",
+            "workload.threads=2",
+            "workload.cpus=[0,1]",
+            "memcg.limit=256M",
+            "workload.write=true",
+            "workload.pattern=sequential",
+        ],
+        &[],
+    )
+}
+
+#[test]
+fn a_readahead_charge_whose_reclaim_sleeps_goes_on_after_the_sleep() {
+    // try_charge_memcg with __GFP_NORETRY reclaims before it gives up, and on cgroup v1 that
+    // reclaim sleeps in reclaim_throttle when it takes only dirty folios, then goes on. The
+    // charge is taken up again after the sleep instead of failing: no asynchronous window is
+    // cut short, so the writers do not run into unread pages and restart the order ramp with
+    // a read-around (a major fault) each time. Before, ~200 charges a second failed and the
+    // writers took 106 major faults in the first second.
+    let d = suite_seq_writer_1s();
+    let e = &d.runs[0].extra;
+    let n = |k: &str| e.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
+    assert!(n("readahead_charge_throttled") > 0, "no charge slept");
+    assert_eq!(n("readahead_charge_failures"), 0);
+    let majors = d.runs[0].counters["pgmajfault"];
+    assert!(majors < 40, "{majors} read-arounds in 1 s");
+    // Most of what readahead read came in PMD-sized folios, mapped by one PMD each.
+    let by_order: Vec<u64> =
+        serde_json::from_value(e["readahead_folios_by_order"].clone()).unwrap();
+    let pages: u64 = by_order.iter().enumerate().map(|(o, n)| n << o).sum();
+    assert!(by_order[9] * 512 * 2 > pages, "{by_order:?}");
+    assert!(
+        n("thp_file_mapped") * 2 > by_order[9],
+        "{} PMD maps",
+        n("thp_file_mapped")
+    );
+}
+
+#[test]
+fn a_fault_whose_window_had_to_wait_carries_on_with_it_when_retried() {
+    // page_cache_ra_order sleeps inside the allocation or charge of a folio and then reads the
+    // rest of its own window. The model retries the fault, which resumes the window it
+    // started (`Readahead::resume`), even where fault-around alone would now map the page,
+    // and without a second major fault or read-around; the file's other faults start windows
+    // of their own meanwhile.
+    use reclaimlab_sim::mm::readahead::RaWindow;
+    let (mut k, mm) = one_file_task(false);
+    // A miss at 100 reads around it (pages 68..132, order 0); its retry's fault-around maps
+    // 96..112.
+    k.user_access(0, mm, 100, false);
+    assert_eq!(k.ra.folios_by_order[0], 64);
+    // The fault at 120 (cached, not mapped) had started the window 132..196 at order 2 and
+    // stopped before its first folio.
+    let w = RaWindow {
+        start: 132,
+        size: 64,
+        async_size: 64,
+        order: 2,
+        next: 132,
+        sync: false,
+        fallback: false,
+        drained: false,
+    };
+    k.ra.resume.insert((0, 120), w);
+    // Another page's fault does not take it over.
+    k.user_access(0, mm, 101, false);
+    assert_eq!(k.ra.folios_by_order[2], 0);
+    k.user_access(0, mm, 120, false);
+    assert_eq!(k.ra.folios_by_order[2], 16, "{:?}", k.ra.folios_by_order);
+    assert!(k.ra.resume.is_empty());
+    assert_eq!(k.vmstat[PGMAJFAULT], 1);
 }

@@ -71,6 +71,16 @@ pub enum Charge {
     Oom,
 }
 
+/// What a __GFP_NORETRY charge of a readahead folio came to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NoretryCharge {
+    Ok,
+    /// Its reclaim sleeps in reclaim_throttle; the charge goes on after the sleep.
+    Throttled,
+    /// -ENOMEM: reclaim (twice, the per-CPU stocks drained between) left no room.
+    Failed,
+}
+
 impl MemCgroup {
     pub fn new(limit: u64, cpus: usize) -> MemCgroup {
         MemCgroup {
@@ -167,9 +177,11 @@ impl Kernel {
         batch > nr && self.memcg.try_counter(nr)
     }
 
-    /// try_charge_memcg with __GFP_NORETRY (readahead_gfp_mask): reclaim, retry while that
-    /// made room, drain the per-CPU stocks once, then give up (`goto nomem`) instead of the
-    /// retry loop, throttling or the OOM killer. Returns whether the charge succeeded.
+    /// try_charge_memcg with __GFP_NORETRY: reclaim, retry while that made room, drain the
+    /// per-CPU stocks once, then give up (`goto nomem`) instead of the retry loop, throttling
+    /// or the OOM killer; a reclaim that stopped at a reclaim_throttle sleep counts as one
+    /// that made no room. Swap readahead's simplified charge (mm/swap_state.rs); page-cache
+    /// readahead uses [`Self::try_charge_readahead`]. Returns whether the charge succeeded.
     pub fn try_charge_noretry(&mut self, cpu: CpuId, nr: u64) -> bool {
         let mut drained = false;
         loop {
@@ -187,6 +199,43 @@ impl Kernel {
             }
             self.vmstat.count_vm_event(READAHEAD_CHARGE_FAILURES);
             return false;
+        }
+    }
+
+    /// try_charge_memcg with readahead_gfp_mask (__GFP_NORETRY) for a page-cache readahead
+    /// folio (filemap_add_folio from page_cache_ra_order / page_cache_ra_unbounded). As in
+    /// [`Self::try_charge_noretry`], except where its reclaim sleeps: the kernel's
+    /// try_to_free_mem_cgroup_pages sleeps in reclaim_throttle (shrink_inactive_list, cgroup
+    /// v1, every folio taken dirty) and goes on reclaiming after it, and only then checks
+    /// the margin; the model ends the reclaim call at the sleep, so the charge returns
+    /// `Throttled` and is taken up again after the sleep. `drained` carries drain_all_stock's
+    /// once-only flag over the sleep.
+    pub fn try_charge_readahead(
+        &mut self,
+        cpu: CpuId,
+        nr: u64,
+        drained: &mut bool,
+    ) -> NoretryCharge {
+        loop {
+            if self.charge_fast(cpu, nr) {
+                return NoretryCharge::Ok;
+            }
+            self.try_to_free_mem_cgroup_pages(cpu, nr);
+            if self.memcg.margin() >= nr {
+                continue;
+            }
+            if self.sleep_pending(cpu) {
+                self.vmstat.count_vm_event(READAHEAD_CHARGE_THROTTLED);
+                return NoretryCharge::Throttled;
+            }
+            if !*drained {
+                *drained = true;
+                self.memcg.drain_all_stock();
+                continue;
+            }
+            // if (gfp_mask & __GFP_NORETRY) goto nomem;
+            self.vmstat.count_vm_event(READAHEAD_CHARGE_FAILURES);
+            return NoretryCharge::Failed;
         }
     }
 

@@ -387,18 +387,19 @@ impl Kernel {
     /// faulting page (a read fault: through its retry's fault-around; a write fault: by
     /// finish_fault, the folio's other pages by their own faults).
     fn filemap_fault(&mut self, cpu: CpuId, mm: MmId, file: usize, vp: u64, write: bool) -> bool {
+        // The same fault resumed after a reclaim_throttle sleep in its charge: filemap_fault
+        // counted PGMAJFAULT and ran do_sync_mmap_readahead before it (the kernel sleeps
+        // inside __filemap_get_folio's charge and carries on). A window whose allocation or
+        // charge had to wait (`Readahead::resume`) was counted too, and its fault goes on
+        // inside page_cache_ra_order, not through fault-around again.
+        let ra_resume = self.ra.resume.contains_key(&(file, vp));
         // do_read_fault: ->map_pages first, ->fault only if that did not map the page;
         // do_shared_fault (a store) does no fault-around.
-        if !write && self.filemap_map_pages(cpu, mm, file, vp) {
+        if !write && !ra_resume && self.filemap_map_pages(cpu, mm, file, vp) {
             return true;
         }
         let major = self.files[file].cache[vp as usize] & PTE_SWPCACHE == 0;
-        // The same fault resumed after a reclaim_throttle sleep in its charge: filemap_fault
-        // counted PGMAJFAULT and ran do_sync_mmap_readahead before it (the kernel sleeps
-        // inside __filemap_get_folio's charge and carries on). A window whose allocation had
-        // to wait (`FileRa::resume`) was counted too.
         let after_throttle = self.ra.sync_done.remove(&(file, vp));
-        let ra_resume = self.ra.state.get(file).is_some_and(|s| s.resume);
         if major && !after_throttle && !ra_resume {
             self.vmstat.count_vm_event(PGMAJFAULT);
         }

@@ -15,6 +15,14 @@
 //! file; once one cannot be added (a cached page in its range, or its charge fails) the rest
 //! of the window is read in order-0 folios (do_page_cache_ra), ra->order kept. `sim.file_folio_order` (non-zero) replaces the ramp with one fixed order.
 //!
+//! Each folio is charged with readahead_gfp_mask (__GFP_NORETRY): try_charge_memcg still
+//! reclaims (twice, draining the per-CPU stocks between) before it fails with -ENOMEM, and
+//! that reclaim may sleep in reclaim_throttle (cgroup v1, a batch of dirty folios) and go on
+//! after the sleep. The model ends a reclaim call at such a sleep, so the charge is taken up
+//! again after it: the fault is retried and resumes its own window (`Readahead::resume`,
+//! also used when the page allocator has to wait), as the kernel's task carries on inside
+//! page_cache_ra_order. Only a charge whose reclaim found no room without sleeping fails.
+//!
 //! One file_ra_state per open file (file->f_ra): the threads of a process faulting through
 //! one mapping share it, so two sequential streams overwrite each other's window. A marker
 //! hit whose fault is not where the state expects its marker takes page_cache_async_ra's
@@ -42,6 +50,7 @@
 use crate::cputime::Spent;
 use crate::kernel::{CpuId, Kernel, MmId};
 use crate::mm::folio::{pg, Pfn};
+use crate::mm::memcontrol::NoretryCharge;
 use crate::mm::pgtable::*;
 use crate::mm::vmstat::VmEventItem::*;
 
@@ -56,10 +65,28 @@ pub struct FileRa {
     pub order: u8,
     /// ra->mmap_miss: page-cache misses of mmap faults not yet offset by hits.
     pub mmap_miss: u32,
-    /// The window's reading stopped at an allocation that had to wait: the retried fault
-    /// carries on with this window (as the kernel's reader would, reclaiming for itself)
-    /// instead of starting a new one.
-    pub resume: bool,
+}
+
+/// One readahead window being read: page_cache_ra_order's request (ractl and the window it
+/// was given) and where its loop stands. A task whose allocation or charge has to wait
+/// (global direct reclaim, a reclaim_throttle sleep) keeps it: the kernel's task sleeps
+/// inside page_cache_ra_order and carries on with its own window, which the model does by
+/// retrying the fault and resuming the window (`Readahead::resume`).
+#[derive(Clone, Copy, Debug)]
+pub struct RaWindow {
+    pub start: u64,
+    pub size: u64,
+    pub async_size: u64,
+    pub order: u8,
+    /// Where page_cache_ra_order's loop stands (`index`): the next page to allocate.
+    pub next: u64,
+    /// The faulting task waits for the reads (a miss's read-around); page_cache_async_ra's
+    /// reads are only submitted.
+    pub sync: bool,
+    /// page_cache_ra_order has fallen back to order-0 folios (do_page_cache_ra).
+    pub fallback: bool,
+    /// try_charge_memcg's `drained` for the folio whose charge slept.
+    pub drained: bool,
 }
 
 /// MMAP_LOTSAMISS: past this many unanswered misses, mmap faults stop reading around.
@@ -96,6 +123,11 @@ pub struct Readahead {
     /// __filemap_get_folio's charge and carries on, so the retried fault goes straight to the
     /// allocation (no second mmap_miss count, read-around or PGMAJFAULT).
     pub sync_done: std::collections::BTreeSet<(usize, u64)>,
+    /// Windows whose reading stopped at an allocation or charge that had to wait, by the
+    /// fault (file, page) that started them: that fault, retried, carries on with its window
+    /// instead of starting a new one. Per fault, not per file: the other threads of the
+    /// process go on with the file's shared state meanwhile.
+    pub resume: std::collections::BTreeMap<(usize, u64), RaWindow>,
     /// Folios whose device read, submitted by asynchronous readahead, completes later:
     /// (file, first index) → (the folio, completion time). Until then the folio is locked
     /// and not uptodate: a fault on it waits (filemap_fault's folio_lock), fault-around
@@ -324,10 +356,14 @@ impl Kernel {
     /// Returns false if an allocation has to wait (direct reclaim in progress): the fault is
     /// retried, and the window's remaining pages are read then.
     pub(crate) fn filemap_readahead(&mut self, cpu: CpuId, mm: MmId, file: usize, vp: u64) -> bool {
-        match self.filemap_ra_window(file, vp) {
-            Some(sync) => self.page_cache_ra_order(cpu, mm, file, sync),
-            None => true,
-        }
+        let window = match self.ra.resume.remove(&(file, vp)) {
+            Some(w) => w,
+            None => match self.filemap_ra_window(file, vp) {
+                Some(w) => w,
+                None => return true,
+            },
+        };
+        self.page_cache_ra_order(cpu, mm, file, vp, window)
     }
 
     /// page_cache_async_ra for a fault at `vp` on the folio (of `nr` pages) carrying
@@ -383,9 +419,8 @@ impl Kernel {
 
     /// The window filemap_fault's readahead reads for page `vp` of `file`
     /// (do_sync_mmap_readahead on a miss, do_async_mmap_readahead → page_cache_async_ra on
-    /// a PG_readahead hit), stored in the file's state. Returns whether the fault waits for
-    /// the reads (a miss, or a retried fault), or None when there is nothing to read.
-    fn filemap_ra_window(&mut self, file: usize, vp: u64) -> Option<bool> {
+    /// a PG_readahead hit), stored in the file's state; None when there is nothing to read.
+    fn filemap_ra_window(&mut self, file: usize, vp: u64) -> Option<RaWindow> {
         let ra_pages = self.ra.ra_pages;
         if self.ra.state.len() <= file {
             self.ra.state.resize(file + 1, FileRa::default());
@@ -393,9 +428,8 @@ impl Kernel {
         let cached = |k: &Kernel, p: u64| k.files[file].cache[p as usize] & PTE_SWPCACHE != 0;
         let mut st = self.ra.state[file];
         let major = !cached(self, vp);
-        let resume = std::mem::take(&mut st.resume);
         // PG_readahead is a flag of the folio (any reader may hit it): the folio holding vp.
-        let marked = if major || resume {
+        let marked = if major {
             false
         } else {
             let pfn = self.files[file].cache[vp as usize] & PTE_LOW_MASK;
@@ -406,9 +440,7 @@ impl Kernel {
             }
             hit || self.folio_reclaim_reads_as_readahead(pfn)
         };
-        if resume {
-            // Read the rest of the window below.
-        } else if major {
+        if major {
             st.mmap_miss = (st.mmap_miss + 1).min(MMAP_LOTSAMISS * 10);
             if st.mmap_miss > MMAP_LOTSAMISS {
                 self.ra.state[file].mmap_miss = st.mmap_miss;
@@ -420,8 +452,7 @@ impl Kernel {
             st.mmap_miss = st.mmap_miss.saturating_sub(1);
             self.ra.state[file].mmap_miss = st.mmap_miss;
         }
-        if resume {
-        } else if major {
+        if major {
             st.start = vp.saturating_sub(ra_pages / 2);
             st.size = ra_pages;
             st.async_size = ra_pages / 4;
@@ -443,41 +474,57 @@ impl Kernel {
         let ilog2 = 63 - st.size.max(1).leading_zeros() as u8;
         st.order = st.order.min(self.ra.max_order).min(ilog2);
         self.ra.state[file] = st;
-        Some(major || resume)
+        Some(RaWindow {
+            start: st.start,
+            size: st.size,
+            async_size: st.async_size,
+            order: st.order,
+            next: st.start,
+            sync: major,
+            fallback: false,
+            drained: false,
+        })
     }
 
-    /// page_cache_ra_order for the file's current window: allocate, read and add to the page
-    /// cache and the LRU every uncached page of it, in index order; `sync`: the faulting task
-    /// waits for the device reads. Returns false if an allocation has to wait (the fault is
-    /// retried).
-    fn page_cache_ra_order(&mut self, cpu: CpuId, mm: MmId, file: usize, sync: bool) -> bool {
-        let st = self.ra.state[file];
+    /// page_cache_ra_order for the window `w` the fault at `vp` of `file` started: allocate,
+    /// read and add to the page cache and the LRU every uncached page of it, in index order;
+    /// `w.sync`: the faulting task waits for the device reads. Returns false if an allocation
+    /// or charge has to wait (the fault is retried after the wait and resumes the window).
+    fn page_cache_ra_order(
+        &mut self,
+        cpu: CpuId,
+        mm: MmId,
+        file: usize,
+        vp: u64,
+        mut w: RaWindow,
+    ) -> bool {
         let len = self.files[file].cache.len() as u64;
         let cached = |k: &Kernel, p: u64| k.files[file].cache[p as usize] & PTE_SWPCACHE != 0;
-        let mark = st.start + st.size - st.async_size;
-        let end = (st.start + st.size).min(len);
-        let mut idx = st.start;
+        let mark = w.start + w.size - w.async_size;
+        let end = (w.start + w.size).min(len);
+        // A resumed window carries on where it stopped: its folios read so far are its own,
+        // not cached pages that would send it to the order-0 fallback.
+        let mut idx = w.next;
         // page_cache_ra_order's fallback: once ra_alloc_folio fails (filemap_add_folio finds a
         // cached page in the folio's range, -EEXIST, or the charge fails, -ENOMEM), the rest
         // of the window is read by do_page_cache_ra → page_cache_ra_unbounded in order-0
         // folios, skipping cached pages, with the same PG_readahead mark; ra->order is kept.
         let ramp = self.cfg.file_folio_order == 0;
-        let mut fallback = false;
         while idx < end {
-            if ramp && !fallback {
-                let o = ra_folio_order(idx, st.order, end - 1);
-                fallback = (idx..idx + (1 << o)).any(|p| cached(self, p));
+            if ramp && !w.fallback {
+                let o = ra_folio_order(idx, w.order, end - 1);
+                w.fallback = (idx..idx + (1 << o)).any(|p| cached(self, p));
             }
             if cached(self, idx) {
                 idx += 1;
                 continue;
             }
-            let (first, order) = if fallback {
+            let (first, order) = if w.fallback {
                 (idx, 0)
             } else if !ramp {
                 self.file_folio_extent(file, idx)
             } else {
-                let o = ra_folio_order(idx, st.order, end - 1);
+                let o = ra_folio_order(idx, w.order, end - 1);
                 self.file_folio_extent_at(file, idx, o)
             };
             let nr = 1u64 << order;
@@ -487,27 +534,39 @@ impl Kernel {
             // with the fault's own gfp.
             if !self.prepare_alloc_pages(cpu, nr) {
                 // The fault is retried in the next step and reads the rest of this window.
-                self.ra.state[file].resume = true;
+                w.next = idx;
+                self.ra.resume.insert((file, vp), w);
                 return false;
             }
             let gen = self.mm_generation(mm);
-            if !self.try_charge_noretry(cpu, nr) {
-                if ramp && !fallback {
-                    fallback = true;
-                    continue;
+            match self.try_charge_readahead(cpu, nr, &mut w.drained) {
+                NoretryCharge::Ok => w.drained = false,
+                NoretryCharge::Throttled => {
+                    // Reclaim sleeps in reclaim_throttle: after the sleep the retried fault
+                    // takes this charge up again (the kernel's task is still inside it).
+                    w.next = idx;
+                    self.ra.resume.insert((file, vp), w);
+                    return false;
                 }
-                // page_cache_ra_unbounded stops at -ENOMEM.
-                break;
+                NoretryCharge::Failed => {
+                    w.drained = false;
+                    if ramp && !w.fallback {
+                        w.fallback = true;
+                        continue;
+                    }
+                    // page_cache_ra_unbounded stops at -ENOMEM.
+                    break;
+                }
             }
             if self.mm_generation(mm) != gen {
-                // OOM-killed while another CPU ran (reclaim preemption points).
+                // OOM-killed while another CPU ran (reclaim preemption points): the task
+                // exits and its window with it.
                 self.memcg.uncharge(nr);
-                self.ra.state[file].resume = true;
                 return false;
             }
             let pfn = self.folios.alloc_order(0, file as u32, first as u32, order);
             self.luf_flush_on_alloc(cpu, pfn);
-            if sync {
+            if w.sync {
                 self.file_fill(cpu, file, first, nr);
             } else {
                 // page_cache_async_ra: the reads are submitted and the task goes on; the

@@ -205,6 +205,9 @@ vm_event_items! {
     /// Readahead windows cut short because a folio's __GFP_NORETRY charge failed; pages
     /// fault-around mapped (filemap_map_pages), the faulting ones included.
     READAHEAD_CHARGE_FAILURES: ExtraNonzero = "readahead_charge_failures",
+    /// Page-cache readahead charges whose reclaim slept in reclaim_throttle and went on after
+    /// the sleep (try_charge_memcg with __GFP_NORETRY still reclaims, and may sleep, first).
+    READAHEAD_CHARGE_THROTTLED: ExtraNonzero = "readahead_charge_throttled",
     FAULT_AROUND_MAPPED: ExtraNonzero = "fault_around_pages",
     /// Page-cache pages whose buffer heads reclaim freed (filemap_release_folio).
     BUFFERS_RELEASED: ExtraNonzero = "buffer_head_pages_released",
