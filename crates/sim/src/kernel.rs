@@ -390,6 +390,7 @@ impl Kernel {
 
     /// Charge `ns` of work, spent on `what`, to a CPU's clock.
     /// `cpu` works `ns` more; cross-CPU calls owed to it that start meanwhile interrupt it.
+    #[inline]
     pub fn charge(&mut self, cpu: CpuId, ns: u64, what: Spent) {
         self.cpus[cpu].clock += ns;
         self.cpu_time.add(what, ns);
