@@ -183,23 +183,7 @@ impl Kernel {
     /// that made no room. Swap readahead's simplified charge (mm/swap_state.rs); page-cache
     /// readahead uses [`Self::try_charge_readahead`]. Returns whether the charge succeeded.
     pub fn try_charge_noretry(&mut self, cpu: CpuId, nr: u64) -> bool {
-        let mut drained = false;
-        loop {
-            if self.charge_fast(cpu, nr) {
-                return true;
-            }
-            self.try_to_free_mem_cgroup_pages(cpu, nr);
-            if self.memcg.margin() >= nr {
-                continue;
-            }
-            if !drained {
-                drained = true;
-                self.memcg.drain_all_stock();
-                continue;
-            }
-            self.vmstat.count_vm_event(READAHEAD_CHARGE_FAILURES);
-            return false;
-        }
+        self.try_charge_gfp_noretry(cpu, nr, &mut false, false) == NoretryCharge::Ok
     }
 
     /// try_charge_memcg with readahead_gfp_mask (__GFP_NORETRY) for a page-cache readahead
@@ -216,6 +200,18 @@ impl Kernel {
         nr: u64,
         drained: &mut bool,
     ) -> NoretryCharge {
+        self.try_charge_gfp_noretry(cpu, nr, drained, true)
+    }
+
+    /// The __GFP_NORETRY loop both share; `stop_at_sleep` returns `Throttled` where the
+    /// reclaim stopped at a reclaim_throttle sleep instead of counting it as no progress.
+    fn try_charge_gfp_noretry(
+        &mut self,
+        cpu: CpuId,
+        nr: u64,
+        drained: &mut bool,
+        stop_at_sleep: bool,
+    ) -> NoretryCharge {
         loop {
             if self.charge_fast(cpu, nr) {
                 return NoretryCharge::Ok;
@@ -224,7 +220,7 @@ impl Kernel {
             if self.memcg.margin() >= nr {
                 continue;
             }
-            if self.sleep_pending(cpu) {
+            if stop_at_sleep && self.sleep_pending(cpu) {
                 self.vmstat.count_vm_event(READAHEAD_CHARGE_THROTTLED);
                 return NoretryCharge::Throttled;
             }
