@@ -16,6 +16,7 @@ pub mod cycle;
 pub mod derive;
 pub mod fault;
 pub mod flush;
+pub mod ipi;
 pub mod machine;
 pub mod mem;
 pub mod output;
@@ -498,6 +499,11 @@ fn fam_shootdown(ctx: &Ctx) -> Result<Vec<Measurement>> {
             .observe("slow_fraction", r.slow_fraction.clone()),
         );
     }
+    let tlb_ipis: Vec<f64> = r
+        .ipis_per_call
+        .iter()
+        .map(|x| (x * calls as f64).round())
+        .collect();
     v.push(
         Measurement::new(
             "shootdown-receiver-gap",
@@ -505,16 +511,20 @@ fn fam_shootdown(ctx: &Ctx) -> Result<Vec<Measurement>> {
             "median of the interruptions (> 0.7 us) of the thread spinning on CPU 1 that started inside a slow two-CPU call (the receiving side of a shootdown)",
             r.receiver_gap,
         )?
-        .observe(
-            "tlb_ipis",
-            r.ipis_per_call
-                .iter()
-                .map(|x| (x * calls as f64).round())
-                .collect::<Vec<f64>>(),
-        )
-        .observe("tlb_ipis_per_call", r.ipis_per_call)
+        .observe("tlb_ipis", tlb_ipis.clone())
+        .observe("tlb_ipis_per_call", r.ipis_per_call.clone())
         .observe("matched_gaps", r.matched_gaps)
         .observe("all_gaps_per_ipi", r.gaps_per_ipi),
+    );
+    v.push(
+        Measurement::new(
+            "shootdown-receiver-gap-any-call",
+            "ns",
+            "median of the interruptions (> 0.7 us) of the thread spinning on CPU 1 that started inside any two-CPU call (every call sends an IPI unless the hypervisor reports that vCPU preempted)",
+            r.receiver_gap_any,
+        )?
+        .observe("tlb_ipis", tlb_ipis.clone())
+        .observe("matched_gaps", r.matched_gaps_any),
     );
     Ok(v)
 }
@@ -1013,16 +1023,6 @@ fn one_vs_two(ctx: &Ctx, kind: &str) -> Result<Vec<Measurement>> {
     ])
 }
 
-/// The receiver-gap samples with the number of interruptions behind each.
-fn per_sample_matched(gap: &Measurement) -> Vec<(f64, f64)> {
-    let n: Vec<f64> = gap
-        .observed
-        .get("matched_gaps")
-        .and_then(|v| serde_json::from_value(v.clone()).ok())
-        .unwrap_or_default();
-    gap.samples.iter().copied().zip(n).collect()
-}
-
 /// Set a derived cost, or say why it is not set.
 fn put(
     costs: &mut BTreeMap<String, Derived>,
@@ -1057,8 +1057,8 @@ pub fn derive_all(ms: &[Measurement]) -> (BTreeMap<String, Derived>, Vec<Check>,
     derive_flush_costs(ms, &mut costs, &mut notes);
     derive_line_transfer(ms, &mut costs, &mut notes);
     derive_device_costs(ms, &mut costs, &mut notes);
-    derive_ipi_handle(ms, &mut costs, &mut notes);
-    derive_ipi_delivery(ms, &mut costs, &mut notes);
+    ipi::derive_ipi_handle(ms, &mut costs, &mut notes);
+    ipi::derive_ipi_delivery(ms, &mut costs, &mut notes);
     paths::derive(ms, &mut costs, &mut notes);
     writeback::derive(ms, &mut costs, &mut notes);
     cycle::derive(ms, &mut costs, &mut notes);
@@ -1268,161 +1268,12 @@ fn derive_device_costs(
     }
 }
 
-/// The shootdown receiver's handler time, from its interruptions.
-fn derive_ipi_handle(
-    ms: &[Measurement],
-    costs: &mut BTreeMap<String, Derived>,
-    notes: &mut Vec<String>,
-) {
-    if let Some(gap) = find(ms, "shootdown-receiver-gap") {
-        let ipis = median_observed(gap, "tlb_ipis").unwrap_or(0.0);
-        let matched = median_observed(gap, "matched_gaps").unwrap_or(0.0);
-        let flush_one = costs.get("local_flush_one").map(|d| d.ns);
-        if ipis < 30.0 || matched < 0.5 * ipis || matched > 1.5 * ipis {
-            notes.push(format!(
-                "ipi_handle not set: per sample the remote CPU received {ipis:.0} shootdowns and \
-                 its spinning thread showed {matched:.0} interruptions starting inside slow calls (at \
-                 least 30, and about one per shootdown, needed)"
-            ));
-        } else if let Some(f) = flush_one {
-            put(
-                costs,
-                notes,
-                "ipi_handle",
-                Derived::new(
-                    per_sample_matched(gap)
-                        .into_iter()
-                        .filter(|(_, n)| *n >= 10.0)
-                        .map(|(g, _)| g - f)
-                        .collect(),
-                    "median interruption of a thread spinning on the receiving CPU that started inside a call waiting for a shootdown (samples with at least 10 such), minus local_flush_one (the simulator charges the receiver's INVLPG separately)",
-                    &["shootdown-receiver-gap", "flush-invlpg-fit"],
-                ),
-                "the interruption was shorter than one INVLPG",
-            );
-        } else {
-            notes.push(
-                "ipi_handle not set: it needs local_flush_one (run the flush family too)".into(),
-            );
-        }
-    }
-}
-
-/// `ipi_delivery`: what the sender of a one-target shootdown waits for beyond the receiver's
-/// interruption and its own one-CPU call (slow two-CPU call − one-CPU call − receiver's gap),
-/// less `ipi_send`'s estimate. Send and delivery cannot be told apart from user space, but with
-/// one target (all this machine can have) the simulated sender waits for their sum either way
-/// (native_flush_tlb_multi's csd wait), so the residual goes to the latency and `ipi_send`
-/// keeps its estimate; on a machine with more targets per flush the split matters and is not
-/// known.
-fn derive_ipi_delivery(
-    ms: &[Measurement],
-    costs: &mut BTreeMap<String, Derived>,
-    notes: &mut Vec<String>,
-) {
-    let (Some(one), Some(slow), Some(gap)) = (
-        find(ms, "mprotect-1page-one-cpu"),
-        find(ms, "mprotect-1page-two-cpus-ipi"),
-        find(ms, "shootdown-receiver-gap"),
-    ) else {
-        return;
-    };
-    if !costs.contains_key("ipi_handle") {
-        notes.push("ipi_delivery not set: it needs ipi_handle (see its note)".into());
-        return;
-    }
-    let send = reclaimlab_sim::cost::CostTable::x86().ipi_send as f64;
-    let n = slow.samples.len().min(one.samples.len());
-    let round = paired_diff(&slow.samples[..n], &one.samples[..n]);
-    let m = round.len().min(gap.samples.len());
-    let residual: Vec<f64> = paired_diff(&round[..m], &gap.samples[..m])
-        .into_iter()
-        .map(|r| r - send)
-        .collect();
-    put(
-        costs,
-        notes,
-        "ipi_delivery",
-        Derived::new(
-            residual,
-            &format!(
-                "median round trip of the one-page mprotect calls that sent an IPI (minus the \
-                 one-CPU call), minus the receiver's interruption (shootdown-receiver-gap), minus \
-                 ipi_send's estimate ({send:.0} ns): the sender's wait that is neither the \
-                 handler nor the send; with one target only the sum of send and delivery matters"
-            ),
-            &[
-                "mprotect-1page-two-cpus-ipi",
-                "mprotect-1page-one-cpu",
-                "shootdown-receiver-gap",
-            ],
-        ),
-        "the round trip was shorter than the receiver's interruption plus ipi_send",
-    );
-}
-
 fn checks(ms: &[Measurement], costs: &BTreeMap<String, Derived>) -> Vec<Check> {
     let mut v = Vec::new();
-    ipi_checks(ms, costs, &mut v);
+    ipi::ipi_checks(ms, costs, &mut v);
     reclaim_checks(ms, costs, &mut v);
     contention::checks(ms, costs, &mut v);
     v
-}
-
-/// The shootdown round trip against the simulator's IPI charges.
-fn ipi_checks(ms: &[Measurement], costs: &BTreeMap<String, Derived>, v: &mut Vec<Check>) {
-    use derive::check_values;
-    let c64 = |x: u64| x as f64;
-    let rt_charges = "ipi_send + ipi_delivery + ipi_handle + local_flush_one (flush_tlb_multi's wait for the ack)";
-    let rt = |t: &reclaimlab_sim::cost::CostTable| {
-        c64(t.ipi_send + t.ipi_delivery + t.ipi_handle + t.local_flush_one)
-    };
-    if let Some(one) = find(ms, "mprotect-1page-one-cpu") {
-        if let Some(mean) = find(ms, "mprotect-1page-two-cpus-mean") {
-            let ipis = median_observed(mean, "tlb_ipis_per_call").unwrap_or(f64::NAN);
-            v.push(check_values(
-                "shootdown, average over calls (one target)",
-                "ns",
-                &paired_diff(&mean.samples, &one.samples),
-                rt_charges,
-                rt,
-                costs,
-                &format!(
-                    "mean two-CPU call minus median one-CPU call; only {ipis:.3} IPIs per call \
-                     reached the other CPU: a KVM guest's flush_tlb_multi (kvm_flush_tlb_multi) \
-                     sends none to a vCPU the host reports preempted and has it flush on its next \
-                     entry, a mechanism the simulator does not model"
-                ),
-            ));
-        }
-        if let Some(slow) = find(ms, "mprotect-1page-two-cpus-ipi") {
-            let n = slow.samples.len().min(one.samples.len());
-            let round: Vec<f64> = paired_diff(&slow.samples[..n], &one.samples[..n]);
-            v.push(check_values(
-                "shootdown round trip, calls that sent an IPI",
-                "ns",
-                &round,
-                rt_charges,
-                rt,
-                costs,
-                "median slow two-CPU call minus median one-CPU call",
-            ));
-            if let Some(gap) = find(ms, "shootdown-receiver-gap") {
-                let m = round.len().min(gap.samples.len());
-                v.push(check_values(
-                    "ipi_send + ipi_delivery",
-                    "ns",
-                    &paired_diff(&round[..m], &gap.samples[..m]),
-                    "ipi_send + ipi_delivery",
-                    |t| c64(t.ipi_send + t.ipi_delivery),
-                    costs,
-                    "round trip minus the receiver's interruption; the split between send and \
-                     delivery cannot be measured from user space: ipi_delivery takes the residual \
-                     and ipi_send keeps its estimate",
-                ));
-            }
-        }
-    }
 }
 
 /// Reclaim per page, by page type, against the charges of its path.

@@ -35,6 +35,12 @@ pub struct Shootdown {
     pub receiver_gap: Vec<f64>,
     /// How many interruptions overlapped a slow call, per sample.
     pub matched_gaps: Vec<f64>,
+    /// Median of the interruptions that started inside any two-CPU call, ns (one per sample):
+    /// the receiving side where the calls that sent an IPI are not the slow ones (a guest whose
+    /// IPIs cost the sender less than the one-CPU calls' spread).
+    pub receiver_gap_any: Vec<f64>,
+    /// How many interruptions started inside any two-CPU call, per sample.
+    pub matched_gaps_any: Vec<f64>,
     /// All interruptions the spinning thread saw per shootdown received (timer ticks and
     /// host preemptions included).
     pub gaps_per_ipi: Vec<f64>,
@@ -150,6 +156,7 @@ pub fn round_trip(a: usize, b: usize, iters: usize, samples: usize) -> Result<Sh
         let ipis = after.saturating_sub(before) as f64;
         let (frac, slow) = slow_calls(&one, &two);
         let cut = quantile(&one, 0.99) + 1000.0;
+        let matched_any = starting_inside(&gaps, &calls2);
         let windows: Vec<(f64, f64)> = calls2.into_iter().filter(|c| c.1 > cut).collect();
         let matched = starting_inside(&gaps, &windows);
         out.one_cpu.push(quantile(&one, 0.5));
@@ -159,6 +166,12 @@ pub fn round_trip(a: usize, b: usize, iters: usize, samples: usize) -> Result<Sh
         out.ipis_per_call.push(ipis / calls);
         out.gaps_per_ipi.push(gaps.len() as f64 / ipis.max(1.0));
         out.matched_gaps.push(matched.len() as f64);
+        out.matched_gaps_any.push(matched_any.len() as f64);
+        out.receiver_gap_any.push(
+            reclaimlab_core::stats::summarize(&matched_any)
+                .map(|s| s.median)
+                .unwrap_or(0.0),
+        );
         out.receiver_gap.push(
             reclaimlab_core::stats::summarize(&matched)
                 .map(|s| s.median)
