@@ -142,7 +142,15 @@ impl Smp {
     /// Does a call-function interrupt on `cpu` enter its handler after `t`? (A call already
     /// queued whose handler has not run yet; every call the model queues is a TLB flush.)
     pub fn call_irq_after(&self, cpu: CpuId, t: u64) -> bool {
-        self.latest_entry.get(cpu).is_some_and(|&e| e > t)
+        if self.latest_entry.get(cpu).is_none_or(|&e| e <= t) {
+            return false;
+        }
+        // Only calls queued by `t`: one queued later came from a sender the engine ran ahead
+        // of this CPU, which read its state from before `t` (should_flush_tlb would have found
+        // it lazy by then).
+        let v = self.irqs[cpu].as_slice();
+        let i = partition_point_back(v, |&(q, _)| q <= t);
+        v[..i].iter().rev().any(|(_, irq)| irq.entry > t)
     }
 
     /// The pending interrupt on `cpu` that a call queued at `queued` joins, if any (its index):

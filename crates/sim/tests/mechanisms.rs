@@ -388,12 +388,16 @@ fn batch_flush(k: &mut Kernel, mm: usize, vp: usize) {
 
 #[test]
 fn a_cpu_that_idles_before_its_flush_call_arrives_ends_on_init_mm() {
-    // A batch queues a call to CPU 1, whose task then sleeps before the interrupt is taken
-    // (its clock is behind the call's entry): flush_tlb_func finds the CPU lazy and leaves
-    // for init_mm, where it idles non-lazy and takes every later batch whose mask holds it.
+    // A batch queues a call to CPU 1 while its task runs, and the task sleeps before the
+    // interrupt is delivered: flush_tlb_func finds the CPU lazy and leaves for init_mm, where
+    // it idles non-lazy and takes every later batch whose mask holds it.
     let (mut k, mm) = reclaimer_on_0_other_process_on_1();
-    k.cpus[0].clock = k.cpus[1].clock + 1_000_000;
-    batch_flush(&mut k, mm, 0);
+    k.cpus[0].clock = k.cpus[0].clock.max(k.cpus[1].clock) + 1_000_000;
+    let mut ubc = TlbUbc::new(k.arch, 2);
+    k.try_to_unmap(0, &mut ubc, pte_pfn(k.mms[mm].ptes[0]), TTU_BATCH_FLUSH);
+    // Queued at the flush's start plus one ipi_send; entered a delivery later.
+    k.cpus[1].clock = k.cpus[0].clock + k.cost.ipi_send + k.cost.ipi_delivery / 2;
+    k.try_to_unmap_flush(0, &mut ubc);
     assert_eq!(k.irq.tlb_shootdowns, vec![0, 1]);
     k.context_switch(1, None);
     assert!(
@@ -414,6 +418,17 @@ fn a_cpu_that_idles_before_its_flush_call_arrives_ends_on_init_mm() {
     batch_flush(&mut k, mm, 0);
     k.context_switch(1, None);
     assert!(k.cpus[1].is_lazy);
+    batch_flush(&mut k, mm, 1);
+    assert_eq!(k.irq.tlb_shootdowns, vec![0, 1], "the lazy CPU is skipped");
+
+    // A sender the engine ran ahead of CPU 1 queues its call after the time CPU 1's task
+    // sleeps at, from CPU 1's state before it: in the kernel that CPU was lazy by then and
+    // took no call, so the call does not send it to init_mm either.
+    let (mut k, mm) = reclaimer_on_0_other_process_on_1();
+    k.cpus[0].clock = k.cpus[1].clock + 1_000_000;
+    batch_flush(&mut k, mm, 0);
+    k.context_switch(1, None);
+    assert!(k.cpus[1].is_lazy, "lazy: the call came after it slept");
     batch_flush(&mut k, mm, 1);
     assert_eq!(k.irq.tlb_shootdowns, vec![0, 1], "the lazy CPU is skipped");
 }
