@@ -197,5 +197,9 @@ pub fn session_profile(base: Option<&str>, out: &std::path::Path) -> Result<Stri
     {
         eprintln!("reclaimlab: session cost {k} = {:.0} ns", d.ns);
     }
+    // A cost the session could not measure keeps the base profile's: say which and why.
+    for n in cal.notes.iter().filter(|n| n.contains("not set")) {
+        eprintln!("reclaimlab: calibrate: {n}");
+    }
     Ok(path.display().to_string())
 }

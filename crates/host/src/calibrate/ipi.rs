@@ -17,6 +17,11 @@ use std::collections::BTreeMap;
 /// Below this share of the IPI-sending calls, the slow calls are not the IPIs.
 const SLOW_SHARE_MIN: f64 = 0.8;
 
+/// The mean call stands for one IPI's wait only when nearly every call sent one: fewer means
+/// the spinning thread's vCPU was often not running (a busy machine: kvm_flush_tlb_multi sends
+/// no IPI to a vCPU the host reports preempted, and the calls that did waited for its return).
+const MEAN_IPIS_MIN: f64 = 0.9;
+
 /// The receiver-gap samples with the number of interruptions behind each.
 fn per_sample_matched(gap: &Measurement) -> Vec<(f64, f64)> {
     let n: Vec<f64> = gap
@@ -155,6 +160,15 @@ pub fn derive_ipi_delivery(
         ) else {
             return;
         };
+        let ipis = median_observed(mean, "tlb_ipis_per_call").unwrap_or(0.0);
+        if ipis < MEAN_IPIS_MIN {
+            notes.push(format!(
+                "ipi_delivery not set: only {ipis:.3} IPIs per two-CPU call (at least \
+                 {MEAN_IPIS_MIN} needed for the mean call to be one IPI's wait): the other vCPU \
+                 was often not running; measure on a quiet machine"
+            ));
+            return;
+        }
         (
             mean_wait_per_ipi(one, mean),
             gap,
@@ -369,6 +383,31 @@ mod tests {
         // Slow call minus one-CPU call (7000 each) minus the slow calls' gap, minus the send.
         let send = reclaimlab_sim::cost::CostTable::x86().ipi_send as f64;
         assert_eq!(costs["ipi_delivery"].ns, 7000.0 - 2400.0 - send);
+    }
+
+    #[test]
+    fn a_busy_machine_leaves_ipi_delivery_unset() {
+        // The spinning vCPU was often preempted: a third of the calls sent an IPI.
+        let ms: Vec<Measurement> = cheap_ipis(0.01)
+            .into_iter()
+            .map(|x| {
+                if x.name == "mprotect-1page-two-cpus-mean" {
+                    m(&x.name, &[9000.0, 9500.0, 8000.0])
+                        .observe("tlb_ipis_per_call", vec![0.3, 0.4, 0.35])
+                        .observe("slow_fraction", vec![0.01; 3])
+                } else {
+                    x
+                }
+            })
+            .collect();
+        let (costs, _, notes) = derive_all(&ms);
+        assert!(!costs.contains_key("ipi_delivery"));
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains("ipi_delivery not set: only 0.350")),
+            "{notes:?}"
+        );
     }
 
     #[test]
