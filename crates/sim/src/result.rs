@@ -272,6 +272,13 @@ fn writeback_extra(k: &Kernel, extra: &mut Extra) {
         );
         if k.wb.flusher.is_some() {
             extra.extend(k.vmstat.json(Place::Flusher));
+            if k.vmstat[MKCLEAN_TARGETS] > 0 {
+                let census = k.vmstat.json(Place::FlusherFlushes).collect();
+                extra.insert(
+                    "flusher_mkclean_flushes".into(),
+                    serde_json::Value::Object(census),
+                );
+            }
             let waits = k.vmstat[FLUSHER_REQUEST_WAITS];
             if waits > 0 {
                 extra.insert(FLUSHER_REQUEST_WAITS.name().into(), j(waits));
@@ -363,6 +370,7 @@ mod tests {
             Place::Vmstat | Place::VmstatBlockSwap => counters.get(name).copied(),
             Place::MglruBreakdown => object("mglru_breakdown")?.as_u64(),
             Place::FlusherRuns => object("flusher_runs")?.as_u64(),
+            Place::FlusherFlushes => object("flusher_mkclean_flushes")?.as_u64(),
             Place::DirtyThrottling => object("dirty_throttling")?.as_u64(),
             Place::SwapBlock => object("swap_block")?.as_u64(),
             Place::MigrationsByCause => extra["placement"]["migrations_by_cause"]

@@ -111,6 +111,12 @@ impl Kernel {
         young
     }
 
+    /// Whether any page of the PMD mapping at `start` is dirty or writable (pmd_mkclean flushes).
+    pub(crate) fn pmd_dirty_or_writable(&self, mm: MmId, start: u64) -> bool {
+        (start..start + HPAGE_PMD_NR)
+            .any(|p| self.mms[mm].ptes[p as usize] & (PTE_DIRTY | PTE_WRITE) != 0)
+    }
+
     /// page_vma_mkclean_one on a PMD: write-protect and clean the whole PMD, one flush.
     pub(crate) fn pmd_mkclean(&mut self, cpu: CpuId, mm: MmId, start: u64) {
         let mut changed = false;

@@ -110,9 +110,14 @@ pub struct Writeback {
     pub throttle_until: Vec<u64>,
 }
 
-/// Pages the flusher thread writes per engine step (MAX_WRITEBACK_PAGES, the most
-/// writeback_sb_inodes writes of one inode before moving on).
-const FLUSHER_CHUNK_PAGES: u64 = 1024;
+/// Pages the flusher thread writes per engine step: one folio (a budget of one page ends
+/// writeback_file after the first folio, whatever its size). The kernel's flusher writes
+/// MAX_WRITEBACK_PAGES (1 024) of an inode in one go, but while it does the other CPUs run:
+/// each of its page_mkclean flushes reads their cpu_tlbstate then (should_flush_tlb). An
+/// engine step holds the other CPUs where they are, so a longer step would send every flush
+/// of the step to a CPU whose task was running when the step began, although that task would
+/// have slept on its next read a few microseconds later.
+const FLUSHER_STEP_PAGES: u64 = 1;
 
 impl Kernel {
     /// Whether the task running on `cpu` can take a sleep at the end of its engine step: a
@@ -258,6 +263,27 @@ impl Kernel {
         wb.dirtied_when[file].get_or_insert(now);
     }
 
+    /// Measurement: for a page_mkclean flush of `mm` sent by the flusher thread, what each
+    /// other CPU in the mm's cpumask is doing (should_flush_tlb sends an IPI only to a CPU
+    /// running the mm, not lazy).
+    fn mkclean_target_census(&mut self, cpu: CpuId, mm: usize) {
+        if self.wb.flusher.is_none() || self.cpus[cpu].curr != self.wb.flusher {
+            return;
+        }
+        for t in self.mms[mm].cpumask.iter().filter(|&t| t != cpu) {
+            let c = &self.cpus[t];
+            let item = match (c.loaded_mm, c.is_lazy, c.curr) {
+                (Some(m), false, _) if m == mm => MKCLEAN_TARGET_RUNNING_MM,
+                (_, true, None) => MKCLEAN_TARGET_LAZY_IDLE,
+                (_, true, Some(_)) => MKCLEAN_TARGET_LAZY_KTHREAD,
+                (None, false, _) => MKCLEAN_TARGET_INIT_MM,
+                (Some(_), false, _) => MKCLEAN_TARGET_OTHER_MM,
+            };
+            self.vmstat.count_vm_event(MKCLEAN_TARGETS);
+            self.vmstat.count_vm_event(item);
+        }
+    }
+
     /// Clear PG_dirty of a page-cache folio (folio_clear_dirty_for_io's accounting).
     fn folio_clear_dirty_file(&mut self, pfn: Pfn) {
         let f = self.folios.get_mut(pfn);
@@ -273,6 +299,9 @@ impl Kernel {
         if let Some((mm, first)) = self.folio_mapping_of(pfn).filter(|&(mm, first)| {
             let pmd = self.pmd_mapped(mm, first);
             if pmd {
+                if self.pmd_dirty_or_writable(mm, first) {
+                    self.mkclean_target_census(cpu, mm);
+                }
                 self.pmd_mkclean(cpu, mm, first);
             }
             !pmd
@@ -280,6 +309,7 @@ impl Kernel {
             for vp in first..first + f.nr_pages() {
                 let pte = self.mms[mm].ptes[vp as usize];
                 if pte_present(pte) && pte_pfn(pte) == pfn && pte & (PTE_DIRTY | PTE_WRITE) != 0 {
+                    self.mkclean_target_census(cpu, mm);
                     self.mms[mm].ptes[vp as usize] = pte & !(PTE_DIRTY | PTE_WRITE);
                     self.flush_tlb_mm_range(cpu, mm, vp, vp + 1, false);
                 }
@@ -515,7 +545,7 @@ impl Kernel {
         self.try_to_wake_up(rqs, t, waker, now);
     }
 
-    /// One engine step of the flusher thread on `cpu`: write up to FLUSHER_CHUNK_PAGES of
+    /// One engine step of the flusher thread on `cpu`: write FLUSHER_STEP_PAGES of
     /// the start-all work (page_mkclean of each folio's mappings sends its flushes from this
     /// CPU, which runs no user mm: lazily on the previous one), or sleep when none is left.
     pub fn flusher_step(&mut self, rqs: &mut crate::sched::RunQueues, cpu: CpuId) {
@@ -533,7 +563,7 @@ impl Kernel {
         let mut full = false;
         if left > 0 {
             let before = self.vmstat[NR_WRITTEN];
-            let chunk = left.min(FLUSHER_CHUNK_PAGES);
+            let chunk = left.min(FLUSHER_STEP_PAGES);
             for file in 0..self.files.len() {
                 let budget = chunk.saturating_sub(self.vmstat[NR_WRITTEN] - before);
                 if budget == 0 {

@@ -172,6 +172,16 @@ vm_event_items! {
     /// The flusher thread's engine steps, and those it ran lazily on another mm.
     FLUSHER_STEPS: Flusher = "flusher_steps",
     FLUSHER_STEPS_LAZY: Flusher = "flusher_steps_lazy",
+    /// Measurement only: the flusher thread's page_mkclean flushes of an mm whose cpumask
+    /// holds another CPU, counted per such CPU by what it was doing when the flush left
+    /// (should_flush_tlb reaches only the first): running the mm, lazy on it while idle or
+    /// while a kernel thread runs, on init_mm, or on another mm.
+    MKCLEAN_TARGETS: FlusherFlushes = "targets",
+    MKCLEAN_TARGET_RUNNING_MM: FlusherFlushes = "running_the_mm",
+    MKCLEAN_TARGET_LAZY_IDLE: FlusherFlushes = "lazy_idle",
+    MKCLEAN_TARGET_LAZY_KTHREAD: FlusherFlushes = "lazy_kthread",
+    MKCLEAN_TARGET_INIT_MM: FlusherFlushes = "init_mm",
+    MKCLEAN_TARGET_OTHER_MM: FlusherFlushes = "other_mm",
     /// The flusher thread's sleeps for a free request (blk_mq_get_tag); result.rs reports
     /// it when nonzero.
     FLUSHER_REQUEST_WAITS: Custom = "flusher_request_waits",

@@ -38,6 +38,9 @@ pub enum Place {
     Flusher,
     /// `runs[].extra.flusher_runs` (an object) once something was written back.
     FlusherRuns,
+    /// `runs[].extra.flusher_mkclean_flushes` (an object) once the flusher thread flushed
+    /// another CPU's mm.
+    FlusherFlushes,
     /// `runs[].extra.dirty_throttling` (an object) once a writer or reclaim waited.
     DirtyThrottling,
     /// `runs[].extra.swap_block` (an object) with the block swap device.
