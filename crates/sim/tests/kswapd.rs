@@ -7,7 +7,7 @@ mod common;
 use common::cfg;
 use reclaimlab_core::ResultDoc;
 use reclaimlab_sim::arch::ArchTlbBatch;
-use reclaimlab_sim::config::{Patch, Policy};
+use reclaimlab_sim::config::{Interleave, Patch, Policy};
 use reclaimlab_sim::kernel::{Backing, File, Kernel};
 use reclaimlab_sim::mm::page_alloc::Pgdat;
 use reclaimlab_sim::mm::vmstat::VmEventItem::*;
@@ -16,7 +16,14 @@ use reclaimlab_sim::sched::RunQueues;
 /// A 2-CPU kernel whose node has `managed` pages, a file mapping of `pages` pages per CPU, a
 /// reader task for each on its CPU, and kswapd (asleep).
 fn node(managed: u64, pages: u64) -> (Kernel, Vec<usize>) {
-    let mut k = Kernel::new(cfg(0), Policy::linux_6_18(), 2, u64::MAX / 2, 0, 60, 1);
+    node_with(managed, pages, Interleave::Step)
+}
+
+/// `node` with reclaim's preemption points as `interleave` says.
+fn node_with(managed: u64, pages: u64, interleave: Interleave) -> (Kernel, Vec<usize>) {
+    let mut c = cfg(0);
+    c.interleave = interleave;
+    let mut k = Kernel::new(c, Policy::linux_6_18(), 2, u64::MAX / 2, 0, 60, 1);
     k.pgdat = Pgdat::new(managed, 10);
     let mut mms = Vec::new();
     for cpu in 0..2 {
@@ -108,6 +115,144 @@ fn kswapd_wakes_below_low_runs_lazily_and_sleeps_at_high() {
     // Balanced: an allocation above low does not wake it.
     k.wakeup_kswapd(1);
     assert!(!k.kswapd.wake_pending);
+    let errs = k.check_invariants();
+    assert!(errs.is_empty(), "{errs:?}");
+}
+
+/// A node of 16 384 pages whose reader on CPU 1 has filled it until wakeup_kswapd, with
+/// kswapd woken onto CPU 0 (the reader there waiting at the head of its run queue) and no
+/// tick due before `tick_in` ns from now on either CPU.
+fn woken_kswapd(interleave: Interleave, tick_in: u64) -> (Kernel, RunQueues) {
+    let (mut k, mms) = node_with(16_384, 32_768, interleave);
+    let mut vp = 0;
+    while !k.kswapd.wake_pending {
+        k.user_access(1, mms[1], vp, false);
+        vp += 1;
+    }
+    let mut rqs = RunQueues::new(2);
+    let now = k.cpus[1].clock;
+    k.cpus[0].clock = now;
+    k.kthread_wakeups(&mut rqs, 1, now);
+    assert_eq!(k.cpus[0].curr, k.kswapd.task);
+    for c in 0..2 {
+        k.cpus[c].next_tick = now.saturating_add(tick_in);
+    }
+    // The run queues are lent to kswapd's steps, as the engine lends them (no reclaim
+    // preemption window opens inside its rounds).
+    k.runner.rqs_out = true;
+    (k, rqs)
+}
+
+/// What a kswapd wakeup did, run on CPU 0 alone until kswapd sleeps: (pgscan_kswapd,
+/// pgsteal_kswapd, pageoutrun, kswapd CPU ns, CPU 0's clock, kswapd steps, steps that
+/// ended inside a pass).
+fn kswapd_alone(interleave: Interleave) -> [u64; 7] {
+    let (mut k, mut rqs) = woken_kswapd(interleave, u64::MAX);
+    let mut mid_pass = 0;
+    while k.kswapd.running {
+        k.kswapd_step(&mut rqs, 0);
+        mid_pass += k.kswapd.pass.is_some() as u64;
+        assert!(
+            k.vmstat[KSWAPD_STEPS] < 100_000,
+            "kswapd never balanced the node"
+        );
+    }
+    assert!(k.kswapd.pass.is_none(), "kswapd sleeps between passes");
+    let errs = k.check_invariants();
+    assert!(errs.is_empty(), "{errs:?}");
+    [
+        k.vmstat[PGSCAN_KSWAPD],
+        k.vmstat[PGSTEAL_KSWAPD],
+        k.vmstat[PAGEOUTRUN],
+        k.vmstat[KSWAPD_CPU_NS],
+        k.cpus[0].clock,
+        k.vmstat[KSWAPD_STEPS],
+        mid_pass,
+    ]
+}
+
+#[test]
+fn a_preemptible_pass_alone_reclaims_as_a_whole_pass_does() {
+    // With nothing else to run, stopping at every cond_resched() of shrink_lruvec's loop and
+    // resuming there changes no count and no time; only the steps are more.
+    let whole = kswapd_alone(Interleave::Step);
+    let split = kswapd_alone(Interleave::Folio);
+    assert!(whole[1] > 0, "kswapd reclaimed: {whole:?}");
+    assert_eq!(whole[..5], split[..5], "whole {whole:?} vs split {split:?}");
+    assert_eq!(whole[6], 0, "a whole pass is one step");
+    assert!(split[6] > 0 && split[5] > whole[5], "{split:?}");
+}
+
+/// Run CPU 0 (ticks and kswapd's steps) until its reader runs again; returns how long kswapd
+/// held the CPU since its wakeup.
+fn until_reader_runs(k: &mut Kernel, rqs: &mut RunQueues) -> u64 {
+    let start = k.cpus[0].clock;
+    while k.cpus[0].curr == k.kswapd.task {
+        if k.cpus[0].clock >= k.cpus[0].next_tick {
+            k.scheduler_tick(rqs, 0);
+        } else {
+            k.kswapd_step(rqs, 0);
+        }
+        assert!(k.kswapd.running, "kswapd finished before the reader ran");
+    }
+    assert_eq!(k.cpus[0].curr, Some(0), "the reader runs");
+    k.cpus[0].clock - start
+}
+
+#[test]
+fn a_reader_waiting_on_kswapds_cpu_runs_at_the_next_cond_resched_after_the_tick() {
+    // Each folio's shrink_folio_list work made long (200 µs), and the pass one of a later
+    // priority (16 384 >> 4 pages of each list), so that a pass spans many ticks.
+    let slow = |k: &mut Kernel| {
+        k.cost.shrink_folio = 200_000;
+        k.kswapd.priority = 4;
+    };
+    let tick = 4_000_000;
+    // Preemption points: the tick after kswapd's request is used up sets need_resched, and
+    // kswapd stops at the end of that round of shrink_lruvec's loop (at most 2 × 32 folios).
+    let (mut k, mut rqs) = woken_kswapd(Interleave::Folio, tick);
+    slow(&mut k);
+    let pageoutrun = k.vmstat[PAGEOUTRUN];
+    let held = until_reader_runs(&mut k, &mut rqs);
+    assert!(
+        held <= 3 * tick + 64 * 200_000,
+        "kswapd held CPU 0 {held} ns"
+    );
+    // Preempted inside its pass: kswapd waits on the run queue with the pass kept, and
+    // resumes it once it is picked again (no new balance_pgdat call).
+    let pass = k.kswapd.pass.clone().expect("preempted inside a pass");
+    let scanned = pass.sc.nr_scanned;
+    let kswapd = k.kswapd.task.unwrap();
+    assert!(rqs.rq[0].contains(&kswapd));
+    let preempted = k.cpus[0].clock;
+    while k.cpus[0].curr != Some(kswapd) {
+        // The reader's own steps are not run here: its time passes on CPU 0.
+        let t = k.cpus[0].next_tick;
+        k.cpus[0].clock = t;
+        k.scheduler_tick(&mut rqs, 0);
+        assert!(t - preempted < 100 * tick, "kswapd never ran again");
+    }
+    k.kswapd_step(&mut rqs, 0);
+    assert_eq!(
+        k.vmstat[PAGEOUTRUN], pageoutrun,
+        "the same balance_pgdat call"
+    );
+    assert!(
+        k.kswapd
+            .pass
+            .as_ref()
+            .is_none_or(|p| p.sc.nr_scanned > scanned),
+        "the pass went on from where it stopped"
+    );
+    // Without preemption points the whole pass runs before the tick is looked at.
+    let (mut k, mut rqs) = woken_kswapd(Interleave::Step, tick);
+    slow(&mut k);
+    k.kswapd_step(&mut rqs, 0);
+    let whole = k.vmstat[KSWAPD_CPU_NS];
+    assert!(
+        whole > 4 * held,
+        "a whole pass ({whole} ns) outlasts the preempted stretch ({held} ns)"
+    );
     let errs = k.check_invariants();
     assert!(errs.is_empty(), "{errs:?}");
 }

@@ -5,13 +5,18 @@
 //! shares a CPU with a reader (round-robin at the tick); a context switch to it is
 //! enter_lazy_tlb, so its CPU keeps the previous task's mm loaded and is lazy: batched
 //! (mm = NULL) flushes skip it, and its own flushes go out as IPIs to the CPUs in the unmapped
-//! mms' cpumasks. One engine step of kswapd is one pass of balance_pgdat's priority loop (one
-//! shrink_node); between steps the node is rechecked, as balance_pgdat does at the top of each
-//! pass. One node, so one kswapd; its cpumask (cpumask_of_node) is every CPU.
+//! mms' cpumasks. A pass of balance_pgdat's priority loop is one shrink_node; between passes
+//! the node is rechecked, as balance_pgdat does at the top of each. With reclaim's preemption
+//! points (`sim.interleave = "folio"`, classic LRU) one engine step of kswapd is one round of
+//! shrink_lruvec's loop, which ends in cond_resched(): the pass is kept in [`KswapdPass`] and
+//! the engine's tick and wake-up checks decide, as at any step's end, whether kswapd goes on
+//! or another task runs first. Otherwise a whole pass is one step. One node, so one kswapd;
+//! its cpumask (cpumask_of_node) is every CPU.
 
+use crate::config::{Interleave, Patch};
 use crate::kernel::{CpuId, Kernel, TaskId};
 use crate::mm::memcontrol::MAX_RECLAIM_RETRIES;
-use crate::mm::vmscan::{ScanControl, DEF_PRIORITY, SWAP_CLUSTER_MAX};
+use crate::mm::vmscan::{LruvecScan, ScanControl, DEF_PRIORITY, SWAP_CLUSTER_MAX};
 use crate::mm::vmstat::{Place, VmEventItem::*};
 use crate::sched::RunQueues;
 
@@ -32,6 +37,17 @@ pub struct Kswapd {
     pub failures: u32,
     /// The current wakeup's time (its counters are KSWAPD_*, mm/vm_event_item.rs).
     pub woken_at: u64,
+    /// The shrink_node pass kswapd was preempted in (or stepped out of) at shrink_lruvec's
+    /// cond_resched(); its next step resumes it.
+    pub pass: Option<KswapdPass>,
+}
+
+/// A kswapd pass between two rounds of shrink_lruvec's loop: kswapd_shrink_node's
+/// scan_control and the loop's state.
+#[derive(Clone, Debug)]
+pub struct KswapdPass {
+    pub sc: ScanControl,
+    pub scan: LruvecScan,
 }
 
 impl Kernel {
@@ -84,8 +100,8 @@ impl Kernel {
         self.try_to_wake_up(rqs, t, waker, now);
     }
 
-    /// One engine step of kswapd on `cpu`: sleep if the node is balanced, else one pass of
-    /// balance_pgdat's priority loop.
+    /// One engine step of kswapd on `cpu`: sleep if the node is balanced, else a pass of
+    /// balance_pgdat's priority loop, or (preemption points on) one round of it.
     pub fn kswapd_step(&mut self, rqs: &mut RunQueues, cpu: CpuId) {
         let t0 = self.cpus[cpu].clock;
         self.vmstat.count_vm_event(KSWAPD_STEPS);
@@ -93,20 +109,64 @@ impl Kernel {
             self.vmstat.count_vm_event(KSWAPD_STEPS_LAZY);
         }
         self.kswapd.prev_cpu = cpu;
-        if self.pgdat_balanced() {
-            self.kswapd_try_to_sleep(rqs, cpu);
-            return;
+        let mut pass = match self.kswapd.pass.take() {
+            Some(pass) => pass,
+            None => {
+                if self.pgdat_balanced() {
+                    self.kswapd_try_to_sleep(rqs, cpu);
+                    return;
+                }
+                // kswapd_age_node would deactivate anon pages here when the inactive anon
+                // list is low; the workload that runs kswapd has no anon pages, so it is not
+                // modelled. kswapd_shrink_node: reclaim up to the high watermark (one zone).
+                let mut sc = ScanControl::new(
+                    self.pgdat.wmark_high.max(SWAP_CLUSTER_MAX),
+                    self.kswapd.priority,
+                );
+                if !self.kswapd_preemptible() {
+                    let (scanned, stolen) = self.shrink_node_counted(cpu, &mut sc);
+                    self.vmstat.count_vm_events(PGSCAN_KSWAPD, scanned);
+                    self.vmstat.count_vm_events(PGSTEAL_KSWAPD, stolen);
+                    self.vmstat
+                        .count_vm_events(KSWAPD_CPU_NS, self.cpus[cpu].clock - t0);
+                    self.kswapd_pass_done(rqs, cpu, &sc);
+                    self.kswapd_whole_pass_tick(rqs, cpu, self.cpus[cpu].clock - t0);
+                    return;
+                }
+                self.prepare_scan_control(&mut sc);
+                let scan = self.shrink_lruvec_start(&sc);
+                KswapdPass { sc, scan }
+            }
+        };
+        // One round of shrink_lruvec's loop; it ends in cond_resched(), where the step ends.
+        let scanned = self.vmstat[PGSCAN_ANON] + self.vmstat[PGSCAN_FILE];
+        let stolen = self.vmstat[PGSTEAL_ANON] + self.vmstat[PGSTEAL_FILE];
+        let more = self.shrink_lruvec_round(cpu, &mut pass.sc, &mut pass.scan);
+        if !more {
+            self.shrink_lruvec_finish(cpu, &mut pass.sc, &pass.scan);
         }
-        // kswapd_age_node would deactivate anon pages here when the inactive anon list is
-        // low; the workload that runs kswapd has no anon pages, so it is not modelled.
-        // kswapd_shrink_node: reclaim up to the high watermark (one zone).
-        let mut sc = ScanControl::new(
-            self.pgdat.wmark_high.max(SWAP_CLUSTER_MAX),
-            self.kswapd.priority,
-        );
-        let (scanned, stolen) = self.shrink_node_counted(cpu, &mut sc);
+        let scanned = self.vmstat[PGSCAN_ANON] + self.vmstat[PGSCAN_FILE] - scanned;
+        let stolen = self.vmstat[PGSTEAL_ANON] + self.vmstat[PGSTEAL_FILE] - stolen;
         self.vmstat.count_vm_events(PGSCAN_KSWAPD, scanned);
         self.vmstat.count_vm_events(PGSTEAL_KSWAPD, stolen);
+        self.vmstat
+            .count_vm_events(KSWAPD_CPU_NS, self.cpus[cpu].clock - t0);
+        if more {
+            self.kswapd.pass = Some(pass);
+        } else {
+            self.kswapd_pass_done(rqs, cpu, &pass.sc);
+        }
+    }
+
+    /// Whether kswapd's pass stops at shrink_lruvec's cond_resched() (reclaim's preemption
+    /// points on; MGLRU's loop is not split, so its pass stays one step).
+    fn kswapd_preemptible(&self) -> bool {
+        self.cfg.interleave == Interleave::Folio && !self.has(Patch::Mglru)
+    }
+
+    /// The end of a shrink_node pass (balance_pgdat's loop body after kswapd_shrink_node):
+    /// raise the priority, and at its end count a failure or sleep if the node is hopeless.
+    fn kswapd_pass_done(&mut self, rqs: &mut RunQueues, cpu: CpuId, sc: &ScanControl) {
         self.kswapd.run_reclaimed += sc.nr_reclaimed;
         // Raise the priority if the pass scanned less than the target or reclaimed nothing.
         if sc.nr_scanned < sc.nr_to_reclaim || sc.nr_reclaimed == 0 {
@@ -123,23 +183,16 @@ impl Kernel {
             self.kswapd.run_reclaimed = 0;
             self.vmstat.count_vm_event(PAGEOUTRUN);
         }
-        let ran = self.cpus[cpu].clock - t0;
-        self.vmstat.count_vm_events(KSWAPD_CPU_NS, ran);
         if self.kswapd.failures >= MAX_RECLAIM_RETRIES {
             // Hopeless: direct reclaim is left to do the work.
             self.kswapd_try_to_sleep(rqs, cpu);
-            return;
         }
-        if self.cpus[cpu].clock >= self.cpus[cpu].next_tick && !rqs.rq[cpu].is_empty() {
-            // A pass is one step and may overrun the tick: the tick's update_deadline and
-            // pick (sched/fair_pick.rs) decide whether a waiting task runs now.
-            if self.tick_resched(rqs, cpu) {
-                // The task that took over runs until it has had about as long.
-                let c = &mut self.cpus[cpu];
-                while c.next_tick < c.clock + ran {
-                    c.next_tick += self.cfg.tick_ns;
-                }
-            }
+    }
+
+    /// A whole pass in one step (no preemption points) may overrun the tick.
+    fn kswapd_whole_pass_tick(&mut self, rqs: &mut RunQueues, cpu: CpuId, ran: u64) {
+        if self.kswapd.running && self.cpus[cpu].curr == self.kswapd.task {
+            self.long_step_tick(rqs, cpu, ran);
         }
     }
 

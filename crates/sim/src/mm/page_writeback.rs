@@ -596,17 +596,8 @@ impl Kernel {
             return;
         }
         self.wb.start_all = Some(left - written);
-        let ran = self.cpus[cpu].clock - t0;
-        // A chunk may overrun the tick: the tick's pick decides whether a waiting task runs.
-        if self.cpus[cpu].clock >= self.cpus[cpu].next_tick
-            && !rqs.rq[cpu].is_empty()
-            && self.tick_resched(rqs, cpu)
-        {
-            let c = &mut self.cpus[cpu];
-            while c.next_tick < c.clock + ran {
-                c.next_tick += self.cfg.tick_ns;
-            }
-        }
+        // A chunk may overrun the tick.
+        self.long_step_tick(rqs, cpu, self.cpus[cpu].clock - t0);
     }
 
     /// The writeback domain's dirtyable pages: the memcg's on cgroup v2 (bounded by the

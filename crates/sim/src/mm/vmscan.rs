@@ -18,6 +18,7 @@ pub const DEF_PRIORITY: i32 = 12;
 const SWAP_COST: u64 = SWAP_CLUSTER_MAX;
 
 /// struct scan_control (the fields we use).
+#[derive(Clone, Debug)]
 pub struct ScanControl {
     pub nr_to_reclaim: u64,
     pub nr_reclaimed: u64,
@@ -44,6 +45,15 @@ impl ScanControl {
             may_swap: true,
         }
     }
+}
+
+/// shrink_lruvec's loop state: what is left to scan of each list, the targets
+/// get_scan_count set, and the pages the loop has reclaimed so far.
+#[derive(Clone, Debug, Default)]
+pub struct LruvecScan {
+    nr: [u64; NR_LRU_LISTS],
+    targets: [u64; NR_LRU_LISTS],
+    nr_reclaimed: u64,
 }
 
 #[derive(PartialEq, Eq, Clone, Copy, Debug)]
@@ -151,6 +161,12 @@ impl Kernel {
     }
 
     pub(crate) fn shrink_node(&mut self, cpu: CpuId, sc: &mut ScanControl) {
+        self.prepare_scan_control(sc);
+        self.shrink_lruvec(cpu, sc);
+    }
+
+    /// shrink_node's prepare_scan_control: which active lists may be deactivated.
+    pub(crate) fn prepare_scan_control(&self, sc: &mut ScanControl) {
         sc.may_deactivate = 0;
         // prepare_scan_control: refaults observed since the last reclaim's snapshot, as the
         // flushed statistics show them (mem_cgroup_flush_stats_ratelimited flushes only when
@@ -164,7 +180,6 @@ impl Kernel {
                 sc.may_deactivate |= 1 << t;
             }
         }
-        self.shrink_lruvec(cpu, sc);
     }
 
     /// get_scan_count: how many pages of each list to scan at this priority.
@@ -224,52 +239,86 @@ impl Kernel {
     }
 
     /// shrink_lruvec: scan the lists in SWAP_CLUSTER_MAX chunks, then age anon if needed.
-    #[allow(clippy::needless_range_loop)]
     fn shrink_lruvec(&mut self, cpu: CpuId, sc: &mut ScanControl) {
         if self.has(Patch::Mglru) {
             // lru_gen_enabled() && !root_reclaim(sc): memcg reclaim.
             self.lru_gen_shrink_lruvec(cpu, sc);
             return;
         }
-        let mut nr = self.get_scan_count(sc);
-        let targets = nr;
-        let nr_to_reclaim = sc.nr_to_reclaim;
-        let mut nr_reclaimed = 0;
+        let mut scan = self.shrink_lruvec_start(sc);
+        while self.shrink_lruvec_round(cpu, sc, &mut scan) {}
+        self.shrink_lruvec_finish(cpu, sc, &scan);
+    }
+
+    /// shrink_lruvec's set-up: get_scan_count's targets (classic LRU only).
+    pub(crate) fn shrink_lruvec_start(&self, sc: &ScanControl) -> LruvecScan {
+        let nr = self.get_scan_count(sc);
+        LruvecScan {
+            nr,
+            targets: nr,
+            nr_reclaimed: 0,
+        }
+    }
+
+    /// One round of shrink_lruvec's loop: up to SWAP_CLUSTER_MAX pages of each list, then
+    /// the loop's cond_resched() and its target check. Returns whether the loop goes on:
+    /// a caller that stops between rounds (kswapd, preempted there) resumes with `scan`.
+    #[allow(clippy::needless_range_loop)]
+    pub(crate) fn shrink_lruvec_round(
+        &mut self,
+        cpu: CpuId,
+        sc: &mut ScanControl,
+        scan: &mut LruvecScan,
+    ) -> bool {
         let (ia, aa, ifl, af) = (0usize, 1usize, 2usize, 3usize);
-        while nr[ia] > 0 || nr[af] > 0 || nr[ifl] > 0 {
-            for lru in 0..NR_LRU_LISTS {
-                if nr[lru] > 0 {
-                    let n = nr[lru].min(SWAP_CLUSTER_MAX);
-                    nr[lru] -= n;
-                    nr_reclaimed += self.shrink_list(cpu, lru as u8, n, sc);
-                }
-            }
-            if nr_reclaimed < nr_to_reclaim {
-                continue;
-            }
-            // Target met: stop the smaller type, scale the other down (memcg reclaim is not
-            // proportional_reclaim).
-            let nr_file = nr[ifl] + nr[af];
-            let nr_anon = nr[ia] + nr[aa];
-            if nr_file == 0 || nr_anon == 0 {
-                break;
-            }
-            let (small, other, pct) = if nr_file > nr_anon {
-                let t = targets[ia] + targets[aa] + 1;
-                (ia, ifl, nr_anon * 100 / t)
-            } else {
-                let t = targets[ifl] + targets[af] + 1;
-                (ifl, ia, nr_file * 100 / t)
-            };
-            nr[small] = 0;
-            nr[small + 1] = 0;
-            for l in [other, other + 1] {
-                let scanned = targets[l] - nr[l];
-                nr[l] = targets[l] * (100 - pct) / 100;
-                nr[l] -= nr[l].min(scanned);
+        let nr = &mut scan.nr;
+        if nr[ia] == 0 && nr[af] == 0 && nr[ifl] == 0 {
+            return false;
+        }
+        for lru in 0..NR_LRU_LISTS {
+            if nr[lru] > 0 {
+                let n = nr[lru].min(SWAP_CLUSTER_MAX);
+                nr[lru] -= n;
+                scan.nr_reclaimed += self.shrink_list(cpu, lru as u8, n, sc);
             }
         }
-        sc.nr_reclaimed += nr_reclaimed;
+        let nr = &mut scan.nr;
+        let targets = &scan.targets;
+        if scan.nr_reclaimed < sc.nr_to_reclaim {
+            return nr[ia] > 0 || nr[af] > 0 || nr[ifl] > 0;
+        }
+        // Target met: stop the smaller type, scale the other down (memcg reclaim and kswapd
+        // are not proportional_reclaim).
+        let nr_file = nr[ifl] + nr[af];
+        let nr_anon = nr[ia] + nr[aa];
+        if nr_file == 0 || nr_anon == 0 {
+            return false;
+        }
+        let (small, other, pct) = if nr_file > nr_anon {
+            let t = targets[ia] + targets[aa] + 1;
+            (ia, ifl, nr_anon * 100 / t)
+        } else {
+            let t = targets[ifl] + targets[af] + 1;
+            (ifl, ia, nr_file * 100 / t)
+        };
+        nr[small] = 0;
+        nr[small + 1] = 0;
+        for l in [other, other + 1] {
+            let scanned = targets[l] - nr[l];
+            nr[l] = targets[l] * (100 - pct) / 100;
+            nr[l] -= nr[l].min(scanned);
+        }
+        nr[ia] > 0 || nr[af] > 0 || nr[ifl] > 0
+    }
+
+    /// The end of shrink_lruvec: the loop's reclaimed pages into `sc`, then anon aging.
+    pub(crate) fn shrink_lruvec_finish(
+        &mut self,
+        cpu: CpuId,
+        sc: &mut ScanControl,
+        scan: &LruvecScan,
+    ) {
+        sc.nr_reclaimed += scan.nr_reclaimed;
         if self.can_reclaim_anon_pages(sc) && self.inactive_is_low(LRU_INACTIVE_ANON) {
             self.shrink_active_list(cpu, SWAP_CLUSTER_MAX, LRU_ACTIVE_ANON);
         }

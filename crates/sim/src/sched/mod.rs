@@ -556,6 +556,22 @@ impl Kernel {
         self.need_resched(rqs, cpu) && self.resched(rqs, cpu, false)
     }
 
+    /// After a kernel thread's step of `ran` ns that may have overrun the tick (a flusher
+    /// chunk, a whole kswapd pass): the tick's update_deadline and pick (fair_pick.rs) decide
+    /// whether a task waiting on `cpu` runs now, and the one that took over runs until it has
+    /// had about as long.
+    pub fn long_step_tick(&mut self, rqs: &mut RunQueues, cpu: CpuId, ran: u64) {
+        if self.cpus[cpu].clock >= self.cpus[cpu].next_tick
+            && !rqs.rq[cpu].is_empty()
+            && self.tick_resched(rqs, cpu)
+        {
+            let c = &mut self.cpus[cpu];
+            while c.next_tick < c.clock + ran {
+                c.next_tick += self.cfg.tick_ns;
+            }
+        }
+    }
+
     /// pick_next_task_fair for a CPU whose running task is leaving: take the chosen task
     /// off the queue.
     pub fn take_next(&mut self, rqs: &mut RunQueues, cpu: CpuId) -> Option<TaskId> {
