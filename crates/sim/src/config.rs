@@ -95,6 +95,13 @@ pub struct SimConfig {
     /// instead of the start-up the model derives (workload/anon_sweep.rs). Validate sets it
     /// from a host run's scheduler trace (`--placement-from-host`).
     pub start_placement: Option<Vec<StartCpus>>,
+    /// `sim.bench_start` (anon-sweep, without `sim.start_placement`): `attach` (default)
+    /// starts the processes as bench does, forked from CPU `sim.bench_launch_cpu` (default 1,
+    /// where bench ran in every traced start; 0 on one CPU), each writing itself into the
+    /// memcg before it maps and clones (workload/bench_start.rs); `static` places main threads
+    /// round-robin and clones their threads at time 0, with no memcg attach.
+    pub bench_start_attach: bool,
+    pub bench_launch_cpu: usize,
     /// `sim.stress_ng_start` (stress-vm): `fork` (default) starts the workers as stress-ng
     /// does, grandchildren of a parent on CPU `sim.stress_ng_launch_cpu` placed by fork
     /// balancing (workload/stress_ng.rs); `spread` puts worker i on CPU i mod CPUs at once.
@@ -181,6 +188,8 @@ impl Default for SimConfig {
             interleave: Interleave::Folio,
             page_data: None,
             start_placement: None,
+            bench_start_attach: true,
+            bench_launch_cpu: 0,
             stress_ng_fork: true,
             stress_ng_launch_cpu: 0,
             swap: Default::default(),
@@ -291,6 +300,21 @@ impl SimConfig {
                 "" => None,
                 t => Some(StartCpus::parse_list(t).map_err(|e| s.err("sim.start_placement", e))?),
             },
+            bench_start_attach: match s.str_or("sim.bench_start", "attach")?.as_str() {
+                "attach" => true,
+                "static" => false,
+                o => {
+                    return Err(s
+                        .err(
+                            "sim.bench_start",
+                            format!("{}: use attach or static", reclaimlab_core::units::clip(o)),
+                        )
+                        .into())
+                }
+            },
+            bench_launch_cpu: s
+                .u64_or("sim.bench_launch_cpu", 1.min(scn.machine.cpus as u64 - 1))?
+                as usize,
             stress_ng_fork: match s.str_or("sim.stress_ng_start", "fork")?.as_str() {
                 "fork" => true,
                 "spread" => false,
@@ -313,6 +337,18 @@ impl SimConfig {
     /// The values' ranges and how they fit together (checked after every key is read).
     fn check(&self, scn: &Scenario) -> anyhow::Result<()> {
         let (s, cfg) = (&scn.source, self);
+        if cfg.bench_launch_cpu >= scn.machine.cpus {
+            return Err(s
+                .err(
+                    "sim.bench_launch_cpu",
+                    format!(
+                        "{}: the machine has CPUs 0-{}",
+                        cfg.bench_launch_cpu,
+                        scn.machine.cpus - 1
+                    ),
+                )
+                .into());
+        }
         if cfg.stress_ng_launch_cpu >= scn.machine.cpus {
             return Err(s
                 .err(

@@ -163,6 +163,8 @@ fn worker_on_cpu0_with_kthreads_and(sets: &[&str]) -> reclaimlab_core::ResultDoc
             "memcg.limit=32M",
             "machine.background_kthreads.duty=0.01,0.01",
             "machine.background_kthreads.slice=50us",
+            // No start-up tasks: CPU 1 runs nothing but its kernel thread.
+            "sim.bench_start=static",
         ],
         sets,
     )

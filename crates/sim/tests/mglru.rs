@@ -280,7 +280,12 @@ fn classic_lru_results_are_unchanged() {
     // it (2026-11-25): these pins guard the LRU path, not the interleaving.
     let d = sim_with(
         "anon-sweep",
-        &["run.duration=2s", "sim.interleave=step"],
+        // bench's start-up (the memcg attach) is not the LRU path: the static start.
+        &[
+            "run.duration=2s",
+            "sim.interleave=step",
+            "sim.bench_start=static",
+        ],
         &[],
     );
     let c = &d.runs[0].counters;

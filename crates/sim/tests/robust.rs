@@ -183,6 +183,8 @@ fn folio_interleave_folio_freed_without_a_mapping() {
                 "swap.size=4K",
                 "workload.processes=4",
                 "sim.interleave=folio",
+                // Found with the processes started at time 0.
+                "sim.bench_start=static",
             ][..],
         ),
         (
@@ -196,6 +198,8 @@ fn folio_interleave_folio_freed_without_a_mapping() {
                 "run.seed=3918869365",
                 "workload.processes=4",
                 "sim.tick=256us",
+                // Found with the processes started at time 0.
+                "sim.bench_start=static",
             ][..],
         ),
         (

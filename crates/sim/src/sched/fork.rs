@@ -145,6 +145,16 @@ pub enum StartOp {
     Fork(TaskId),
     /// Sleep for good (waitpid on children that run to the end).
     Wait,
+    /// Write its pid to the memcg's cgroup.procs (cgroup_attach.rs); may sleep.
+    AttachMemcg,
+    /// The end of that write (pushed by AttachMemcg).
+    AttachUnlock,
+    /// Sleep this long; a timer on its CPU wakes it.
+    Sleep(u64),
+    /// Wake a sleeping task from this CPU (try_to_wake_up).
+    Wake(TaskId),
+    /// Sleep until another task wakes it.
+    Block,
 }
 
 impl Kernel {
@@ -176,6 +186,31 @@ impl Kernel {
                 }
                 StartOp::Wait => {
                     self.starter_wait(rqs, cpu, t);
+                    return;
+                }
+                StartOp::AttachMemcg => {
+                    // Either way it charged CPU time: the next op runs at a later step.
+                    self.cgroup_attach(rqs, cpu, t);
+                    return;
+                }
+                StartOp::AttachUnlock => {
+                    self.cgroup_attach_unlock(rqs, cpu, t);
+                    return;
+                }
+                StartOp::Sleep(ns) => {
+                    let at = self.cpus[cpu].clock + ns;
+                    self.block_task(rqs, cpu, Some(at));
+                    return;
+                }
+                StartOp::Wake(w) => {
+                    let now = self.cpus[cpu].clock;
+                    self.try_to_wake_up(rqs, w, cpu, now);
+                    if self.cpus[cpu].curr != Some(t) {
+                        return;
+                    }
+                }
+                StartOp::Block => {
+                    self.block_task(rqs, cpu, None);
                     return;
                 }
             }

@@ -12,6 +12,8 @@
 //! - [`topology`]: `machine.topology` and the sched domains built from it.
 //! - [`fork`]: where a forked task starts (wake_up_new_task, sched_balance_find_dst_cpu),
 //!   and the scripts of tasks that start others.
+//! - [`cgroup_attach`]: a process writing itself into the memcg (cgroup_mutex, and the RCU
+//!   grace period a percpu rwsem's writer waits for).
 //! - [`fair`]: kernel/sched/fair.c's placement decisions: select_task_rq_fair on wake-up,
 //!   periodic, nohz-idle and new-idle load balancing with the imbalance rules and the
 //!   cache-hot rule.
@@ -26,6 +28,7 @@
 
 pub mod autogroup;
 pub mod background;
+pub mod cgroup_attach;
 pub mod cond_resched;
 pub mod fair;
 pub mod fair_group;
@@ -217,6 +220,8 @@ pub struct Sched {
     pub next_sample: u64,
     /// The scripts of Class::Starter tasks still running them (fork.rs).
     pub starters: std::collections::BTreeMap<TaskId, VecDeque<fork::StartOp>>,
+    /// cgroup_mutex and rcu_sync of the workload's cgroup.procs writes (cgroup_attach.rs).
+    pub cgroup_attach: cgroup_attach::CgroupAttach,
 }
 
 /// sysctl_sched_migration_cost: a task that ran within this long is cache-hot (0.5 ms).

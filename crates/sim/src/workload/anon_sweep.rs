@@ -28,11 +28,37 @@ impl super::Workload for AnonSweep {
         true
     }
 
-    /// Processes forked together: every main thread is running while the sweepers are
-    /// cloned.
+    /// Processes forked by bench, each attaching itself to the memcg first (bench_start.rs);
+    /// with `sim.bench_start = "static"`, forked together: every main thread is running while
+    /// the sweepers are cloned; with `sim.start_placement`, where a host run's trace saw them.
     fn fork(&self, scn: &Scenario, cfg: &SimConfig, e: &mut Engine) -> anyhow::Result<()> {
         let w = self;
         let pages = w.bytes_per_process / PAGE;
+        if cfg.start_placement.is_none() && cfg.bench_start_attach {
+            let procs: Vec<_> = (0..w.processes)
+                .map(|p| {
+                    let mm = e.k.mm_alloc(pages, Backing::Anon, true);
+                    let main = e.k.task_new(mm, w.cpu_of(p, 0), 0, 0);
+                    let threads = (0..w.threads)
+                        .map(|t| {
+                            let (s, end) = thread_range(w, pages, t);
+                            let task = e.k.task_new(mm, w.cpu_of(p, t), s, end);
+                            // Cloned with the main thread's affinity, a thread pinned elsewhere
+                            // then moves to its pin (sched_setaffinity): one migration.
+                            if let (Some(pin), Some(main_cpu)) = (w.cpu_of(p, t), w.cpu_of(p, 0)) {
+                                if pin != main_cpu {
+                                    e.k.sched.se[task].last_cpu = Some(main_cpu);
+                                }
+                            }
+                            task
+                        })
+                        .collect();
+                    super::bench_start::Process { main, threads }
+                })
+                .collect();
+            super::bench_start::fork_processes(&mut e.k, &procs, cfg.bench_launch_cpu);
+            return Ok(());
+        }
         let mains: Vec<_> = (0..w.processes)
             .map(|p| {
                 let mm = e.k.mm_alloc(pages, Backing::Anon, true);

@@ -3,6 +3,7 @@
 //! implementing the trait and one arm in [`of`] (as the host backend's `HostWorkload`).
 
 pub mod anon_sweep;
+pub mod bench_start;
 pub mod file_mmap;
 pub mod file_reclaim;
 pub mod kswapd_mmap_read;

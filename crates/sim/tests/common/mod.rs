@@ -29,6 +29,8 @@ pub fn cfg(file_folio_order: u8) -> SimConfig {
         interleave: reclaimlab_sim::config::Interleave::Step,
         page_data: None,
         start_placement: None,
+        bench_start_attach: true,
+        bench_launch_cpu: 0,
         stress_ng_fork: true,
         stress_ng_launch_cpu: 0,
         swap: Default::default(),
