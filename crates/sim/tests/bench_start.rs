@@ -97,3 +97,41 @@ fn a_bad_start_or_launch_cpu_is_refused() {
         "{e}"
     );
 }
+
+/// select_idle_sibling's recently used CPU: a task woken where neither the target nor its
+/// previous CPU is idle goes to the idle CPU it was forked on (p->recent_used_cpu) before the
+/// LLC scan's first idle CPU; the check then remembers the wake-up's previous CPU.
+#[test]
+fn a_wake_up_prefers_the_idle_cpu_the_task_was_forked_on() {
+    use reclaimlab_sim::config::Policy;
+    use reclaimlab_sim::kernel::{Backing, Kernel};
+    use reclaimlab_sim::sched::RunQueues;
+    let mut k = Kernel::new(
+        common::cfg(0),
+        Policy::linux_6_18(),
+        4,
+        1024,
+        1 << 20,
+        60,
+        1,
+    );
+    let mut rqs = RunQueues::new(4);
+    let task = |k: &mut Kernel| {
+        let mm = k.mm_alloc(1, Backing::Anon, true);
+        k.task_new(mm, None, 0, 1)
+    };
+    let (a, b, w) = (task(&mut k), task(&mut k), task(&mut k));
+    k.enqueue(&mut rqs, 0, a, 0);
+    k.enqueue(&mut rqs, 1, b, 0);
+    // w: forked on CPU 3 and run there; it blocks, and (as if it had run on CPU 1 since)
+    // its previous CPU is 1.
+    k.sched.se[w].sleeping = true;
+    k.wake_up_new_task(&mut rqs, w, 3, 0);
+    assert_eq!(k.cpus[3].curr, Some(w));
+    k.schedule(&mut rqs, 3);
+    k.sched.se[w].last_cpu = Some(1);
+    // Woken from busy CPU 1 (its prev CPU): CPUs 2 and 3 are idle; the scan would take 2.
+    k.try_to_wake_up(&mut rqs, w, 1, 1_000);
+    assert_eq!(k.se(w).last_cpu, Some(3));
+    assert_eq!(k.se(w).recent_used_cpu.get(), Some(1));
+}

@@ -9,7 +9,7 @@
 //! detach_tasks and wake_affine_weight weigh a task by task_h_load.
 //!
 //! Simplified (docs/sim-model.md): CPU capacity is 1024 for every CPU (SMT siblings too);
-//! group_is_overloaded looks at task counts only (not utilisation against capacity); no wake_wide, recent_used_cpu, NUMA or misfit handling;
+//! group_is_overloaded looks at task counts only (not utilisation against capacity); no wake_wide, NUMA or misfit handling;
 //! new-idle balancing does not check avg_idle against its cost.
 
 use super::pelt::NICE_0_LOAD;
@@ -117,9 +117,9 @@ impl Kernel {
             .is_none_or(|t| t.socket_of(a) == t.socket_of(b))
     }
 
-    /// select_idle_sibling: the target if idle, else prev if idle and cache-affine, else an
-    /// idle core (all SMT siblings idle) then an idle CPU in the target's LLC, scanning from
-    /// the CPU after the target; else the target.
+    /// select_idle_sibling: the target if idle, else prev if idle and cache-affine, else the
+    /// task's recently used CPU if idle, else an idle core (all SMT siblings idle) then an
+    /// idle CPU in the target's LLC, scanning from the CPU after the target; else the target.
     fn select_idle_sibling(&self, rqs: &RunQueues, t: TaskId, prev: CpuId, target: CpuId) -> CpuId {
         let ok = |c: CpuId| self.idle_cpu(rqs, c) && self.cpu_allowed(t, c);
         if ok(target) {
@@ -127,6 +127,14 @@ impl Kernel {
         }
         if prev != target && self.cpus_share_cache(prev, target) && ok(prev) {
             return prev;
+        }
+        // A recently used CPU, if idle (the task's CPU at its fork, or the prev CPU of the
+        // last wake-up that got this far).
+        let recent = self.sched.se[t].recent_used_cpu.replace(Some(prev));
+        if let Some(r) = recent
+            .filter(|&r| r != prev && r != target && self.cpus_share_cache(r, target) && ok(r))
+        {
+            return r;
         }
         let Some(llc) = self.sched.sd[target].iter().rev().find(|d| d.share_llc) else {
             return target;

@@ -84,6 +84,10 @@ pub struct SchedEntity {
     pub allowed: Option<CpuMask>,
     /// task_cpu(p): the CPU it last ran or was queued on (None before its first placement).
     pub last_cpu: Option<CpuId>,
+    /// p->recent_used_cpu: the CPU it was forked on, then the prev CPU of its last wake-up
+    /// that got as far as checking it (select_idle_sibling). A Cell: that check is in the
+    /// wake-up's placement, which only reads the kernel.
+    pub recent_used_cpu: std::cell::Cell<Option<CpuId>>,
     pub avg: Avg,
     /// se.load.weight (scale_load_down units): sched_prio_to_weight of the task's nice.
     pub weight: u64,
