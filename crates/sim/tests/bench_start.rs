@@ -103,24 +103,8 @@ fn a_bad_start_or_launch_cpu_is_refused() {
 /// LLC scan's first idle CPU; the check then remembers the wake-up's previous CPU.
 #[test]
 fn a_wake_up_prefers_the_idle_cpu_the_task_was_forked_on() {
-    use reclaimlab_sim::config::Policy;
-    use reclaimlab_sim::kernel::{Backing, Kernel};
-    use reclaimlab_sim::sched::RunQueues;
-    let mut k = Kernel::new(
-        common::cfg(0),
-        Policy::linux_6_18(),
-        4,
-        1024,
-        1 << 20,
-        60,
-        1,
-    );
-    let mut rqs = RunQueues::new(4);
-    let task = |k: &mut Kernel| {
-        let mm = k.mm_alloc(1, Backing::Anon, true);
-        k.task_new(mm, None, 0, 1)
-    };
-    let (a, b, w) = (task(&mut k), task(&mut k), task(&mut k));
+    let (mut k, mut rqs) = common::machine(4, 3);
+    let (a, b, w) = (0, 1, 2);
     k.enqueue(&mut rqs, 0, a, 0);
     k.enqueue(&mut rqs, 1, b, 0);
     // w: forked on CPU 3 and run there; it blocks, and (as if it had run on CPU 1 since)
