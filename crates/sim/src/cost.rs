@@ -199,6 +199,19 @@ pub struct CostTable {
     /// slots, nrpages, the NR_FILE_PAGES statistics): the mirror of the delete's xarray work,
     /// ~50 ns. Estimate, not measured.
     pub page_cache_insert_locked: u64,
+    /// filemap_alloc_folio for a new page-cache folio (readahead's ractl_alloc_folio, a
+    /// fault's or read()'s own folio): the page allocator's per-CPU list (rmqueue_pcplist,
+    /// prep_new_page), no rmap or mm counter as an anonymous folio has. ~100 ns. Estimate.
+    pub page_cache_alloc: u64,
+    /// workingset_refault for a page-cache folio filled over a shadow entry: unpack_shadow,
+    /// the eviction memcg's lruvec, workingset_test_recent's refault distance against the
+    /// flushed LRU sizes, the WORKINGSET_REFAULT statistics. ~100 ns. Estimate.
+    pub workingset_refault: u64,
+    /// The filesystem's read path per page it fills without a device read (a hole or an
+    /// unwritten block): ext4_mpage_readpages' loop over the folio's blocks and
+    /// ext4_map_blocks' extent-status lookup, beyond the zeroing (`zero_page`). A page read
+    /// from the device has this inside `file_read_page`. ~100 ns. Estimate.
+    pub fs_map_block: u64,
     /// filemap_release_folio for a page-cache folio with buffer heads, per page: ext4's
     /// release_folio → try_to_free_buffers: drop_buffers under the mapping's i_private_lock
     /// (`release_buffers_locked`), then free_buffer_head for each (slab free with its memcg
@@ -300,6 +313,9 @@ impl CostTable {
             line_transfer: 60,
             page_cache_delete_locked: 100,
             page_cache_insert_locked: 50,
+            page_cache_alloc: 100,
+            workingset_refault: 100,
+            fs_map_block: 100,
             release_buffers: 150,
             release_buffers_locked: 90,
             swap_complete_page: 400,

@@ -867,3 +867,34 @@ fn the_flusher_s_mkclean_flushes_are_counted_by_the_other_cpu_s_state() {
         "reach {reach:.3}, writers' share {share:.3}: {f}"
     );
 }
+
+#[test]
+fn a_readahead_fill_allocates_looks_up_the_block_and_goes_through_the_lru_add_batch() {
+    // One reader on CPU 0 sweeps a fallocated 496-page file (16 batches of 31) with 64-page
+    // readahead in a memcg that holds it all: every page is an order-0 readahead folio
+    // zero-filled from an unwritten block.
+    let run = |alloc: u64, lookup: u64| {
+        let mut k = kernel(common::cfg(0), 1 << 20);
+        k.ra.ra_pages = 64;
+        k.ra.max_order = 0;
+        k.cost.page_cache_alloc = alloc;
+        k.cost.fs_map_block = lookup;
+        k.files.push(File::new(496));
+        k.file_fallocated(0);
+        let mm = k.mm_alloc(496, Backing::File(0), false);
+        let t = k.task_new(mm, Some(0), 0, 496);
+        k.context_switch(0, Some(t));
+        for vp in 0..496 {
+            k.user_access(0, mm, vp, false);
+        }
+        assert_eq!(k.ra.folios_by_order[0], 496);
+        let stat = |name: &str| k.lock_stats().iter().find(|(n, _)| *n == name).unwrap().1;
+        (k.cpus[0].clock, stat("lru_lock_acquired"))
+    };
+    let (base, batches) = run(0, 0);
+    // filemap_add_folio → folio_add_lru: one lru_lock section per full batch of 31.
+    assert_eq!(batches, 496 / 31);
+    // filemap_alloc_folio per folio, ext4_map_blocks per page zeroed.
+    assert_eq!(run(1_000, 0).0 - base, 496 * 1_000);
+    assert_eq!(run(0, 10_000).0 - base, 496 * 10_000);
+}

@@ -48,11 +48,14 @@ impl Kernel {
         let (start, order) = self.file_folio_extent(file, idx);
         let nr = 1u64 << order;
         let pfn = self.alloc_charged_folio(cpu, mm, 0, file as u32, start as u32, order)?;
+        self.charge(cpu, self.cost.page_cache_alloc, Spent::AllocFolio);
         self.charge(cpu, nr * self.cost.file_read_page, Spent::PageCache);
         if slot & PTE_SWP != 0 {
-            self.workingset_refault(pfn, slot & PTE_LOW_MASK);
+            self.file_refault(cpu, pfn, slot & PTE_LOW_MASK);
         }
+        // filemap_add_folio → folio_add_lru: through this CPU's lru_add batch.
         self.lruvec.add(&mut self.folios, pfn);
+        self.lru_add_batch(cpu, 1);
         self.page_cache_insert_locked(cpu, file);
         for p in start..start + nr {
             self.files[file].cache[p as usize] = PTE_SWPCACHE | pfn;

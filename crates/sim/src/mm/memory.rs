@@ -447,9 +447,11 @@ impl Kernel {
             self.release_raced_folio(pfn);
             return true;
         }
+        // __filemap_get_folio(FGP_CREAT) → filemap_alloc_folio: the page allocator.
+        self.charge(cpu, self.cost.page_cache_alloc, Spent::AllocFolio);
         self.file_fill(cpu, file, start, nr);
         if slot & PTE_SWP != 0 {
-            self.workingset_refault(pfn, slot & PTE_LOW_MASK);
+            self.file_refault(cpu, pfn, slot & PTE_LOW_MASK);
         }
         self.lru_add_fault(pfn);
         self.lru_add_batch(cpu, 1);

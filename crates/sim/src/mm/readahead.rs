@@ -286,8 +286,9 @@ impl Kernel {
     pub fn file_fill(&mut self, cpu: CpuId, file: usize, first: u64, nr: u64) {
         // A new folio at `first`: an asynchronous read of an earlier one there is forgotten.
         self.ra.reads_in_flight.remove(&(file, first));
-        let (zero, read) = self.file_read_cost(file, first, nr);
+        let (zero, fs, read) = self.file_read_cost(file, first, nr);
         self.charge(cpu, zero, Spent::ZeroPage);
+        self.charge(cpu, fs, Spent::PageCache);
         if read > 0 {
             let done = self.blk_submit(cpu, 0, read, self.cost.file_read_latency);
             self.io_wait_until(cpu, done);
@@ -325,9 +326,11 @@ impl Kernel {
     }
 
     /// Cost of filling pages `first..first + nr` of `file` on a miss: zeroing for a hole of
-    /// a sparse file or an unwritten block, and the device read (`file_read_page`) of the
-    /// others, as (zeroing ns, device ns).
-    pub fn file_read_cost(&mut self, file: usize, first: u64, nr: u64) -> (u64, u64) {
+    /// a sparse file or an unwritten block, with the filesystem's block lookup for it
+    /// (ext4_mpage_readpages → ext4_map_blocks finds no mapped block and zeroes the page),
+    /// and the device read (`file_read_page`) of the others, as (zeroing ns, lookup ns,
+    /// device ns).
+    pub fn file_read_cost(&mut self, file: usize, first: u64, nr: u64) -> (u64, u64, u64) {
         let zeroed = if self.ra.sparse {
             nr
         } else {
@@ -341,6 +344,7 @@ impl Kernel {
             .count_vm_events(FILE_PAGES_READ_FROM_DEVICE, nr - zeroed);
         (
             zeroed * self.cost.zero_page,
+            zeroed * self.cost.fs_map_block,
             (nr - zeroed) * self.cost.file_read_page,
         )
     }
@@ -566,23 +570,28 @@ impl Kernel {
             }
             let pfn = self.folios.alloc_order(0, file as u32, first as u32, order);
             self.luf_flush_on_alloc(cpu, pfn);
+            // ractl_alloc_folio → filemap_alloc_folio: the page allocator.
+            self.charge(cpu, self.cost.page_cache_alloc, Spent::AllocFolio);
             if w.sync {
                 self.file_fill(cpu, file, first, nr);
             } else {
                 // page_cache_async_ra: the reads are submitted and the task goes on; the
                 // device works in the background, and a fault that reaches a folio before
                 // its read completes waits for it (`reads_in_flight`).
-                let (zero, read) = self.file_read_cost(file, first, nr);
+                let (zero, fs, read) = self.file_read_cost(file, first, nr);
                 self.charge(cpu, zero, Spent::ZeroPage);
+                self.charge(cpu, fs, Spent::PageCache);
                 if read > 0 {
                     self.file_read_async(cpu, file, first, pfn, read);
                 }
             }
             let slot = self.files[file].cache[first as usize];
             if slot & PTE_SWP != 0 {
-                self.workingset_refault(pfn, slot & PTE_LOW_MASK);
+                self.file_refault(cpu, pfn, slot & PTE_LOW_MASK);
             }
+            // filemap_add_folio → folio_add_lru: through this CPU's lru_add batch.
             self.lruvec.add(&mut self.folios, pfn);
+            self.lru_add_batch(cpu, 1);
             self.page_cache_insert_locked(cpu, file);
             for p in first..first + nr {
                 self.files[file].cache[p as usize] = PTE_SWPCACHE | pfn;

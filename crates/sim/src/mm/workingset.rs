@@ -2,7 +2,8 @@
 //! lruvec's nonresident_age at eviction; a refault is "recent" when the distance travelled
 //! since is at most the workingset size.
 
-use crate::kernel::Kernel;
+use crate::cputime::Spent;
+use crate::kernel::{CpuId, Kernel};
 use crate::mm::folio::{
     pg, Pfn, LRU_ACTIVE_ANON, LRU_ACTIVE_FILE, LRU_INACTIVE_ANON, LRU_INACTIVE_FILE,
 };
@@ -29,6 +30,14 @@ impl Kernel {
     /// workingset_age_nonresident (activations and active putbacks).
     pub fn workingset_age_nonresident(&mut self, nr: u64) {
         self.lruvec.nonresident_age += nr;
+    }
+
+    /// A page-cache folio filled over a shadow entry: workingset_refault's CPU time
+    /// (`workingset_refault`), then its decision. An anonymous refault's time is inside
+    /// `do_swap_page`, whose measured cost covers its whole path.
+    pub(crate) fn file_refault(&mut self, cpu: CpuId, pfn: Pfn, shadow: u32) {
+        self.charge(cpu, self.cost.workingset_refault, Spent::PageCache);
+        self.workingset_refault(pfn, shadow);
     }
 
     /// workingset_refault: count, and activate the new folio if the refault distance is short.
