@@ -3,6 +3,7 @@
 //! `cli` holds the command line's types, `cmd` one module per subcommand, `output` the one
 //! layer every command prints through (text tables, Markdown, mail, JSON, result files, plots).
 
+mod alloc;
 mod cli;
 mod cmd;
 mod journal;
@@ -11,6 +12,9 @@ mod progress;
 
 use clap::Parser;
 use std::process::ExitCode;
+
+#[global_allocator]
+static GLOBAL: alloc::HugeAlloc = alloc::HugeAlloc;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();

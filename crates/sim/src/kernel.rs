@@ -33,6 +33,9 @@ pub struct Cpu {
     pub is_lazy: bool,
     pub tlb: CpuTlb,
     pub next_tick: u64,
+    /// The start of the earliest cross-CPU call handler owed to this CPU (smp.rs), u64::MAX
+    /// if none: beside the clock, so a charge tests it without reaching into the queue.
+    pub(crate) owed_at: u64,
 }
 
 /// What backs an mm's single VMA.
@@ -240,6 +243,7 @@ impl Kernel {
                 is_lazy: false,
                 tlb: CpuTlb::new(cfg.tlb_entries, cfg.tlb_ways),
                 next_tick: cfg.tick_ns,
+                owed_at: u64::MAX,
             })
             .collect();
         Kernel {

@@ -251,6 +251,7 @@ impl Kernel {
                 self.cpus[cpu].clock += oldest;
                 self.cpu_time.add(Spent::IpiHandler, oldest);
             }
+            self.sync_owed_at(cpu);
             return;
         }
         if let Some(spin_end) = self.smp.spins[cpu].busy_until(start) {
@@ -268,10 +269,16 @@ impl Kernel {
     /// Charge the handlers owed to `cpu` that start by its clock: each interrupted its work.
     #[inline]
     pub fn run_owed_handlers(&mut self, cpu: CpuId) {
-        // Called after every charge; nearly always nothing is owed.
-        if self.smp.owed.get(cpu).is_some_and(|o| !o.is_empty()) {
+        // Called after every charge; nearly always nothing is due.
+        let c = &self.cpus[cpu];
+        if c.owed_at <= c.clock {
             self.run_owed_handlers_now(cpu);
         }
+    }
+
+    /// Keep `Cpu::owed_at` the start of the first handler owed to `cpu`.
+    fn sync_owed_at(&mut self, cpu: CpuId) {
+        self.cpus[cpu].owed_at = self.smp.owed[cpu].front().map_or(u64::MAX, |&(s, _)| s);
     }
 
     #[inline(never)]
@@ -288,6 +295,7 @@ impl Kernel {
             c.clock += ns;
             self.cpu_time.add(Spent::IpiHandler, ns);
         }
+        self.sync_owed_at(cpu);
     }
 
     /// `cpu` runs no work of its own until `until` (it spins with interrupts on, or idles):
@@ -307,6 +315,7 @@ impl Kernel {
                 t = start.max(t) + ns;
                 handled += ns;
             }
+            self.sync_owed_at(cpu);
         }
         self.cpus[cpu].clock = t.max(until);
         self.cpu_time.add(Spent::IpiHandler, handled);

@@ -22,11 +22,19 @@ pub const TLB_FLUSH_ALL: u64 = u64::MAX;
 #[derive(Clone, Copy)]
 struct Entry {
     pfn: Pfn,
-    epoch: u32,
     flags: u8,
 }
 
-/// Key of a never-filled or INVLPG'd way.
+/// A key: vpage in bits 0..32, mm in 32..48, and in 48..64 the tag of the mm's epoch when
+/// the way was filled. A way is usable when its tag is its mm's current one, so a set's keys
+/// alone say which ways a fill may take (the payloads stay unread).
+const ADDR_BITS: u32 = 48;
+const ADDR_MASK: u64 = (1 << ADDR_BITS) - 1;
+/// Epoch tags count 0..TAG_CYCLE and start again; STALE_TAG is never current.
+const TAG_CYCLE: u16 = 0xffff;
+const STALE_TAG: u64 = 0xffff;
+
+/// Key of a never-filled or INVLPG'd way (its tag is STALE_TAG, its address no mm's).
 const NO_KEY: u64 = u64::MAX;
 
 pub struct CpuTlb {
@@ -34,18 +42,26 @@ pub struct CpuTlb {
     /// `sets - 1` when `sets` is a power of two (the set index is then a mask, not a division).
     set_mask: Option<usize>,
     ways: usize,
-    /// Per way: mm << 32 | vpage; NO_KEY when never filled.
+    /// Per way: tag << 48 | mm << 32 | vpage; NO_KEY when never filled.
     keys: Vec<u64>,
     entries: Vec<Entry>,
     victim: Vec<u8>,
-    /// Per mm: entries with an older epoch were flushed.
-    epoch: Vec<u32>,
+    /// Per mm: the tag of its epoch (bumped by each flush of the mm; ways with another tag
+    /// were flushed). When the count starts again at 0, every way of the mm (all flushed
+    /// then) is retagged STALE_TAG, so an old tag never comes back as current: the same
+    /// ways are usable as with an epoch that never wraps.
+    tag: Vec<u16>,
     /// Per mm: cpu_tlbstate.ctxs[].tlb_gen — the mm generation this CPU's entries are current to.
     pub local_gen: Vec<u64>,
 }
 
-fn key(mm: MmId, vp: u64) -> u64 {
+fn addr(mm: MmId, vp: u64) -> u64 {
+    debug_assert!(vp >> 32 == 0, "vpage {vp} does not fit a TLB key");
     (mm as u64) << 32 | vp
+}
+
+fn key_mm(k: u64) -> usize {
+    ((k & ADDR_MASK) >> 32) as usize
 }
 
 impl CpuTlb {
@@ -56,22 +72,19 @@ impl CpuTlb {
             set_mask: sets.is_power_of_two().then(|| sets - 1),
             ways,
             keys: vec![NO_KEY; sets * ways],
-            entries: vec![
-                Entry {
-                    pfn: 0,
-                    epoch: 0,
-                    flags: 0
-                };
-                sets * ways
-            ],
+            entries: vec![Entry { pfn: 0, flags: 0 }; sets * ways],
             victim: vec![0; sets],
-            epoch: Vec::new(),
+            tag: Vec::new(),
             local_gen: Vec::new(),
         }
     }
 
     pub fn add_mm(&mut self) {
-        self.epoch.push(0);
+        assert!(
+            self.tag.len() < (1 << (64 - ADDR_BITS)) - 1,
+            "too many mms for a TLB key"
+        );
+        self.tag.push(0);
         self.local_gen.push(0);
     }
 
@@ -84,25 +97,28 @@ impl CpuTlb {
         }
     }
 
-    /// Is way `i` (holding key `k`) usable: filled, and not flushed since (its mm's epoch)?
+    /// The key of (mm, vp) filled now.
     #[inline]
-    fn valid(&self, i: usize, k: u64) -> bool {
-        k != NO_KEY && self.entries[i].epoch == self.epoch[(k >> 32) as usize]
+    fn current_key(&self, mm: MmId, vp: u64) -> u64 {
+        u64::from(self.tag[mm]) << ADDR_BITS | addr(mm, vp)
+    }
+
+    /// Is a way holding key `k` usable: filled, and not flushed since (its mm's tag)?
+    #[inline]
+    fn valid(&self, k: u64) -> bool {
+        let t = k >> ADDR_BITS;
+        t != STALE_TAG && t == u64::from(self.tag[key_mm(k)])
     }
 
     /// A usable entry for (mm, vp): (pfn, flags).
     #[inline]
     pub fn lookup(&self, mm: MmId, vp: u64) -> Option<(Pfn, u8)> {
         let s = self.set_of(mm, vp) * self.ways;
-        let k = key(mm, vp);
+        let k = self.current_key(mm, vp);
         let keys = &self.keys[s..s + self.ways];
-        for (w, &kk) in keys.iter().enumerate() {
-            if kk == k && self.valid(s + w, k) {
-                let e = &self.entries[s + w];
-                return Some((e.pfn, e.flags));
-            }
-        }
-        None
+        let w = keys.iter().position(|&kk| kk == k)?;
+        let e = &self.entries[s + w];
+        Some((e.pfn, e.flags))
     }
 
     /// Fill after a page walk: the way already holding (mm, vp) if one does (usable or not),
@@ -110,15 +126,11 @@ impl CpuTlb {
     pub fn fill(&mut self, mm: MmId, vp: u64, pfn: Pfn, flags: u8) {
         let set = self.set_of(mm, vp);
         let s = set * self.ways;
-        let k = key(mm, vp);
-        let epoch = self.epoch[mm];
+        let k = self.current_key(mm, vp);
         let keys = &self.keys[s..s + self.ways];
-        let slot = match keys.iter().position(|&kk| kk == k) {
+        let slot = match keys.iter().position(|&kk| kk & ADDR_MASK == k & ADDR_MASK) {
             Some(w) => Some(s + w),
-            None => (0..self.ways)
-                .rev()
-                .map(|w| s + w)
-                .find(|&i| !self.valid(i, self.keys[i])),
+            None => keys.iter().rposition(|&kk| !self.valid(kk)).map(|w| s + w),
         };
         let i = slot.unwrap_or_else(|| {
             let v = self.victim[set] as usize;
@@ -126,15 +138,15 @@ impl CpuTlb {
             s + v
         });
         self.keys[i] = k;
-        self.entries[i] = Entry { pfn, epoch, flags };
+        self.entries[i] = Entry { pfn, flags };
     }
 
     /// INVLPG of one page of `mm`.
     pub fn flush_one(&mut self, mm: MmId, vp: u64) {
         let s = self.set_of(mm, vp) * self.ways;
-        let k = key(mm, vp);
+        let a = addr(mm, vp);
         for kk in &mut self.keys[s..s + self.ways] {
-            if *kk == k {
+            if *kk & ADDR_MASK == a {
                 *kk = NO_KEY;
             }
         }
@@ -142,7 +154,16 @@ impl CpuTlb {
 
     /// Flush every entry of `mm` (its ASID).
     pub fn flush_mm(&mut self, mm: MmId) {
-        self.epoch[mm] = self.epoch[mm].wrapping_add(1);
+        let t = (self.tag[mm] + 1) % TAG_CYCLE;
+        self.tag[mm] = t;
+        if t == 0 {
+            // Every way of `mm` is flushed now: none may keep a tag that comes back.
+            for kk in &mut self.keys {
+                if *kk != NO_KEY && key_mm(*kk) == mm {
+                    *kk = STALE_TAG << ADDR_BITS | (*kk & ADDR_MASK);
+                }
+            }
+        }
     }
 
     /// Every usable entry (mm, vpage, pfn, flags), for invariant checks.
@@ -150,10 +171,10 @@ impl CpuTlb {
         self.keys
             .iter()
             .enumerate()
-            .filter(|&(i, &k)| self.valid(i, k))
+            .filter(|&(_, &k)| self.valid(k))
             .map(|(i, &k)| {
                 let e = &self.entries[i];
-                ((k >> 32) as MmId, k & 0xffff_ffff, e.pfn, e.flags)
+                (key_mm(k), k & 0xffff_ffff, e.pfn, e.flags)
             })
     }
 }
@@ -421,5 +442,34 @@ impl Kernel {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An entry filled before a flush stays unusable however many flushes follow: its tag
+    /// never comes back as current, also across the tag count's restart.
+    #[test]
+    fn flushed_entry_stays_flushed_across_tag_restarts() {
+        let mut tlb = CpuTlb::new(64, 4);
+        tlb.add_mm();
+        tlb.add_mm();
+        tlb.fill(1, 7, 70, TLB_WRITABLE);
+        tlb.fill(0, 7, 71, 0);
+        assert_eq!(tlb.lookup(1, 7), Some((70, TLB_WRITABLE)));
+        for n in 1..=3 * u32::from(TAG_CYCLE) {
+            tlb.flush_mm(1);
+            assert_eq!(tlb.lookup(1, 7), None, "usable after {n} flushes");
+        }
+        // The other mm's entry is untouched; a refill of the flushed one reuses its way.
+        assert_eq!(tlb.lookup(0, 7), Some((71, 0)));
+        tlb.fill(1, 7, 72, 0);
+        assert_eq!(tlb.lookup(1, 7), Some((72, 0)));
+        assert_eq!(tlb.valid_entries().count(), 2);
+        tlb.flush_one(1, 7);
+        assert_eq!(tlb.lookup(1, 7), None);
+        assert_eq!(tlb.valid_entries().count(), 1);
     }
 }
