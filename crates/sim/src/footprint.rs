@@ -144,6 +144,35 @@ pub fn check(scn: &Scenario, cfg: &SimConfig) -> anyhow::Result<Footprint> {
             )
             .into());
     }
+    // Every mm the run creates: the workload's, the processes that start it (stress-ng's
+    // parent and one instance per worker; bench), and the foreign tasks'.
+    let (starters, count_key) = match &scn.workload {
+        Workload::StressVm(w) if cfg.stress_ng_fork => (w.workers as u64 + 1, "workload.workers"),
+        Workload::StressVm(_) => (0, "workload.workers"),
+        Workload::AnonSweep(_) => (1, "workload.processes"),
+        Workload::KswapdMmapRead(_) => (0, "workload.readers"),
+        Workload::LimitReclaim(_) => (0, "workload.reclaimers"),
+        _ => (0, f.key),
+    };
+    let foreign: u64 = [&cfg.sched.background, &cfg.sched.other]
+        .iter()
+        .filter_map(|b| b.as_ref())
+        .map(|b| b.tasks as u64)
+        .sum();
+    let all_mms = f.mms + starters + foreign;
+    let limit = crate::arch::x86::tlb::MAX_MMS as u64;
+    if all_mms >= limit {
+        return Err(s
+            .err(
+                count_key,
+                format!(
+                    "the run would create {all_mms} mms (workload, starting processes and \
+                     foreign tasks); the model's TLB keys name at most {}",
+                    limit - 1
+                ),
+            )
+            .into());
+    }
     if f.bytes > max {
         return Err(s
             .err(

@@ -62,6 +62,12 @@ fn unbounded_values_are_refused_before_allocating() {
         ("stress-vm", "run.duration=1000000000m", "run.duration"),
         ("stress-vm", "run.duration=100000000000", "run.duration"),
         ("stress-vm", "memcg.swappiness=4294967297", "0..=200"),
+        // stress-ng's tree adds an instance per worker: 80 001 mms, more than a TLB key names.
+        (
+            "stress-vm",
+            "workload.workers=40000",
+            "TLB keys name at most 65534",
+        ),
     ];
     for (scn, set, want) in cases {
         let e = sim(scn, &[set]).unwrap_err();

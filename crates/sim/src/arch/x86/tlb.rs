@@ -29,6 +29,9 @@ struct Entry {
 /// the way was filled. A way is usable when its tag is its mm's current one, so a set's keys
 /// alone say which ways a fill may take (the payloads stay unread).
 const ADDR_BITS: u32 = 48;
+/// The most mms a TLB key can name (its mm field is the 16 bits above the address; one value
+/// is kept free).
+pub const MAX_MMS: usize = (1 << (64 - ADDR_BITS)) - 1;
 const ADDR_MASK: u64 = (1 << ADDR_BITS) - 1;
 /// Epoch tags count 0..TAG_CYCLE and start again; STALE_TAG is never current.
 const TAG_CYCLE: u16 = 0xffff;
@@ -80,10 +83,7 @@ impl CpuTlb {
     }
 
     pub fn add_mm(&mut self) {
-        assert!(
-            self.tag.len() < (1 << (64 - ADDR_BITS)) - 1,
-            "too many mms for a TLB key"
-        );
+        assert!(self.tag.len() < MAX_MMS, "too many mms for a TLB key");
         self.tag.push(0);
         self.local_gen.push(0);
     }
