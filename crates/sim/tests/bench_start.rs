@@ -117,5 +117,5 @@ fn a_wake_up_prefers_the_idle_cpu_the_task_was_forked_on() {
     // Woken from busy CPU 1 (its prev CPU): CPUs 2 and 3 are idle; the scan would take 2.
     k.try_to_wake_up(&mut rqs, w, 1, 1_000);
     assert_eq!(k.se(w).last_cpu, Some(3));
-    assert_eq!(k.se(w).recent_used_cpu.get(), Some(1));
+    assert_eq!(k.se(w).recent_used_cpu, Some(1));
 }

@@ -54,13 +54,16 @@ enum Migration {
 
 impl Kernel {
     /// select_task_rq_fair for a wake-up of `t` that last ran on `prev`, woken from `waker`.
+    /// Also whether select_idle_sibling got as far as the task's recently used CPU (then the
+    /// wake-up, if it happens, sets p->recent_used_cpu = prev: try_to_wake_up does, so that a
+    /// prediction of where a timer's task would wake changes nothing).
     pub fn select_task_rq_fair(
         &self,
         rqs: &RunQueues,
         t: TaskId,
         prev: CpuId,
         waker: CpuId,
-    ) -> CpuId {
+    ) -> (CpuId, bool) {
         let mut target = prev;
         if waker != prev && self.cpu_allowed(t, waker) {
             // The lowest domain of the waker spanning prev (every level has SD_WAKE_AFFINE).
@@ -68,8 +71,8 @@ impl Kernel {
                 target = self.wake_affine(rqs, t, waker, prev, sd.imbalance_pct);
             }
         }
-        let target = self.select_idle_sibling(rqs, t, prev, target);
-        self.select_fallback_rq(t, target)
+        let (target, checked_recent) = self.select_idle_sibling(rqs, t, prev, target);
+        (self.select_fallback_rq(t, target), checked_recent)
     }
 
     /// `cpu` if the task may run there, else (select_fallback_rq) the first CPU it may.
@@ -120,22 +123,35 @@ impl Kernel {
     /// select_idle_sibling: the target if idle, else prev if idle and cache-affine, else the
     /// task's recently used CPU if idle, else an idle core (all SMT siblings idle) then an
     /// idle CPU in the target's LLC, scanning from the CPU after the target; else the target.
-    fn select_idle_sibling(&self, rqs: &RunQueues, t: TaskId, prev: CpuId, target: CpuId) -> CpuId {
+    /// With it, whether it got as far as the recently used CPU.
+    fn select_idle_sibling(
+        &self,
+        rqs: &RunQueues,
+        t: TaskId,
+        prev: CpuId,
+        target: CpuId,
+    ) -> (CpuId, bool) {
         let ok = |c: CpuId| self.idle_cpu(rqs, c) && self.cpu_allowed(t, c);
         if ok(target) {
-            return target;
+            return (target, false);
         }
         if prev != target && self.cpus_share_cache(prev, target) && ok(prev) {
-            return prev;
+            return (prev, false);
         }
         // A recently used CPU, if idle (the task's CPU at its fork, or the prev CPU of the
         // last wake-up that got this far).
-        let recent = self.sched.se[t].recent_used_cpu.replace(Some(prev));
-        if let Some(r) = recent
+        if let Some(r) = self.sched.se[t]
+            .recent_used_cpu
             .filter(|&r| r != prev && r != target && self.cpus_share_cache(r, target) && ok(r))
         {
-            return r;
+            return (r, true);
         }
+        (self.select_idle_cpu(rqs, target, ok), true)
+    }
+
+    /// select_idle_core on SMT, then select_idle_cpu: an idle core or CPU of the target's
+    /// LLC, scanning from the CPU after the target; else the target.
+    fn select_idle_cpu(&self, rqs: &RunQueues, target: CpuId, ok: impl Fn(CpuId) -> bool) -> CpuId {
         let Some(llc) = self.sched.sd[target].iter().rev().find(|d| d.share_llc) else {
             return target;
         };

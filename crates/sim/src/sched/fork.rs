@@ -117,7 +117,7 @@ impl Kernel {
         se.avg = Avg::new_task(now);
         se.sleeping = false;
         // p->recent_used_cpu = task_cpu(p): the parent's CPU, which the child inherits.
-        se.recent_used_cpu.set(Some(parent_cpu));
+        se.recent_used_cpu = Some(parent_cpu);
         let cpu = self.select_task_rq_fork(rqs, t, parent_cpu);
         self.activate_task(rqs, t, cpu, now);
     }

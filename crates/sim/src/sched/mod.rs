@@ -85,9 +85,8 @@ pub struct SchedEntity {
     /// task_cpu(p): the CPU it last ran or was queued on (None before its first placement).
     pub last_cpu: Option<CpuId>,
     /// p->recent_used_cpu: the CPU it was forked on, then the prev CPU of its last wake-up
-    /// that got as far as checking it (select_idle_sibling). A Cell: that check is in the
-    /// wake-up's placement, which only reads the kernel.
-    pub recent_used_cpu: std::cell::Cell<Option<CpuId>>,
+    /// that got as far as checking it (select_idle_sibling).
+    pub recent_used_cpu: Option<CpuId>,
     pub avg: Avg,
     /// se.load.weight (scale_load_down units): sched_prio_to_weight of the task's nice.
     pub weight: u64,
@@ -477,9 +476,17 @@ impl Kernel {
     }
 
     /// select_task_rq_fair for waking `t` from `waker`: its previous CPU, else the waker's.
+    /// Only reads the kernel (the engine asks it to predict a timer's wake-up).
     pub(crate) fn wake_target(&self, rqs: &RunQueues, t: TaskId, waker: CpuId) -> CpuId {
+        self.wake_placement(rqs, t, waker).0
+    }
+
+    /// wake_target, with the prev CPU to remember as p->recent_used_cpu if the wake-up
+    /// happens and got that far in select_idle_sibling.
+    fn wake_placement(&self, rqs: &RunQueues, t: TaskId, waker: CpuId) -> (CpuId, Option<CpuId>) {
         let prev = self.sched.se[t].last_cpu.unwrap_or(waker);
-        self.select_task_rq_fair(rqs, t, prev, waker)
+        let (cpu, checked_recent) = self.select_task_rq_fair(rqs, t, prev, waker);
+        (cpu, checked_recent.then_some(prev))
     }
 
     /// try_to_wake_up: choose the CPU (select_task_rq_fair), then enqueue; the woken task
@@ -491,7 +498,10 @@ impl Kernel {
         let se = &mut self.sched.se[t];
         se.sleeping = false;
         se.wakeups += 1;
-        let cpu = self.wake_target(rqs, t, waker);
+        let (cpu, recent) = self.wake_placement(rqs, t, waker);
+        if recent.is_some() {
+            self.sched.se[t].recent_used_cpu = recent;
+        }
         if self.sched.se[t].last_cpu.is_some_and(|c| c != cpu) {
             self.vmstat.count_vm_event(MIGRATIONS_WAKEUP);
         }
