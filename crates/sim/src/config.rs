@@ -337,29 +337,14 @@ impl SimConfig {
     /// The values' ranges and how they fit together (checked after every key is read).
     fn check(&self, scn: &Scenario) -> anyhow::Result<()> {
         let (s, cfg) = (&scn.source, self);
-        if cfg.bench_launch_cpu >= scn.machine.cpus {
-            return Err(s
-                .err(
-                    "sim.bench_launch_cpu",
-                    format!(
-                        "{}: the machine has CPUs 0-{}",
-                        cfg.bench_launch_cpu,
-                        scn.machine.cpus - 1
-                    ),
-                )
-                .into());
-        }
-        if cfg.stress_ng_launch_cpu >= scn.machine.cpus {
-            return Err(s
-                .err(
-                    "sim.stress_ng_launch_cpu",
-                    format!(
-                        "{}: the machine has CPUs 0-{}",
-                        cfg.stress_ng_launch_cpu,
-                        scn.machine.cpus - 1
-                    ),
-                )
-                .into());
+        for (key, cpu) in [
+            ("sim.bench_launch_cpu", cfg.bench_launch_cpu),
+            ("sim.stress_ng_launch_cpu", cfg.stress_ng_launch_cpu),
+        ] {
+            if cpu >= scn.machine.cpus {
+                let msg = format!("{cpu}: the machine has CPUs 0-{}", scn.machine.cpus - 1);
+                return Err(s.err(key, msg).into());
+            }
         }
         // Ranges by meaning (reclaimlab_core::Source::check_range names key, bound and reason).
         let count = |v: u64| v.to_string();

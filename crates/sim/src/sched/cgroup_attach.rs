@@ -49,7 +49,7 @@ pub struct CgroupAttach {
     /// rcu_sync is back at GP_IDLE from this time on (a grace period after the last writer
     /// left); before it a new writer does not wait.
     pub idle_from: u64,
-    /// The RCU grace-period kthread (created on the first wait).
+    /// The RCU grace-period kthread (rcu_gp_kthread_new, with the workload's tasks).
     pub gp_kthread: Option<TaskId>,
 }
 

@@ -160,6 +160,19 @@ pub enum StartOp {
 }
 
 impl Kernel {
+    /// A starter process (Class::Starter): a one-page mm of its own, outside the memcg,
+    /// asleep until its parent forks it, or with `cpu` placed there at the start.
+    pub fn starter_task(&mut self, cpu: Option<CpuId>) -> TaskId {
+        let mm = self.mm_alloc(1, crate::kernel::Backing::Anon, false);
+        let t = self.task_new(mm, None, 0, 1);
+        self.tasks[t].helper = true;
+        self.tasks[t].initial_cpu = cpu;
+        let se = &mut self.sched.se[t];
+        se.class = super::Class::Starter;
+        se.sleeping = cpu.is_none();
+        t
+    }
+
     /// One engine step of a starter: run its script until its CPU work reaches the tick, it
     /// is preempted by a child it forked, or it waits.
     pub fn starter_step(&mut self, rqs: &mut RunQueues, cpu: CpuId, t: TaskId) {

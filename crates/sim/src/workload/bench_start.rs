@@ -8,7 +8,7 @@
 //! CPU times measured from six scheduler traces of bench's start on this project's 2-vCPU
 //! guest (`scripts/start-race-trace.sh`, 2026-11-26, docs/results/2026-11-26-memcg-attach-start.md).
 
-use crate::kernel::{Backing, CpuId, Kernel, TaskId};
+use crate::kernel::{CpuId, Kernel, TaskId};
 use crate::sched::fork::StartOp;
 use crate::sched::Class;
 use std::collections::VecDeque;
@@ -51,11 +51,7 @@ pub fn main_thread_script(k: &mut Kernel, p: &Process) {
 /// bench on `launch_cpu` forking `procs` in order, then waiting for them.
 pub fn fork_processes(k: &mut Kernel, procs: &[Process], launch_cpu: CpuId) {
     k.rcu_gp_kthread_new();
-    let mm = k.mm_alloc(1, Backing::Anon, false);
-    let bench = k.task_new(mm, None, 0, 1);
-    k.tasks[bench].helper = true;
-    k.tasks[bench].initial_cpu = Some(launch_cpu);
-    k.sched.se[bench].class = Class::Starter;
+    let bench = k.starter_task(Some(launch_cpu));
     let mut script = VecDeque::new();
     for (i, p) in procs.iter().enumerate() {
         main_thread_script(k, p);

@@ -11,9 +11,8 @@
 //! were first seen within 0.12-0.39 ms of each other, and the first worker process 0.72 ms
 //! after its instance (on a machine where both CPUs were taken, so an upper bound).
 
-use crate::kernel::{Backing, CpuId, Kernel, TaskId};
+use crate::kernel::{CpuId, Kernel, TaskId};
 use crate::sched::fork::StartOp;
-use crate::sched::Class;
 use std::collections::VecDeque;
 
 /// The parent's CPU time per instance it forks (measured, see the module comment).
@@ -21,27 +20,14 @@ pub const PARENT_FORK_NS: u64 = 100_000;
 /// An instance's CPU time from its start to forking its worker (measured upper bound).
 pub const INSTANCE_SETUP_NS: u64 = 700_000;
 
-/// A process of the tree: a one-page mm of its own, asleep until forked (or, for the parent,
-/// placed on `cpu` at the start).
-fn starter(k: &mut Kernel, cpu: Option<CpuId>) -> TaskId {
-    let mm = k.mm_alloc(1, Backing::Anon, false);
-    let t = k.task_new(mm, None, 0, 1);
-    k.tasks[t].helper = true;
-    k.tasks[t].initial_cpu = cpu;
-    let se = &mut k.sched.se[t];
-    se.class = Class::Starter;
-    se.sleeping = cpu.is_none();
-    t
-}
-
 /// Put the stress-ng parent on `launch_cpu` and make `workers` its grandchildren: each worker
 /// waits (asleep, never run) until its instance forks it.
 pub fn fork_tree(k: &mut Kernel, workers: &[TaskId], launch_cpu: CpuId) {
-    let parent = starter(k, Some(launch_cpu));
+    let parent = k.starter_task(Some(launch_cpu));
     let mut script = VecDeque::new();
     for &w in workers {
         k.sched.se[w].sleeping = true;
-        let instance = starter(k, None);
+        let instance = k.starter_task(None);
         k.sched.starters.insert(
             instance,
             VecDeque::from([
