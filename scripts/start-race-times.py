@@ -10,20 +10,15 @@ cloning its sweeper. Medians last. The JSON is bench's (its placement names the 
 """
 import json
 import lzma
-import re
 import statistics
 import sys
 
-LINE = re.compile(r"\s*(.+?)-(\d+)\s+\[(\d+)\]\s+\S+\s+([\d.]+): (\w+): (.*)")
+from ftrace_lines import matches
 
 
 def events(path):
-    opener = lzma.open if path.endswith(".xz") else open
-    with opener(path, "rt") as f:
-        for line in f:
-            m = LINE.match(line)
-            if m:
-                yield float(m[4]), int(m[2]), m[5], m[6]
+    for m in matches(path):
+        yield float(m[4]), int(m[2]), m[5], m[6]
 
 
 def main(args):

@@ -431,7 +431,7 @@ impl Kernel {
         if at > until || head.is_some_and(|h| at > h) {
             return false;
         }
-        let target = self.wake_target(&self.runner.rqs, t, self.timer_waker(t));
+        let target = self.wake_target(&self.runner.rqs, t, self.timer_waker(t), at);
         target != reclaimer && self.cpus[target].curr.is_none()
     }
 

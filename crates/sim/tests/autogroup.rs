@@ -328,16 +328,16 @@ fn task_h_load_scales_a_task_by_its_groups_share() {
     }
     k.check_sched(&rqs, "test");
     assert!(k.invariant_errors.is_empty(), "{:?}", k.invariant_errors);
-    let root = k.task_h_load(0);
+    let root = k.task_h_load(0, 0);
     assert_eq!(root, 1024);
     for t in 1..5 {
         assert_eq!(k.se(t).avg.avg, 1024);
-        let h = k.task_h_load(t);
+        let h = k.task_h_load(t, 0);
         assert!((250..=256).contains(&h), "task {t}: {h}");
     }
     // The group's load on CPU 1 is its entity's (its shares), not the sum of its tasks'.
-    assert_eq!(k.cpu_load(1), 1024);
-    assert_eq!(k.cpu_load(0), 1024);
+    assert_eq!(k.cpu_load(1, 0), 1024);
+    assert_eq!(k.cpu_load(0, 0), 1024);
     assert_eq!(nice_to_weight(19), 15);
     assert_eq!(nice_to_weight(0), 1024);
 }

@@ -42,7 +42,7 @@ impl Kernel {
         if self.sched.io_waker.contains_key(&t) {
             return None;
         }
-        let target = self.wake_target(&self.runner.rqs, t, self.timer_waker(t));
+        let target = self.wake_target(&self.runner.rqs, t, self.timer_waker(t), at);
         let here = match self.cpus[target].curr {
             _ if target == reclaimer => cond_resched,
             Some(c) => !self.window_parks(target, c),

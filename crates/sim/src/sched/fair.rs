@@ -12,7 +12,7 @@
 //! group_is_overloaded looks at task counts only (not utilisation against capacity); no wake_wide, NUMA or misfit handling;
 //! new-idle balancing does not check avg_idle against its cost.
 
-use super::pelt::NICE_0_LOAD;
+use super::pelt::{NICE_0_LOAD, SCHED_CAPACITY_SCALE};
 use super::{RunQueues, BUSY_FACTOR, MAX_BALANCE_INTERVAL_MS, SCHED_MIGRATION_COST_NS};
 use crate::kernel::{CpuId, Kernel, TaskId};
 use crate::mm::vmstat::VmEventItem::*;
@@ -41,6 +41,8 @@ pub struct SgStats {
     pub idle_cpus: usize,
     pub weight: usize,
     pub ty: GroupType,
+    /// group_util: the CPUs' cpu_util_cfs.
+    pub util: u64,
     /// load × SCHED_CAPACITY_SCALE / capacity.
     pub avg_load: u64,
 }
@@ -63,12 +65,13 @@ impl Kernel {
         t: TaskId,
         prev: CpuId,
         waker: CpuId,
+        now: u64,
     ) -> (CpuId, bool) {
         let mut target = prev;
         if waker != prev && self.cpu_allowed(t, waker) {
             // The lowest domain of the waker spanning prev (every level has SD_WAKE_AFFINE).
             if let Some(sd) = self.sched.sd[waker].iter().find(|d| d.span.contains(&prev)) {
-                target = self.wake_affine(rqs, t, waker, prev, sd.imbalance_pct);
+                target = self.wake_affine(rqs, t, waker, prev, sd.imbalance_pct, now);
             }
         }
         let (target, checked_recent) = self.select_idle_sibling(rqs, t, prev, target);
@@ -93,6 +96,7 @@ impl Kernel {
         this: CpuId,
         prev: CpuId,
         imbalance_pct: u64,
+        now: u64,
     ) -> CpuId {
         let share = self.cpus_share_cache(this, prev);
         if self.idle_cpu(rqs, this) && share {
@@ -101,10 +105,10 @@ impl Kernel {
         if self.idle_cpu(rqs, prev) {
             return prev;
         }
-        let task_load = self.task_h_load(t);
-        let this_eff = (self.cpu_load(this) + task_load) * 100;
+        let task_load = self.task_h_load(t, now);
+        let this_eff = (self.cpu_load(this, now) + task_load) * 100;
         let prev_eff =
-            self.cpu_load(prev).saturating_sub(task_load) * (100 + (imbalance_pct - 100) / 2);
+            self.cpu_load(prev, now).saturating_sub(task_load) * (100 + (imbalance_pct - 100) / 2);
         if this_eff < prev_eff {
             this
         } else {
@@ -146,15 +150,50 @@ impl Kernel {
         {
             return (r, true);
         }
-        (self.select_idle_cpu(rqs, target, ok), true)
+        (self.select_idle_cpu(rqs, t, target), true)
+    }
+
+    /// update_idle_cpu_scan at a periodic balance (not a new-idle one) of `this` CPU's
+    /// domain at `lvl`, if that domain is its LLC: SIS_UTIL's scan depth for wake-ups into the
+    /// LLC, from the LLC's summed utilisation: llc_weight × (1 − (x/85%)²) CPUs (through
+    /// imbalance_pct: 1024 − x²·pct²/(10000·1024), x the mean utilisation), so that a LLC at
+    /// 85% or more is not scanned.
+    fn update_idle_cpu_scan(&mut self, this: CpuId, lvl: usize, sum_util: u64) {
+        let sd = &self.sched.sd[this][lvl];
+        if !self.sched.sis_util
+            || !sd.share_llc
+            || self.sched.sd[this]
+                .get(lvl + 1)
+                .is_some_and(|p| p.share_llc)
+        {
+            return;
+        }
+        let llc_weight = sd.span.len() as u64;
+        let x = sum_util / llc_weight;
+        let pct = sd.imbalance_pct;
+        let tmp = (x * x * pct * pct / (10_000 * SCHED_CAPACITY_SCALE)).min(SCHED_CAPACITY_SCALE);
+        let nr = (SCHED_CAPACITY_SCALE - tmp) * llc_weight / SCHED_CAPACITY_SCALE;
+        let leader = sd.span[0];
+        self.sched.nr_idle_scan[leader] = nr as usize;
     }
 
     /// select_idle_core on SMT, then select_idle_cpu: an idle core or CPU of the target's
-    /// LLC, scanning from the CPU after the target; else the target.
-    fn select_idle_cpu(&self, rqs: &RunQueues, target: CpuId, ok: impl Fn(CpuId) -> bool) -> CpuId {
+    /// LLC, scanning from the CPU after the target; else the target. SIS_UTIL: no scan when
+    /// the LLC's last nr_idle_scan was 0, and at most that many allowed CPUs looked at
+    /// (the idle-core search is not limited).
+    fn select_idle_cpu(&self, rqs: &RunQueues, t: TaskId, target: CpuId) -> CpuId {
+        let ok = |c: CpuId| self.idle_cpu(rqs, c) && self.cpu_allowed(t, c);
         let Some(llc) = self.sched.sd[target].iter().rev().find(|d| d.share_llc) else {
             return target;
         };
+        let nr_scan = if self.sched.sis_util {
+            self.sched.nr_idle_scan[llc.span[0]]
+        } else {
+            usize::MAX
+        };
+        if nr_scan == 0 {
+            return target;
+        }
         let n = llc.span.len();
         let start = llc.span.iter().position(|&c| c == target).unwrap_or(0);
         let order = (1..=n).map(|i| llc.span[(start + i) % n]);
@@ -170,7 +209,12 @@ impl Kernel {
                 }
             }
         }
-        order.into_iter().find(|&c| ok(c)).unwrap_or(target)
+        // The kernel's mask is the span and the task's CPUs: only allowed CPUs use up the depth.
+        order
+            .filter(|&c| self.cpu_allowed(t, c))
+            .take(nr_scan)
+            .find(|&c| ok(c))
+            .unwrap_or(target)
     }
 
     /// trigger_load_balance at a tick of busy `cpu`: its own periodic balancing, then the
@@ -223,9 +267,10 @@ impl Kernel {
     }
 
     /// update_sg_lb_stats for a group of CPUs.
-    pub fn group_stats(&self, rqs: &RunQueues, cpus: &[CpuId]) -> SgStats {
+    pub fn group_stats(&self, rqs: &RunQueues, cpus: &[CpuId], now: u64) -> SgStats {
         let nr_running = cpus.iter().map(|&c| self.nr_running(rqs, c)).sum::<usize>();
-        let load = cpus.iter().map(|&c| self.cpu_load(c)).sum::<u64>();
+        let load = cpus.iter().map(|&c| self.cpu_load(c, now)).sum::<u64>();
+        let util = cpus.iter().map(|&c| self.cpu_util(c, now)).sum::<u64>();
         let idle_cpus = cpus.iter().filter(|&&c| self.idle_cpu(rqs, c)).count();
         let weight = cpus.len();
         let ty = if nr_running > weight {
@@ -241,6 +286,7 @@ impl Kernel {
             idle_cpus,
             weight,
             ty,
+            util,
             avg_load: load * NICE_0_LOAD / (weight as u64 * NICE_0_LOAD),
         }
     }
@@ -255,7 +301,7 @@ impl Kernel {
         idle: IdleType,
         now: u64,
     ) -> usize {
-        let Some((kind, imbalance, src)) = self.find_busiest(rqs, this, lvl, idle) else {
+        let Some((kind, imbalance, src)) = self.find_busiest(rqs, this, lvl, idle, now) else {
             self.out_balanced(this, lvl, idle);
             return 0;
         };
@@ -285,7 +331,7 @@ impl Kernel {
             }
             if kind == Migration::Load {
                 // The task's hierarchical load: a task in a busy group weighs its share.
-                let load = self.task_h_load(t).max(1);
+                let load = self.task_h_load(t, now).max(1);
                 if (load >> failed.min(63)) as i64 > left {
                     continue;
                 }
@@ -379,14 +425,22 @@ impl Kernel {
     /// find_busiest_group + calculate_imbalance + find_busiest_queue: what to move and from
     /// which CPU, or None when the domain is balanced.
     fn find_busiest(
-        &self,
+        &mut self,
         rqs: &RunQueues,
         this: CpuId,
         lvl: usize,
         idle: IdleType,
+        now: u64,
     ) -> Option<(Migration, u64, CpuId)> {
+        let stats: Vec<SgStats> = self.sched.sd[this][lvl]
+            .groups
+            .iter()
+            .map(|g| self.group_stats(rqs, g, now))
+            .collect();
+        if idle != IdleType::NewlyIdle {
+            self.update_idle_cpu_scan(this, lvl, stats.iter().map(|s| s.util).sum());
+        }
         let sd = &self.sched.sd[this][lvl];
-        let stats: Vec<SgStats> = sd.groups.iter().map(|g| self.group_stats(rqs, g)).collect();
         let local = stats[0];
         // update_sd_pick_busiest: the busiest type; among overloaded/fully busy groups the
         // highest avg_load; among groups with spare capacity the fewest idle CPUs, then the
@@ -468,7 +522,7 @@ impl Kernel {
             .max_by_key(|&c| {
                 let key = match kind {
                     Migration::Task => self.nr_running(rqs, c) as u64,
-                    Migration::Load => self.cpu_load(c),
+                    Migration::Load => self.cpu_load(c, now),
                 };
                 (key, std::cmp::Reverse(c))
             })?;

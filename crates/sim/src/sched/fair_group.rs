@@ -31,8 +31,8 @@ impl Kernel {
         self.sched.se[t].last_cpu == Some(cpu) && !self.tasks[t].done
     }
 
-    /// Group `g`'s cfs_rq on every CPU.
-    pub fn group_rqs(&self, g: usize) -> Vec<GroupRq> {
+    /// Group `g`'s cfs_rq on every CPU, as seen at `now`.
+    pub fn group_rqs(&self, g: usize, now: u64) -> Vec<GroupRq> {
         let mut v = vec![GroupRq::default(); self.nr_cpus()];
         for t in 0..self.tasks.len() {
             if self.task_group(t) != Some(g) || self.tasks[t].done {
@@ -41,7 +41,7 @@ impl Kernel {
             let se = &self.sched.se[t];
             let Some(c) = se.last_cpu else { continue };
             let r = &mut v[c];
-            r.load_avg += se.avg.avg;
+            r.load_avg += self.load_avg_at(t, now);
             r.task_weight += se.weight;
             if !se.sleeping {
                 r.runnable_weight += se.weight;
@@ -51,19 +51,20 @@ impl Kernel {
     }
 
     /// Group `g`'s cfs_rqs with task `t` (runnable) counted on `cpu`, where it is joining.
-    pub fn group_rqs_joining(&self, g: usize, t: TaskId, cpu: CpuId) -> Vec<GroupRq> {
-        let mut v = self.group_rqs(g);
+    pub fn group_rqs_joining(&self, g: usize, t: TaskId, cpu: CpuId, now: u64) -> Vec<GroupRq> {
+        let mut v = self.group_rqs(g, now);
         let se = &self.sched.se[t];
+        let load = self.load_avg_at(t, now);
         if let Some(prev) = se.last_cpu.filter(|&c| c != cpu) {
             let r = &mut v[prev];
-            r.load_avg = r.load_avg.saturating_sub(se.avg.avg);
+            r.load_avg = r.load_avg.saturating_sub(load);
             r.task_weight = r.task_weight.saturating_sub(se.weight);
             if !se.sleeping {
                 r.runnable_weight = r.runnable_weight.saturating_sub(se.weight);
             }
         }
         if se.last_cpu != Some(cpu) {
-            v[cpu].load_avg += se.avg.avg;
+            v[cpu].load_avg += load;
             v[cpu].task_weight += se.weight;
         }
         if se.last_cpu != Some(cpu) || se.sleeping {
@@ -97,19 +98,56 @@ impl Kernel {
         w * here.load_avg.min(here.task_weight) / here.task_weight
     }
 
+    /// cpu_util_cfs at `now`: the utilisation of the tasks whose CPU this is (running,
+    /// queued or blocked there), at most the CPU's capacity. A group's utilisation reaches
+    /// the root unscaled (update_tg_cfs_util), so this is the plain sum.
+    pub fn cpu_util(&self, cpu: CpuId, now: u64) -> u64 {
+        (0..self.tasks.len())
+            .filter(|&t| self.on_cpu_rq(t, cpu))
+            .map(|t| self.util_avg_at(t, now))
+            .sum::<u64>()
+            .min(super::pelt::SCHED_CAPACITY_SCALE)
+    }
+
+    /// post_init_entity_util_avg for new task `t` placed on `cpu`: half the capacity its
+    /// cfs_rq (its group's on that CPU, or the root's) leaves spare, or less, the cfs_rq's
+    /// utilisation scaled by the task's weight over the cfs_rq's load.
+    pub fn post_init_entity_util_avg(&mut self, t: TaskId, cpu: CpuId, now: u64) {
+        let g = self.task_group(t);
+        let (mut util, mut load) = (0, 0);
+        for o in (0..self.tasks.len()).filter(|&o| o != t && self.on_cpu_rq(o, cpu)) {
+            if g.is_none() || self.task_group(o) == g {
+                util += self.util_avg_at(o, now);
+                load += self.load_avg_at(o, now);
+            }
+        }
+        if g.is_none() {
+            // The root cfs_rq also carries the groups' entities' loads.
+            load = self.cpu_load(cpu, now);
+        }
+        let cap = super::pelt::SCHED_CAPACITY_SCALE.saturating_sub(util) / 2;
+        let w = self.sched.se[t].weight;
+        let u = if util == 0 {
+            cap
+        } else {
+            (util * w / (load + 1)).min(cap)
+        };
+        self.sched.se[t].util = super::pelt::Avg { avg: u, last: now };
+    }
+
     /// cpu_load: the root cfs_rq's load average — its own tasks' PELT load (runnable or
     /// blocked there; a sleeping task's load stays on its last CPU and decays) plus each
     /// group entity's load.
-    pub fn cpu_load(&self, cpu: CpuId) -> u64 {
+    pub fn cpu_load(&self, cpu: CpuId, now: u64) -> u64 {
         let root: u64 = (0..self.tasks.len())
             .filter(|&t| self.on_cpu_rq(t, cpu) && self.task_group(t).is_none())
-            .map(|t| self.sched.se[t].avg.avg)
+            .map(|t| self.load_avg_at(t, now))
             .sum();
         if !self.sched.autogroup {
             return root;
         }
         let groups: u64 = (0..self.sched.groups.len())
-            .map(|g| self.group_se_load(g, cpu, &self.group_rqs(g)))
+            .map(|g| self.group_se_load(g, cpu, &self.group_rqs(g, now)))
             .sum();
         root + groups
     }
@@ -118,13 +156,13 @@ impl Kernel {
     /// a grouped task's is scaled by its group's part of the root load (update_cfs_rq_h_load:
     /// the group cfs_rq's h_load = the root's load × the group entity's load / (the root's
     /// load + 1); then × the task's load / (the group cfs_rq's load + 1)).
-    pub fn task_h_load(&self, t: TaskId) -> u64 {
-        let avg = self.sched.se[t].avg.avg;
+    pub fn task_h_load(&self, t: TaskId, now: u64) -> u64 {
+        let avg = self.load_avg_at(t, now);
         let (Some(g), Some(cpu)) = (self.task_group(t), self.sched.se[t].last_cpu) else {
             return avg;
         };
-        let rqs = self.group_rqs(g);
-        let root = self.cpu_load(cpu);
+        let rqs = self.group_rqs(g, now);
+        let root = self.cpu_load(cpu, now);
         let h_load = root * self.group_se_load(g, cpu, &rqs) / (root + 1);
         avg * h_load / (rqs[cpu].load_avg + 1)
     }

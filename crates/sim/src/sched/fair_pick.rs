@@ -133,7 +133,11 @@ impl Kernel {
                 Entity {
                     id: e,
                     vruntime: grp.se_vruntime[cpu],
-                    weight: self.calc_group_shares(g, cpu, &self.group_rqs(g)),
+                    weight: self.calc_group_shares(
+                        g,
+                        cpu,
+                        &self.group_rqs(g, self.cpus[cpu].clock),
+                    ),
                     deadline: grp.se_deadline[cpu],
                 }
             }
@@ -249,7 +253,7 @@ impl Kernel {
             None => levels |= u8::from(own) * RESCHED_ROOT,
             Some(g) => {
                 levels |= u8::from(own) * RESCHED_GROUP;
-                let rqs = self.group_rqs(g);
+                let rqs = self.group_rqs(g, self.cpus[cpu].clock);
                 let w = self.calc_group_shares(g, cpu, &rqs);
                 self.reweight_group_entity(g, cpu, w);
                 let grp = &mut self.sched.groups[g];

@@ -20,16 +20,22 @@ use crate::kernel::{CpuId, Kernel, TaskId};
 
 impl Kernel {
     /// select_task_rq_fair(p, cpu, WF_FORK): the CPU a child forked on `cpu` starts on.
-    pub fn select_task_rq_fork(&self, rqs: &RunQueues, t: TaskId, parent_cpu: CpuId) -> CpuId {
+    pub fn select_task_rq_fork(
+        &self,
+        rqs: &RunQueues,
+        t: TaskId,
+        parent_cpu: CpuId,
+        now: u64,
+    ) -> CpuId {
         // sched_balance_find_dst_cpu from the highest domain with SD_BALANCE_FORK.
         let mut cpu = parent_cpu;
         let mut lvl = self.sched.sd[cpu].len().checked_sub(1);
         while let Some(l) = lvl {
-            let Some(g) = self.sched_balance_find_dst_group(rqs, t, cpu, l) else {
+            let Some(g) = self.sched_balance_find_dst_group(rqs, t, cpu, l, now) else {
                 lvl = l.checked_sub(1);
                 continue;
             };
-            let new = self.sched_balance_find_dst_group_cpu(rqs, t, g);
+            let new = self.sched_balance_find_dst_group_cpu(rqs, t, g, now);
             if new == cpu {
                 lvl = l.checked_sub(1);
                 continue;
@@ -52,6 +58,7 @@ impl Kernel {
         t: TaskId,
         cpu: CpuId,
         lvl: usize,
+        now: u64,
     ) -> Option<&[CpuId]> {
         let sd = &self.sched.sd[cpu][lvl];
         let mut local: Option<SgStats> = None;
@@ -61,7 +68,7 @@ impl Kernel {
                 continue;
             }
             // update_sg_wakeup_stats: the child is on no run queue yet, so nothing to remove.
-            let s = self.group_stats(rqs, g);
+            let s = self.group_stats(rqs, g, now);
             if g.contains(&cpu) {
                 local = Some(s);
             } else if idlest.is_none_or(|(_, b)| update_pick_idlest(&b, &s)) {
@@ -95,17 +102,24 @@ impl Kernel {
 
     /// sched_balance_find_dst_group_cpu: an idle CPU of the group if there is one, else the
     /// least loaded one.
-    fn sched_balance_find_dst_group_cpu(&self, rqs: &RunQueues, t: TaskId, g: &[CpuId]) -> CpuId {
+    fn sched_balance_find_dst_group_cpu(
+        &self,
+        rqs: &RunQueues,
+        t: TaskId,
+        g: &[CpuId],
+        now: u64,
+    ) -> CpuId {
         let allowed = || g.iter().copied().filter(|&c| self.cpu_allowed(t, c));
         allowed()
             .find(|&c| self.idle_cpu(rqs, c))
-            .or_else(|| allowed().min_by_key(|&c| (self.cpu_load(c), c)))
+            .or_else(|| allowed().min_by_key(|&c| (self.cpu_load(c, now), c)))
             .unwrap_or(g[0])
     }
 
     /// wake_up_new_task for a child forked on `parent_cpu` at `now`: its load starts at full
-    /// weight (init_entity_runnable_average), then the fork placement above, then it is
-    /// activated like a woken task (and may preempt the CPU's current task).
+    /// weight (init_entity_runnable_average), then the fork placement above, its utilisation
+    /// from the CPU it lands on (post_init_entity_util_avg), then it is activated like a woken
+    /// task (and may preempt the CPU's current task).
     pub fn wake_up_new_task(
         &mut self,
         rqs: &mut RunQueues,
@@ -118,7 +132,8 @@ impl Kernel {
         se.sleeping = false;
         // p->recent_used_cpu = task_cpu(p): the parent's CPU, which the child inherits.
         se.recent_used_cpu = Some(parent_cpu);
-        let cpu = self.select_task_rq_fork(rqs, t, parent_cpu);
+        let cpu = self.select_task_rq_fork(rqs, t, parent_cpu, now);
+        self.post_init_entity_util_avg(t, cpu, now);
         self.activate_task(rqs, t, cpu, now);
     }
 }

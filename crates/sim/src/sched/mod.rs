@@ -43,7 +43,7 @@ use crate::cpumask::CpuMask;
 use crate::cputime::Spent;
 use crate::kernel::{CpuId, Kernel, TaskId};
 use crate::mm::vmstat::VmEventItem::*;
-use pelt::Avg;
+use pelt::{Avg, SCHED_CAPACITY_SCALE};
 use std::collections::{BTreeSet, VecDeque};
 use topology::{SchedDomain, Topology};
 
@@ -87,7 +87,10 @@ pub struct SchedEntity {
     /// p->recent_used_cpu: the CPU it was forked on, then the prev CPU of its last wake-up
     /// that got as far as checking it (select_idle_sibling).
     pub recent_used_cpu: Option<CpuId>,
+    /// se.avg.load_avg (its weight while runnable).
     pub avg: Avg,
+    /// se.avg.util_avg (SCHED_CAPACITY_SCALE while running).
+    pub util: Avg,
     /// se.load.weight (scale_load_down units): sched_prio_to_weight of the task's nice.
     pub weight: u64,
     /// The task's autogroup (autogroup::WORKLOAD_GROUP for workload tasks; ignored for
@@ -136,6 +139,8 @@ pub struct SchedConfig {
     pub kthreads: Vec<background::BackgroundLoad>,
     /// `sched.autogroup` (sched_autogroup_enabled): every session is a task group.
     pub autogroup: bool,
+    /// `sched.sis_util`: select_idle_cpu's scan depth follows the LLC's utilisation.
+    pub sis_util: bool,
 }
 
 impl SchedConfig {
@@ -181,6 +186,7 @@ impl SchedConfig {
             other: background::BackgroundLoad::others_from_scenario(scn)?,
             kthreads: background::BackgroundLoad::kthreads_from_scenario(scn)?,
             autogroup: s.bool_or("sched.autogroup", true)?,
+            sis_util: s.bool_or("sched.sis_util", true)?,
         })
     }
 }
@@ -225,6 +231,10 @@ pub struct Sched {
     pub starters: std::collections::BTreeMap<TaskId, VecDeque<fork::StartOp>>,
     /// cgroup_mutex and rcu_sync of the workload's cgroup.procs writes (cgroup_attach.rs).
     pub cgroup_attach: cgroup_attach::CgroupAttach,
+    /// `sched.sis_util` (sched_feat SIS_UTIL), and per LLC (indexed by its first CPU)
+    /// sd_llc_shared->nr_idle_scan.
+    pub sis_util: bool,
+    pub nr_idle_scan: Vec<usize>,
 }
 
 /// sysctl_sched_migration_cost: a task that ran within this long is cache-hot (0.5 ms).
@@ -260,6 +270,9 @@ impl Sched {
             kthreads: cfg.kthreads.clone(),
             autogroup: cfg.autogroup,
             groups,
+            sis_util: cfg.sis_util,
+            // A machine idle before the run: every LLC scanned whole.
+            nr_idle_scan: vec![nr_cpus; nr_cpus],
             ..Default::default()
         }
     }
@@ -305,11 +318,28 @@ impl Kernel {
         self.cpus[cpu].curr.is_none() && rqs.rq[cpu].is_empty()
     }
 
-    /// Bring a task's PELT average up to `now` (its weight while runnable, 0 asleep).
+    /// Bring a task's PELT averages up to `now`: load at its weight while runnable, 0
+    /// asleep; utilisation at full capacity while it runs (update_load_avg).
     pub fn update_load_avg(&mut self, t: TaskId, now: u64) {
+        let running = self.tasks[t].cpu.is_some();
         let se = &mut self.sched.se[t];
         let w = if se.sleeping { 0 } else { se.weight };
         se.avg.update(now, w);
+        se.util
+            .update(now, if running { SCHED_CAPACITY_SCALE } else { 0 });
+    }
+
+    /// A task's load_avg as a reader at `now` sees it (decayed while it sleeps).
+    pub fn load_avg_at(&self, t: TaskId, now: u64) -> u64 {
+        let se = &self.sched.se[t];
+        se.avg.at(now, if se.sleeping { 0 } else { se.weight })
+    }
+
+    /// A task's util_avg as a reader at `now` sees it.
+    pub fn util_avg_at(&self, t: TaskId, now: u64) -> u64 {
+        let running = self.tasks[t].cpu.is_some();
+        let w = if running { SCHED_CAPACITY_SCALE } else { 0 };
+        self.sched.se[t].util.at(now, w)
     }
 
     /// set_task_cpu: a task moving to another CPU counts a migration (se.nr_migrations).
@@ -328,6 +358,7 @@ impl Kernel {
         self.sched.need_resched[cpu] = 0;
         let prev_task = self.cpus[cpu].curr;
         if let Some(prev) = prev_task {
+            self.update_load_avg(prev, now);
             self.tasks[prev].cpu = None;
             let se = &mut self.sched.se[prev];
             let ran = now.saturating_sub(se.run_start);
@@ -343,6 +374,7 @@ impl Kernel {
         self.context_switches += 1;
         match next {
             Some(t) => {
+                self.update_load_avg(t, now);
                 self.tasks[t].cpu = Some(cpu);
                 self.set_task_cpu(t, cpu);
                 let se = &mut self.sched.se[t];
@@ -477,15 +509,21 @@ impl Kernel {
 
     /// select_task_rq_fair for waking `t` from `waker`: its previous CPU, else the waker's.
     /// Only reads the kernel (the engine asks it to predict a timer's wake-up).
-    pub(crate) fn wake_target(&self, rqs: &RunQueues, t: TaskId, waker: CpuId) -> CpuId {
-        self.wake_placement(rqs, t, waker).0
+    pub(crate) fn wake_target(&self, rqs: &RunQueues, t: TaskId, waker: CpuId, now: u64) -> CpuId {
+        self.wake_placement(rqs, t, waker, now).0
     }
 
     /// wake_target, with the prev CPU to remember as p->recent_used_cpu if the wake-up
     /// happens and got that far in select_idle_sibling.
-    fn wake_placement(&self, rqs: &RunQueues, t: TaskId, waker: CpuId) -> (CpuId, Option<CpuId>) {
+    fn wake_placement(
+        &self,
+        rqs: &RunQueues,
+        t: TaskId,
+        waker: CpuId,
+        now: u64,
+    ) -> (CpuId, Option<CpuId>) {
         let prev = self.sched.se[t].last_cpu.unwrap_or(waker);
-        let (cpu, checked_recent) = self.select_task_rq_fair(rqs, t, prev, waker);
+        let (cpu, checked_recent) = self.select_task_rq_fair(rqs, t, prev, waker, now);
         (cpu, checked_recent.then_some(prev))
     }
 
@@ -498,7 +536,7 @@ impl Kernel {
         let se = &mut self.sched.se[t];
         se.sleeping = false;
         se.wakeups += 1;
-        let (cpu, recent) = self.wake_placement(rqs, t, waker);
+        let (cpu, recent) = self.wake_placement(rqs, t, waker, now);
         if recent.is_some() {
             self.sched.se[t].recent_used_cpu = recent;
         }
