@@ -14,7 +14,8 @@ start at 0: the CPU utilisations are lower bounds.
 At the wake-up of one child by the other (the cgroup_mutex hand-over), it prints each CPU's
 util, the LLC's sum, and update_idle_cpu_scan's nr_idle_scan (imbalance_pct 117, LLC of 2
 CPUs) at that moment and its smallest and largest over the 32 ms before (the kernel computes
-it at a periodic balance in that window), and where the wakee went.
+it at a periodic balance in that window), the wakee's previous CPU, the idle CPUs, and where the wakee went: SIS_UTIL decides only
+when the previous CPU is the waker's (busy) one and the other CPU is idle.
 """
 import json
 import lzma
@@ -89,11 +90,14 @@ def main(args):
             return sum(p.load for p in tasks.values() if p.cpu == c)
 
         report = None
+        running = {}  # pid on each CPU (0: idle)
+        wakee_prev = idle = None
         for t, cpu, ev, rest, waker_pid in events(trace):
             for p in tasks.values():
                 p.update(t)
             if ev == "sched_switch":
                 prev, nxt = int(field(rest, "prev_pid")), int(field(rest, "next_pid"))
+                running[cpu] = nxt
                 if prev:
                     p = task(prev, cpu, t)
                     p.running = False
@@ -123,6 +127,8 @@ def main(args):
                 wakee = int(field(rest, "pid"))
                 if wakee in kids and waker_pid in kids and waker_pid != wakee:
                     report = (t, cpu, wakee, [cpu_util(c, t) for c in range(NR_LLC)], su)
+                    wakee_prev = tasks[wakee].cpu if wakee in tasks else None
+                    idle = [c for c in range(NR_LLC) if c != cpu and running.get(c, 0) == 0]
             if report and len(report) == 5 and ev == "sched_wakeup" and \
                     int(field(rest, "pid")) == report[2]:
                 report = report + (int(field(rest, "target_cpu")),)
@@ -135,7 +141,7 @@ def main(args):
         print(f"{trace}: t={t0:.6f} waker CPU {wcpu}, util per CPU "
               f"{', '.join(f'{u:.0f}' for u in utils)}, sum {su:.0f}: nr_idle_scan "
               f"{nr_idle_scan(su)} now, {min(window)}..{max(window)} over the 32 ms before; "
-              f"wakee went to CPU {report[5]}")
+              f"wakee's prev CPU {wakee_prev}, idle CPUs {idle}, went to CPU {report[5]}")
 
 
 if __name__ == "__main__":

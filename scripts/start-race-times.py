@@ -41,13 +41,14 @@ def main(args):
         fork = lambda c: lambda e: e[2] == "sched_process_fork" and f"child_pid={c}" in e[3]
         f0, f1 = first(fork(c0)), first(fork(c1))
         add("fork_gap", f0, f1)
-        for c, key in ((c0, "c0_setup"), (c1, "c1_setup")):
-            sin = first(lambda e: e[2] == "sched_switch" and f"next_pid={c} " in e[3])
+        # Events of a pid only after its fork (an earlier task may have had the pid).
+        for c, key, f in ((c0, "c0_setup", f0), (c1, "c1_setup", f1)):
+            sin = first(lambda e: e[2] == "sched_switch" and f"next_pid={c} " in e[3], f or 0.0)
             d = first(lambda e: e[2] == "sched_switch" and f"prev_pid={c} " in e[3]
-                      and "prev_state=D" in e[3])
+                      and "prev_state=D" in e[3], f or 0.0)
             add(key, sin, d)
         d0 = first(lambda e: e[2] == "sched_switch" and f"prev_pid={c0} " in e[3]
-                   and "prev_state=D" in e[3])
+                   and "prev_state=D" in e[3], f0 or 0.0)
         # The kthread that woke it: the waker of c0's first wake-up after it blocked.
         w0 = next((e[0] for e in ev if d0 and e[0] > d0 and e[2] == "sched_waking"
                    and f"pid={c0} " in e[3]), None)

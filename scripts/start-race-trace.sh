@@ -5,6 +5,9 @@
 #
 #   sudo scripts/start-race-trace.sh OUT.trace [RECORD_S] -- reclaimlab bench anon-sweep ...
 #
+# PREROLL_S=N (environment) traces N seconds before starting the command, so that every
+# task's PELT history at the start can be replayed (scripts/sis-util-check.py).
+#
 # The raw trace goes to OUT.trace; bench's JSON (if it prints one) to OUT.json.
 set -euo pipefail
 out=$1; shift
@@ -27,6 +30,7 @@ for e in sched/sched_switch sched/sched_waking sched/sched_wakeup sched/sched_wa
     echo 1 > "$inst/events/$e/enable"
 done
 echo 1 > "$inst/tracing_on"
+sleep "${PREROLL_S:-0}"
 "$@" > "${out%.trace}.json" &
 pid=$!
 sleep "$record"
