@@ -291,6 +291,12 @@ pub struct ValidateArgs {
     /// run, its runs following the host's. Off by default: the model derives start-up.
     #[arg(long)]
     pub placement_from_host: bool,
+    /// Simulate each configuration N times, with run.seed 1..=N, and compare the host's
+    /// median with the simulations' median: where a start-up races a foreign load (its phase
+    /// at the workload's start is drawn from the seed, as it is random on the host), both
+    /// sides are then a distribution. Not with --placement-from-host or a --set run.seed.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub sim_seeds: u64,
     /// Before the host runs, measure this session's flush, shootdown and reclaim cycle costs
     /// (calibrate's flush, shootdown and cycle families, ~45 s; the cycle needs perf) and give
     /// the simulator --profile's costs with those laid over them: a guest's IPI costs drift by

@@ -268,3 +268,37 @@ fn calibrate_needs_an_out_file_and_live_host_runs() {
     let err = refused(&["--host-result", "x.json"]);
     assert!(err.contains("cannot be used with"), "{err}");
 }
+
+/// `--sim-seeds N`: each configuration is simulated N times (run.seed 1..=N) and the sim column
+/// is their median; a `--set run.seed` beside it is refused, as is `--placement-from-host`.
+#[test]
+fn sim_seeds_simulates_each_configuration_once_per_seed() {
+    let d = tempfile::tempdir().unwrap();
+    let suite = write_suite(d.path());
+    let host = stored(d.path(), &["workload.processes=2"]);
+    let o = validate(&suite, &host, &["--sim-seeds", "3"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for c in v["configs"].as_array().unwrap() {
+        assert!(c["error"].is_null(), "{c}");
+        assert_eq!(c["sim_runs"], 3, "{c}");
+    }
+    let o = validate(&suite, &host, &["--sim-seeds", "2", "--set", "run.seed=5"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+    let err = format!("{v}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(err.contains("drop --set run.seed"), "{err}");
+    let o = validate(
+        &suite,
+        &host,
+        &["--sim-seeds", "2", "--placement-from-host"],
+    )
+    .output()
+    .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+    let err = format!("{v}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(err.contains("drop --sim-seeds"), "{err}");
+}

@@ -177,6 +177,8 @@ pub struct Kernel {
     pub vmstat: VmEvents,
     pub irq: IrqStat,
     pub rng: ChaCha8Rng,
+    /// `run.seed`, for draws that must not move the workload's own random stream.
+    pub seed: u64,
     /// Swappiness of the memcg (memory.swappiness).
     pub swappiness: u64,
     pub invariant_errors: Vec<String>,
@@ -272,6 +274,7 @@ impl Kernel {
             vmstat: VmEvents::default(),
             irq: IrqStat::new(nr_cpus),
             rng: ChaCha8Rng::seed_from_u64(seed),
+            seed,
             swappiness,
             invariant_errors: Vec::new(),
             writeback_queue: Vec::new(),

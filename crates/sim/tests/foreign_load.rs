@@ -249,3 +249,30 @@ fn a_kthread_woken_beside_direct_reclaim_runs_at_the_next_folio() {
         whole * 1e6
     );
 }
+
+/// The loaded lone worker's start races the load (docs/results/2026-11-27-load-phase.md): where
+/// in its period the load is when bench forks is drawn from `run.seed`, so seeds differ in
+/// where the worker's threads start and how many CPUs its flushes reach, and one seed gives one
+/// result.
+#[test]
+fn the_loads_phase_at_the_start_follows_the_seed() {
+    let run = |seed: u64| {
+        let sets: Vec<String> = [
+            "machine.background_load.tasks=2",
+            "machine.background_load.duty=0.3",
+            "machine.background_load.period=20ms",
+            "machine.background_load.groups=2",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([format!("run.seed={seed}")])
+        .collect();
+        serde_json::to_string(&one_process(&sets).runs[0].counters).unwrap()
+    };
+    let by_seed: Vec<String> = (1..=4).map(run).collect();
+    assert_eq!(by_seed[0], run(1), "one seed, one result");
+    assert!(
+        by_seed.iter().any(|c| c != &by_seed[0]),
+        "the load's phase does not depend on the seed"
+    );
+}

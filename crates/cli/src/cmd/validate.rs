@@ -22,6 +22,7 @@ pub fn run(a: ValidateArgs) -> Result<ExitCode> {
         host_result,
         background_from_host,
         placement_from_host,
+        sim_seeds,
         calibrate: session,
         out,
         resume,
@@ -39,6 +40,7 @@ pub fn run(a: ValidateArgs) -> Result<ExitCode> {
     let from_host = host_sim::FromHost {
         background: background_from_host,
         placement: placement_from_host,
+        seeds: sim_seeds,
     };
     out.check()?;
     if let Some(f) = suite {

@@ -98,8 +98,18 @@ impl Kernel {
     }
 
     /// One user-task load's processes, each in one of `b.groups` sessions from `first_group`.
+    /// The load was started before the workload, at a time unrelated to it: where in its
+    /// period it is when the workload starts is drawn from `run.seed` (its own stream, so the
+    /// workload's draws do not move); its tasks keep their stagger within the period.
     fn background_spawn_user(&mut self, b: &BackgroundLoad, set: BgSet, first_group: usize) {
+        use rand::{Rng, SeedableRng};
         let n = self.nr_cpus();
+        let salt = match set {
+            BgSet::Load => 0x6c6f_6164,
+            _ => 0x6f74_6872,
+        };
+        let phase = rand_chacha::ChaCha8Rng::seed_from_u64(self.seed ^ salt)
+            .gen_range(0..b.period_ns.max(1));
         for i in 0..b.tasks {
             let mm = self.mm_alloc(1, Backing::Anon, false);
             let t = self.task_new(mm, None, 0, 1);
@@ -114,7 +124,7 @@ impl Kernel {
                 }
                 None => i % n,
             };
-            let first = b.period_ns * i as u64 / b.tasks as u64;
+            let first = phase + b.period_ns * i as u64 / b.tasks as u64;
             self.background_task_init(t, b, first_cpu, set, first);
         }
     }

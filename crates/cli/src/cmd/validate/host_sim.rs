@@ -55,6 +55,8 @@ pub struct FromHost {
     /// `--placement-from-host`: one simulation per host run, started where that run's
     /// threads started (sim.start_placement from its scheduler trace; anon-sweep only).
     pub placement: bool,
+    /// `--sim-seeds N`: N simulations with run.seed 1..=N (0 or 1: one, the scenario's seed).
+    pub seeds: u64,
 }
 
 /// One validation: the two documents and what the simulation was given from the host.
@@ -93,6 +95,28 @@ pub fn host_placements(host: &ResultDoc, scn: &Scenario) -> Result<Vec<String>> 
             })
         })
         .collect()
+}
+
+/// `--sim-seeds N`: one simulation per run.seed 1..=N, gathered as one document with a run
+/// from each (its summary the median over them).
+fn sim_per_seed(scenario: &str, sets: &[String], n: u64) -> Result<ResultDoc> {
+    if sets.iter().any(|s| s.starts_with("run.seed=")) {
+        anyhow::bail!("--sim-seeds sets run.seed itself: drop --set run.seed");
+    }
+    let mut doc: Option<ResultDoc> = None;
+    for seed in 1..=n {
+        let mut sets = sets.to_vec();
+        sets.push(format!("run.seed={seed}"));
+        let s = Scenario::load(scenario, &sets, Target::Sim)?;
+        let d = finish_scenario(&s, reclaimlab_sim::run(&s, &Default::default()))?;
+        match &mut doc {
+            None => doc = Some(d),
+            Some(all) => all.runs.extend(d.runs),
+        }
+    }
+    let mut doc = doc.ok_or_else(|| anyhow::anyhow!("--sim-seeds: at least one"))?;
+    doc.summarize();
+    Ok(doc)
 }
 
 /// One simulation per start placement (each distinct one once: the simulator is
@@ -185,6 +209,21 @@ pub fn host_and_sim(
         push_unless_set(&mut sets, "sim.cgroup", &host.machine.cgroup);
     }
     let s = Scenario::load(scenario, &sets, Target::Sim)?;
+    if from.placement && from.seeds > 1 {
+        anyhow::bail!(
+            "--placement-from-host already gives one simulation per host run: drop --sim-seeds"
+        );
+    }
+    if from.seeds > 1 {
+        drop(s);
+        let sim = sim_per_seed(scenario, &sets, from.seeds)?;
+        return Ok(HostAndSim {
+            host,
+            sim,
+            background,
+            placements: None,
+        });
+    }
     if from.placement {
         let placements = host_placements(&host, &s)?;
         drop(s);

@@ -28,6 +28,9 @@ pub struct ConfigResult {
     pub host_oom_kills: Vec<u64>,
     pub host_valid_runs: usize,
     pub host_runs: usize,
+    /// Simulations behind the sim column (`--sim-seeds`, or one per host run with
+    /// `--placement-from-host`; the column is their median).
+    pub sim_runs: usize,
     pub sim_oom_kills: u64,
     /// Wall seconds the configuration took (host runs and simulation).
     pub seconds: f64,
@@ -79,6 +82,7 @@ impl ConfigResult {
             host_oom_kills: vec![],
             host_valid_runs: 0,
             host_runs: 0,
+            sim_runs: 0,
             sim_oom_kills: 0,
             seconds,
             error: None,
@@ -94,6 +98,7 @@ impl ConfigResult {
         self.host_oom_kills = host.runs.iter().map(|x| x.oom_kills).collect();
         self.host_valid_runs = host.runs.iter().filter(|x| x.valid).count();
         self.host_runs = host.runs.len();
+        self.sim_runs = sim.runs.len();
         self.sim_oom_kills = sim.runs.iter().map(|x| x.oom_kills).sum();
         self.docs = Some((host, sim));
     }
@@ -123,6 +128,7 @@ fn write_full(
         "cli_sets": key.cli_sets,
         "background_from_host": key.from.background,
         "placement_from_host": key.from.placement,
+        "sim_seeds": key.from.seeds.max(1),
         "seconds": seconds,
         "complete": complete,
         "configs_total": suite.configs.len(),
