@@ -28,6 +28,11 @@ pub struct CostTable {
     pub fault_base: u64,
     /// clear_page of a 4 KiB page (rep stosb at ~20 GB/s): ~200 ns.
     pub zero_page: u64,
+    /// Per 4 KiB page of one long clear: folio_zero_segment zeroes a whole large page-cache
+    /// folio with one memset (zero_user_segments without HIGHMEM), so a folio of n pages costs
+    /// `zero_page` once and this for each further page. Estimate: 200 ns, as `zero_page` (no
+    /// saving assumed where it is not measured).
+    pub zero_page_long: u64,
     /// Compress one 4 KiB page in zram (lzo-rle, ~700 MB/s per core): ~6 us.
     pub zram_compress: u64,
     /// Decompress one 4 KiB page from zram (lzo-rle, ~2 GB/s): ~2 us.
@@ -207,11 +212,16 @@ pub struct CostTable {
     /// the eviction memcg's lruvec, workingset_test_recent's refault distance against the
     /// flushed LRU sizes, the WORKINGSET_REFAULT statistics. ~100 ns. Estimate.
     pub workingset_refault: u64,
-    /// The filesystem's read path per page it fills without a device read (a hole or an
-    /// unwritten block): ext4_mpage_readpages' loop over the folio's blocks and
-    /// ext4_map_blocks' extent-status lookup, beyond the zeroing (`zero_page`). A page read
-    /// from the device has this inside `file_read_page`. ~100 ns. Estimate.
+    /// The filesystem's block lookup per 4 KiB block it fills without a device read (a hole or
+    /// an unwritten block): ext4_mpage_readpages calls ext4_map_blocks (the extent-status
+    /// lookup under its read lock) for each block that does not map, however large the folio.
+    /// A page read from the device has this inside `file_read_page`. ~50 ns. Estimate.
     pub fs_map_block: u64,
+    /// ext4_mpage_readpages' work per folio it fills without a device read, beyond the block
+    /// lookups and the zeroing: readahead_folio (the xarray lookup and reference), the folio's
+    /// set-up and the loop around it. ~50 ns. Estimate (with `fs_map_block`, the earlier
+    /// 100-ns estimate per order-0 page, split).
+    pub fs_read_folio: u64,
     /// filemap_release_folio for a page-cache folio with buffer heads, per page: ext4's
     /// release_folio → try_to_free_buffers: drop_buffers under the mapping's i_private_lock
     /// (`release_buffers_locked`), then free_buffer_head for each (slab free with its memcg
@@ -265,6 +275,7 @@ impl CostTable {
             tlb_walk: 30,
             fault_base: 700,
             zero_page: 200,
+            zero_page_long: 200,
             zram_compress: 6000,
             zram_decompress: 2000,
             zram_compress_sparse: 400,
@@ -315,7 +326,8 @@ impl CostTable {
             page_cache_insert_locked: 50,
             page_cache_alloc: 100,
             workingset_refault: 100,
-            fs_map_block: 100,
+            fs_map_block: 50,
+            fs_read_folio: 50,
             release_buffers: 150,
             release_buffers_locked: 90,
             swap_complete_page: 400,

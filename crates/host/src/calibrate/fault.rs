@@ -11,7 +11,7 @@
 //!
 //! Each sample is the median over 2 MiB batches of the time per page.
 
-use super::mem::{batched_median, clear_page, pin, Region, PAGE};
+use super::mem::{batched_median, clear_bytes, clear_page, pin, Region, PAGE};
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
@@ -47,6 +47,10 @@ pub fn anon_faults(pages: usize, samples: usize) -> Result<Faults> {
 pub struct Access {
     /// ns per page: `rep stosb` over the page (clear_page_erms).
     pub clear: Vec<f64>,
+    /// ns per page: one `rep stosb` over each 2 MiB of the region (the kernel's memset of a
+    /// PMD-sized folio in folio_zero_segment).
+    #[serde(default)]
+    pub clear_2m: Vec<f64>,
     /// ns per page: a store pass (memset) over a resident page.
     pub store: Vec<f64>,
     /// ns per page: a load pass (summing its words) over a resident page.
@@ -65,6 +69,12 @@ pub fn resident_access(pages: usize, samples: usize) -> Result<Access> {
     for s in 0..samples {
         out.clear
             .push(batched_median(pages, BATCH, |i| clear_page(r.page(i))));
+        // BATCH pages are 2 MiB: one clear per batch.
+        out.clear_2m.push(
+            batched_median(pages / BATCH, 1, |i| {
+                clear_bytes(r.page(i * BATCH), BATCH * PAGE)
+            }) / BATCH as f64,
+        );
         out.store.push(batched_median(pages, BATCH, |i| {
             // SAFETY: one page inside the region.
             unsafe { std::ptr::write_bytes(r.page(i), s as u8 + 1, PAGE) }
@@ -89,10 +99,12 @@ mod tests {
         let f = anon_faults(64, 2).unwrap();
         assert_eq!((f.read.len(), f.write.len()), (2, 2));
         assert!(f.read.iter().chain(&f.write).all(|v| *v > 0.0));
-        let a = resident_access(64, 2).unwrap();
+        let a = resident_access(1024, 2).unwrap();
+        assert_eq!(a.clear_2m.len(), 2);
         assert!(a
             .clear
             .iter()
+            .chain(&a.clear_2m)
             .chain(&a.store)
             .chain(&a.load)
             .all(|v| *v > 0.0));

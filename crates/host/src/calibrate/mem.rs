@@ -116,21 +116,27 @@ pub fn batched_median(n: usize, batch: usize, mut f: impl FnMut(usize)) -> f64 {
 
 /// clear_page as x86 kernels with ERMS do it (clear_page_erms: `rep stosb` over the page).
 pub fn clear_page(p: *mut u8) {
+    clear_bytes(p, PAGE)
+}
+
+/// One `rep stosb` of `len` zero bytes at `p`: clear_page_erms for a page, the kernel's memset
+/// (__pi_memset) for folio_zero_segment over a whole large folio.
+pub fn clear_bytes(p: *mut u8, len: usize) {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: p points to one writable page; rep stosb writes rcx bytes at rdi.
+    // SAFETY: p points to len writable bytes; rep stosb writes rcx bytes at rdi.
     unsafe {
         std::arch::asm!(
             "rep stosb",
-            inout("rcx") PAGE => _,
+            inout("rcx") len => _,
             inout("rdi") p => _,
             in("al") 0u8,
             options(nostack, preserves_flags)
         );
     }
     #[cfg(not(target_arch = "x86_64"))]
-    // SAFETY: p points to one writable page.
+    // SAFETY: p points to len writable bytes.
     unsafe {
-        std::ptr::write_bytes(p, 0, PAGE)
+        std::ptr::write_bytes(p, 0, len)
     }
 }
 

@@ -325,11 +325,13 @@ impl Kernel {
         }
     }
 
-    /// Cost of filling pages `first..first + nr` of `file` on a miss: zeroing for a hole of
-    /// a sparse file or an unwritten block, with the filesystem's block lookup for it
-    /// (ext4_mpage_readpages → ext4_map_blocks finds no mapped block and zeroes the page),
-    /// and the device read (`file_read_page`) of the others, as (zeroing ns, lookup ns,
-    /// device ns).
+    /// Cost of filling the folio of pages `first..first + nr` of `file` on a miss: zeroing
+    /// for a hole of a sparse file or an unwritten block, with the filesystem's work for it
+    /// (ext4_mpage_readpages: ext4_map_blocks for every block that does not map, the folio's
+    /// own handling once), and the device read (`file_read_page`) of the others, as (zeroing
+    /// ns, filesystem ns, device ns). A folio with no block mapped is zeroed by one
+    /// folio_zero_segment, a single memset over the folio: one clear's start (`zero_page`)
+    /// and `zero_page_long` for each further page.
     pub fn file_read_cost(&mut self, file: usize, first: u64, nr: u64) -> (u64, u64, u64) {
         let zeroed = if self.ra.sparse {
             nr
@@ -342,11 +344,19 @@ impl Kernel {
         self.vmstat.count_vm_events(FILE_PAGES_ZEROED, zeroed);
         self.vmstat
             .count_vm_events(FILE_PAGES_READ_FROM_DEVICE, nr - zeroed);
-        (
-            zeroed * self.cost.zero_page,
-            zeroed * self.cost.fs_map_block,
-            (nr - zeroed) * self.cost.file_read_page,
-        )
+        let zero = if zeroed == nr && nr > 1 {
+            self.cost.zero_page + (nr - 1) * self.cost.zero_page_long
+        } else {
+            // Mapped and unmapped blocks in one folio (ext4 zeroes the tail after its first
+            // hole, or reads block by block): each zeroed page its own clear.
+            zeroed * self.cost.zero_page
+        };
+        let fs = if zeroed > 0 {
+            self.cost.fs_read_folio + zeroed * self.cost.fs_map_block
+        } else {
+            0
+        };
+        (zero, fs, (nr - zeroed) * self.cost.file_read_page)
     }
 
     /// The readahead part of filemap_fault for page `vp` of `file` (mapped by `mm`), run

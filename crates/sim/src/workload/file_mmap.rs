@@ -10,7 +10,9 @@ use crate::kernel::{Backing, File, Kernel};
 use reclaimlab_core::scenario::{FileMmapRw, Pattern};
 use reclaimlab_core::Scenario;
 
-pub fn mmap_rw_model(write: bool, random: bool) -> AccessModel {
+/// `byte_touch`: each access is one byte, as bench's worker does (Mapping::touch); false for
+/// a workload whose program passes over the page.
+pub fn mmap_rw_model(write: bool, random: bool, byte_touch: bool) -> AccessModel {
     AccessModel {
         sweeps: vec![if write { Sweep::Write } else { Sweep::Read }],
         random,
@@ -18,11 +20,12 @@ pub fn mmap_rw_model(write: bool, random: bool) -> AccessModel {
         bogo_units_per_store: 0,
         one_cycle: false,
         ycsb: None,
-        byte_touch: false,
+        byte_touch,
     }
 }
 
-pub fn populate_model() -> AccessModel {
+/// One pass over the file (`byte_touch` as for `mmap_rw_model`).
+pub fn populate_model(byte_touch: bool) -> AccessModel {
     AccessModel {
         sweeps: vec![Sweep::Read],
         random: false,
@@ -30,7 +33,7 @@ pub fn populate_model() -> AccessModel {
         bogo_units_per_store: 0,
         one_cycle: true,
         ycsb: None,
-        byte_touch: false,
+        byte_touch,
     }
 }
 
@@ -53,9 +56,12 @@ pub fn data_file(k: &mut Kernel, cfg: &SimConfig, pages: u64) -> usize {
 
 impl super::Workload for FileMmapRw {
     fn access_model(&self, _k: &Kernel) -> anyhow::Result<AccessModel> {
+        // bench's worker touches one byte of each page it visits (a volatile load, or an
+        // atomic add for a write): `touch_line`, not a pass over the page.
         Ok(mmap_rw_model(
             self.write,
             matches!(self.pattern, Pattern::Random),
+            true,
         ))
     }
 

@@ -33,10 +33,11 @@ impl super::Workload for KswapdMmapRead {
     }
 
     fn access_model(&self, _k: &Kernel) -> anyhow::Result<AccessModel> {
+        // vm-scalability's reader, not bench's worker: its access stays a pass over the page.
         Ok(if random(self) {
-            mmap_rw_model(false, true)
+            mmap_rw_model(false, true, false)
         } else {
-            populate_model()
+            populate_model(false)
         })
     }
 
