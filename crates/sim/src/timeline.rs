@@ -124,20 +124,38 @@ impl Timeline {
 
     /// The start of the first gap at or after `t` that holds `len` ns.
     pub fn first_fit(&self, t: u64, len: u64) -> u64 {
-        let mut s = t;
-        if s >= self.last_end() {
-            return s;
+        self.first_fit_at(t, len).start
+    }
+
+    /// `first_fit`, with the index of the first interval starting after the gap's start
+    /// (for `add_at`, or `refit` to a longer length).
+    pub fn first_fit_at(&self, t: u64, len: u64) -> Fit<usize> {
+        if t >= self.last_end() {
+            return Fit {
+                start: t,
+                at: self.iv.len(),
+            };
         }
         let iv = self.iv.as_slice();
-        let mut i = self.after(s);
-        if i > 0 && iv[i - 1].1 > s {
-            s = iv[i - 1].1;
-        }
+        let i = self.after(t);
+        let s = if i > 0 && iv[i - 1].1 > t {
+            iv[i - 1].1
+        } else {
+            t
+        };
+        self.refit(Fit { start: s, at: i }, len)
+    }
+
+    /// The first gap from `fit` on that holds `len` ns (at least the length `fit` was found
+    /// for): `first_fit_at(t, len)` for the `t` that gave `fit`, without searching again.
+    pub fn refit(&self, fit: Fit<usize>, len: u64) -> Fit<usize> {
+        let iv = self.iv.as_slice();
+        let (mut s, mut i) = (fit.start, fit.at);
         while i < iv.len() && iv[i].0 < s + len.max(1) {
             s = s.max(iv[i].1);
             i += 1;
         }
-        s
+        Fit { start: s, at: i }
     }
 
     /// Add [start, end), merged with the intervals it overlaps or touches.
@@ -187,6 +205,14 @@ impl Timeline {
     }
 }
 
+/// A gap found by `first_fit_at`: its start, and the place of the first interval starting
+/// after it (an index, or a block timeline's place).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fit<P> {
+    pub start: u64,
+    pub at: P,
+}
+
 /// Intervals per block at most (a block that grows past it is split in two halves).
 const BLOCK: usize = 128;
 
@@ -207,7 +233,7 @@ pub struct BlockTimeline {
 
 /// A place in a [`BlockTimeline`]: (block, index in it); `(blocks.len(), 0)` is the end. Always
 /// normalized: the index is inside its block's live part unless the place is the end.
-type Pos = (usize, usize);
+pub type Pos = (usize, usize);
 
 impl BlockTimeline {
     pub fn new(cap: usize) -> BlockTimeline {
@@ -292,17 +318,30 @@ impl BlockTimeline {
 
     /// The start of the first gap at or after `t` that holds `len` ns.
     pub fn first_fit(&self, t: u64, len: u64) -> u64 {
-        let mut s = t;
-        if s >= self.last_end() {
-            return s;
+        self.first_fit_at(t, len).start
+    }
+
+    /// `first_fit`, with the place of the first interval starting after the gap's start (for
+    /// `add_at`, or `refit` to a longer length).
+    pub fn first_fit_at(&self, t: u64, len: u64) -> Fit<Pos> {
+        if t >= self.last_end() {
+            return Fit {
+                start: t,
+                at: self.end(),
+            };
         }
-        let mut p = self.after(s);
-        if let Some(q) = self.prev(p) {
-            let (_, e) = self.get(q);
-            if e > s {
-                s = e;
-            }
-        }
+        let p = self.after(t);
+        let s = match self.prev(p) {
+            Some(q) if self.get(q).1 > t => self.get(q).1,
+            _ => t,
+        };
+        self.refit(Fit { start: s, at: p }, len)
+    }
+
+    /// The first gap from `fit` on that holds `len` ns (at least the length `fit` was found
+    /// for): `first_fit_at(t, len)` for the `t` that gave `fit`, without searching again.
+    pub fn refit(&self, fit: Fit<Pos>, len: u64) -> Fit<Pos> {
+        let (mut s, mut p) = (fit.start, fit.at);
         let end = self.end();
         while p != end {
             let (is, ie) = self.get(p);
@@ -312,11 +351,22 @@ impl BlockTimeline {
             s = s.max(ie);
             p = self.next(p);
         }
-        s
+        Fit { start: s, at: p }
     }
 
     /// Add [start, end), merged with the intervals it overlaps or touches.
     pub fn add(&mut self, start: u64, end: u64) {
+        self.add_found(start, end, None);
+    }
+
+    /// `add`, with the place of the first interval starting after `start` already found (by
+    /// `first_fit_at`, nothing added since).
+    pub fn add_at(&mut self, start: u64, end: u64, after_start: Pos) {
+        debug_assert_eq!(after_start, self.after(start));
+        self.add_found(start, end, Some(after_start));
+    }
+
+    fn add_found(&mut self, start: u64, end: u64, after_start: Option<Pos>) {
         if end <= start {
             return;
         }
@@ -328,7 +378,7 @@ impl BlockTimeline {
             self.len += 1;
         } else {
             let (mut s, mut e) = (start, end);
-            let mut i = self.after(s);
+            let mut i = after_start.unwrap_or_else(|| self.after(s));
             if let Some(q) = self.prev(i) {
                 let (qs, qe) = self.get(q);
                 if qe >= s {
@@ -454,16 +504,55 @@ impl<T: Copy> BlockHistory<T> {
         (i > lo).then(|| self.blocks[k][i - 1])
     }
 
+    /// The place just after every element that satisfies `pred` (true on a prefix, false
+    /// after), for `before`, `advance` and `insert_at`: (block, index in the block's vector),
+    /// the index past the block's first live element unless the place is before them all.
+    pub fn place(&self, mut pred: impl FnMut(&T) -> bool) -> (usize, usize) {
+        self.boundary(&mut pred).unwrap_or((0, self.front))
+    }
+
+    /// The element just before `place` (the last one satisfying its search's `pred`).
+    pub fn before(&self, (k, i): (usize, usize)) -> Option<T> {
+        let lo = if k == 0 { self.front } else { 0 };
+        (i > lo).then(|| self.blocks[k][i - 1])
+    }
+
+    /// `place` moved past the elements after it that satisfy `pred` (true on a prefix, and
+    /// on every element before `place`): `place(pred)` without searching from the back.
+    pub fn advance(
+        &self,
+        (mut k, mut i): (usize, usize),
+        pred: impl Fn(&T) -> bool,
+    ) -> (usize, usize) {
+        loop {
+            if i < self.blocks.get(k).map_or(0, Vec::len) {
+                if !pred(&self.blocks[k][i]) {
+                    return (k, i);
+                }
+                i += 1;
+            } else if k + 1 < self.blocks.len() && pred(&self.blocks[k + 1][0]) {
+                (k, i) = (k + 1, 1);
+            } else {
+                return (k, i);
+            }
+        }
+    }
+
     /// Insert `x` after every element satisfying `pred` (true on a prefix: those that sort at
     /// or before `x`).
-    pub fn insert_after(&mut self, x: T, mut pred: impl FnMut(&T) -> bool) {
+    pub fn insert_after(&mut self, x: T, pred: impl FnMut(&T) -> bool) {
+        let at = self.place(pred);
+        self.insert_at(x, at);
+    }
+
+    /// Insert `x` at `at`, a place found by `place` or `advance` (nothing inserted or
+    /// dropped since).
+    pub fn insert_at(&mut self, x: T, (k, i): (usize, usize)) {
         self.len += 1;
-        let at = self.boundary(&mut pred);
-        let Some((k, i)) = at.or_else(|| (!self.blocks.is_empty()).then_some((0, self.front)))
-        else {
+        if self.blocks.is_empty() {
             self.blocks.push(vec![x]);
             return;
-        };
+        }
         if k + 1 == self.blocks.len() && i == self.blocks[k].len() && i >= BLOCK {
             // At the very end of a full block: a new block (appends stay cheap).
             self.blocks.push(vec![x]);
@@ -606,6 +695,56 @@ mod tests {
             }
             let flat: Vec<(u64, u64)> = a.blocks.concat();
             assert_eq!(&flat[a.front..], b.iv.as_slice());
+        }
+    }
+
+    /// A gap found for one length and refitted to a longer one is the gap searched for the
+    /// longer one, and its place is where `add` would search for it, in both timelines.
+    #[test]
+    fn refit_matches_first_fit_and_places_match_after() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+        let (mut a, mut b) = (BlockTimeline::new(700), Timeline::new(700));
+        let mut now = 0u64;
+        for step in 0..20_000 {
+            now += rng.gen_range(0..40);
+            let t = now.saturating_sub(rng.gen_range(0..30_000));
+            let (l1, l2) = (rng.gen_range(0..50), rng.gen_range(0..150));
+            let (fa, fb) = (a.first_fit_at(t, l1), b.first_fit_at(t, l1));
+            assert_eq!(fa.start, b.first_fit(t, l1), "step {step}");
+            assert_eq!((fa.start, fa.at), (fa.start, a.after(fa.start)));
+            assert_eq!((fb.start, fb.at), (fb.start, b.after(fb.start)));
+            let l2 = l1.max(l2);
+            let (ra, rb) = (a.refit(fa, l2), b.refit(fb, l2));
+            assert_eq!(ra.start, b.first_fit(t, l2), "step {step}");
+            assert_eq!(rb.start, ra.start);
+            assert_eq!(ra.at, a.after(ra.start));
+            assert_eq!(rb.at, b.after(rb.start));
+            a.add_at(ra.start, ra.start + l2, ra.at);
+            b.add_at(rb.start, rb.start + l2, rb.at);
+            assert_eq!(a.last_end(), b.last_end());
+        }
+    }
+
+    /// `advance` from an earlier element's place finds the place a search would.
+    #[test]
+    fn block_history_advance_matches_place() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(13);
+        let mut h = BlockHistory::new();
+        let mut now = 0u64;
+        for step in 0..20_000 {
+            now += rng.gen_range(0..30);
+            let t = now.saturating_sub(rng.gen_range(0..5_000));
+            let u = t + rng.gen_range(0..3_000);
+            let from = h.place(|&x| x <= t);
+            let at = h.advance(from, |&x| x <= u);
+            assert_eq!(at, h.place(|&x| x <= u), "step {step}");
+            assert_eq!(h.before(from), h.last_where(|&x| x <= t));
+            h.insert_at(u, at);
+            if h.len() > 1000 {
+                h.pop_front();
+            }
         }
     }
 
