@@ -217,11 +217,13 @@ pub struct Fit<P> {
 const BLOCK: usize = 128;
 
 /// The intervals in order, in blocks of at most `BLOCK`, for a lock shared by every CPU: with
-/// many CPUs a lagging one's request lands far behind the latest holds, and inserting it moves at most one block's
-/// tail instead of everything after it. Searches go from the back (blocks by their first start,
-/// then within the block). The oldest intervals are forgotten from the first block by a
-/// cursor (as in [`BlockHistory`]), the block itself once it is used up: a full timeline
-/// forgets one interval per add, which must not move the first block each time.
+/// many CPUs a lagging one's request lands far behind the latest holds, and inserting it moves
+/// at most one block's tail instead of everything after it. Searches go from the back over the
+/// blocks (by their first start), then bisect the block (a request lands tens of intervals
+/// behind the latest, where galloping from the block's end takes more probes). The oldest
+/// intervals are forgotten from the first block by a cursor (as in [`BlockHistory`]), the
+/// block itself once it is used up: a full timeline forgets one interval per add, which must
+/// not move the first block each time.
 #[derive(Clone, Debug, Default)]
 pub struct BlockTimeline {
     blocks: Vec<Vec<(u64, u64)>>,
@@ -298,7 +300,7 @@ impl BlockTimeline {
         }
         let b = &self.blocks[k - 1];
         let lo = self.lo(k - 1);
-        let i = lo + partition_point_back(&b[lo..], |&(s, _)| s <= t);
+        let i = lo + b[lo..].partition_point(|&(s, _)| s <= t);
         if i == b.len() {
             (k, 0)
         } else {
@@ -448,9 +450,9 @@ impl BlockTimeline {
 
 /// A sorted sequence with a bounded history in blocks of at most `BLOCK` (128; a block that grows
 /// past it is split in two halves): inserting far behind the latest element moves at most one
-/// block's tail, where one vector would move everything after it. Searched from the back
-/// (blocks by their first element, then within the block); the oldest elements are dropped
-/// from the first block by a cursor, the block itself once it is used up.
+/// block's tail, where one vector would move everything after it. Searched from the back over
+/// the blocks (by their first element), then by bisecting the block; the oldest elements are
+/// dropped from the first block by a cursor, the block itself once it is used up.
 #[derive(Clone, Debug, Default)]
 pub struct BlockHistory<T> {
     blocks: Vec<Vec<T>>,
@@ -494,7 +496,7 @@ impl<T: Copy> BlockHistory<T> {
         let k = partition_point_back(&self.blocks, |b| pred(&b[0]));
         let k = k.checked_sub(1)?;
         let lo = if k == 0 { self.front } else { 0 };
-        Some((k, lo + partition_point_back(self.live(k), &mut *pred)))
+        Some((k, lo + self.live(k).partition_point(&mut *pred)))
     }
 
     /// The last element satisfying `pred` (true on a prefix, false after).
