@@ -219,8 +219,7 @@ const BLOCK: usize = 128;
 /// The intervals in order, in blocks of at most `BLOCK`, for a lock shared by every CPU: with
 /// many CPUs a lagging one's request lands far behind the latest holds, and inserting it moves
 /// at most one block's tail instead of everything after it. Searches go from the back over the
-/// blocks (by their first start), then bisect the block (a request lands tens of intervals
-/// behind the latest, where galloping from the block's end takes more probes). The oldest
+/// blocks (by their first start), then within the block (`partition_point_block`). The oldest
 /// intervals are forgotten from the first block by a cursor (as in [`BlockHistory`]), the
 /// block itself once it is used up: a full timeline forgets one interval per add, which must
 /// not move the first block each time.
@@ -300,7 +299,7 @@ impl BlockTimeline {
         }
         let b = &self.blocks[k - 1];
         let lo = self.lo(k - 1);
-        let i = lo + b[lo..].partition_point(|&(s, _)| s <= t);
+        let i = lo + partition_point_block(&b[lo..], |&(s, _)| s <= t);
         if i == b.len() {
             (k, 0)
         } else {
@@ -451,8 +450,9 @@ impl BlockTimeline {
 /// A sorted sequence with a bounded history in blocks of at most `BLOCK` (128; a block that grows
 /// past it is split in two halves): inserting far behind the latest element moves at most one
 /// block's tail, where one vector would move everything after it. Searched from the back over
-/// the blocks (by their first element), then by bisecting the block; the oldest elements are
-/// dropped from the first block by a cursor, the block itself once it is used up.
+/// the blocks (by their first element), then within the block (`partition_point_block`); the
+/// oldest elements are dropped from the first block by a cursor, the block itself once it is
+/// used up.
 #[derive(Clone, Debug, Default)]
 pub struct BlockHistory<T> {
     blocks: Vec<Vec<T>>,
@@ -496,7 +496,7 @@ impl<T: Copy> BlockHistory<T> {
         let k = partition_point_back(&self.blocks, |b| pred(&b[0]));
         let k = k.checked_sub(1)?;
         let lo = if k == 0 { self.front } else { 0 };
-        Some((k, lo + self.live(k).partition_point(&mut *pred)))
+        Some((k, lo + partition_point_block(self.live(k), &mut *pred)))
     }
 
     /// The last element satisfying `pred` (true on a prefix, false after).
@@ -591,6 +591,16 @@ impl<T: Copy> BlockHistory<T> {
     }
 }
 
+/// `v.partition_point(pred)` for a block: its end when its last element satisfies `pred` (a
+/// request at or after the latest, as most holders are), else a bisection (a lagging CPU's
+/// request lands tens of elements behind the latest, where galloping takes more probes).
+fn partition_point_block<T>(v: &[T], mut pred: impl FnMut(&T) -> bool) -> usize {
+    match v.split_last() {
+        Some((last, rest)) if !pred(last) => rest.partition_point(pred),
+        _ => v.len(),
+    }
+}
+
 /// `v.partition_point(pred)` (`pred` true on a prefix of `v`, false after), searched from the
 /// back: galloping towards the front, then a binary search in the last stride. Events arrive
 /// nearly in time order, so the answer is usually near the end: O(log distance from the end).
@@ -612,7 +622,9 @@ pub fn partition_point_back<T>(v: &[T], mut pred: impl FnMut(&T) -> bool) -> usi
 
 #[cfg(test)]
 mod tests {
-    use super::{partition_point_back, BlockHistory, BlockTimeline, History, Timeline};
+    use super::{
+        partition_point_back, partition_point_block, BlockHistory, BlockTimeline, History, Timeline,
+    };
 
     #[test]
     fn block_history_matches_a_sorted_vector() {
@@ -751,12 +763,17 @@ mod tests {
     }
 
     #[test]
-    fn partition_point_back_matches_partition_point() {
+    fn partition_point_back_and_block_match_partition_point() {
         for n in 0..40u64 {
             let v: Vec<u64> = (0..n).map(|x| x * 2).collect();
             for t in 0..(2 * n + 2) {
                 assert_eq!(
                     partition_point_back(&v, |&x| x <= t),
+                    v.partition_point(|&x| x <= t),
+                    "n {n} t {t}"
+                );
+                assert_eq!(
+                    partition_point_block(&v, |&x| x <= t),
                     v.partition_point(|&x| x <= t),
                     "n {n} t {t}"
                 );
