@@ -37,7 +37,7 @@
 
 use crate::cputime::Spent;
 use crate::kernel::{CpuId, Kernel};
-use crate::timeline::{BlockHistory, BlockTimeline, Timeline};
+use crate::timeline::{BlockHistory, BlockTimeline, Fit, Pos, Timeline};
 
 /// Holds remembered per lock (see the module doc).
 pub const LOCK_HISTORY: usize = 4096;
@@ -138,11 +138,12 @@ impl SpinLock {
     /// `sec.lines` cache lines the previous holder wrote: if that holder was another CPU, each
     /// line costs `sec.transfer` ns more. Returns the hold's start and its length.
     pub fn acquire_section(&mut self, t: u64, cpu: CpuId, hold: u64, sec: Section) -> (u64, u64) {
-        let mut s = self.first_fit(t, hold);
-        let mut len = hold;
-        if sec.lines > 0 && self.holder_before(s).is_some_and(|c| c != cpu) {
-            len += sec.lines * sec.transfer;
-            s = self.first_fit(t, len);
+        let placed = match &mut self.holds {
+            Holds::Flat(h) => place_hold(h, &mut self.holders, t, cpu, hold, sec),
+            Holds::Blocks(h) => place_hold(h, &mut self.holders, t, cpu, hold, sec),
+        };
+        let (s, len) = (placed.start, placed.len);
+        if placed.remote {
             self.remote_handoffs += 1;
             self.line_transfers += sec.lines;
         }
@@ -152,36 +153,97 @@ impl SpinLock {
             self.contended += 1;
             self.wait_ns += s - t;
         }
-        match &mut self.holds {
-            Holds::Flat(h) => h.add(s, s + len),
-            Holds::Blocks(h) => h.add(s, s + len),
-        }
-        self.note_holder(s + len, cpu);
         (s, len)
     }
+}
 
-    fn first_fit(&self, t: u64, len: u64) -> u64 {
-        match &self.holds {
-            Holds::Flat(h) => h.first_fit(t, len),
-            Holds::Blocks(h) => h.first_fit(t, len),
-        }
+/// A hold placed by `place_hold`.
+struct Placed {
+    start: u64,
+    len: u64,
+    /// Its previous holder was another CPU (the section fetched `sec.lines`).
+    remote: bool,
+}
+
+/// A lock's busy periods, in one vector or in blocks.
+trait HoldTimeline {
+    type Pos: Copy;
+    fn first_fit_at(&self, t: u64, len: u64) -> Fit<Self::Pos>;
+    fn refit(&self, fit: Fit<Self::Pos>, len: u64) -> Fit<Self::Pos>;
+    fn add_at(&mut self, start: u64, end: u64, at: Self::Pos);
+}
+
+impl HoldTimeline for Timeline {
+    type Pos = usize;
+    fn first_fit_at(&self, t: u64, len: u64) -> Fit<usize> {
+        Timeline::first_fit_at(self, t, len)
     }
-
-    /// The CPU whose remembered hold ended last at or before `s`.
-    fn holder_before(&self, s: u64) -> Option<CpuId> {
-        self.holders
-            .last_where(|&p| p >> HOLDER_CPU_BITS <= s)
-            .map(|p| (p & ((1 << HOLDER_CPU_BITS) - 1)) as CpuId)
+    fn refit(&self, fit: Fit<usize>, len: u64) -> Fit<usize> {
+        Timeline::refit(self, fit, len)
     }
+    fn add_at(&mut self, start: u64, end: u64, at: usize) {
+        Timeline::add_at(self, start, end, at)
+    }
+}
 
-    fn note_holder(&mut self, end: u64, cpu: CpuId) {
-        debug_assert!(end < 1 << (64 - HOLDER_CPU_BITS) && cpu < 1 << HOLDER_CPU_BITS);
-        let packed = end << HOLDER_CPU_BITS | cpu as u64;
-        self.holders
-            .insert_after(packed, |&p| p >> HOLDER_CPU_BITS <= end);
-        if self.holders.len() > HOLDER_HISTORY {
-            self.holders.pop_front();
+impl HoldTimeline for BlockTimeline {
+    type Pos = Pos;
+    fn first_fit_at(&self, t: u64, len: u64) -> Fit<Pos> {
+        BlockTimeline::first_fit_at(self, t, len)
+    }
+    fn refit(&self, fit: Fit<Pos>, len: u64) -> Fit<Pos> {
+        BlockTimeline::refit(self, fit, len)
+    }
+    fn add_at(&mut self, start: u64, end: u64, at: Pos) {
+        BlockTimeline::add_at(self, start, end, at)
+    }
+}
+
+/// Place a section of `hold` ns wanted at `t` on `cpu`: the first gap at or after `t` that
+/// fits it, longer by the line transfers if the CPU whose remembered hold ended last at or
+/// before the gap's start was another one (then the first gap that fits the longer section).
+/// Records the hold and its holder. Each history is searched once: the gap's place serves the
+/// longer search and the add, the holder's place (the last ending at or before the start) is
+/// moved forward to the new hold's end.
+fn place_hold<H: HoldTimeline>(
+    holds: &mut H,
+    holders: &mut BlockHistory<u64>,
+    t: u64,
+    cpu: CpuId,
+    hold: u64,
+    sec: Section,
+) -> Placed {
+    let end_of = |p: &u64| p >> HOLDER_CPU_BITS;
+    let mut fit = holds.first_fit_at(t, hold);
+    let mut len = hold;
+    let mut remote = false;
+    let mut holder_at = None;
+    if sec.lines > 0 {
+        let at = holders.place(|p| end_of(p) <= fit.start);
+        let cpu_of = |p: u64| (p & ((1 << HOLDER_CPU_BITS) - 1)) as CpuId;
+        if holders.before(at).is_some_and(|p| cpu_of(p) != cpu) {
+            len += sec.lines * sec.transfer;
+            fit = holds.refit(fit, len);
+            remote = true;
         }
+        holder_at = Some(at);
+    }
+    let end = fit.start + len;
+    holds.add_at(fit.start, end, fit.at);
+    debug_assert!(end < 1 << (64 - HOLDER_CPU_BITS) && cpu < 1 << HOLDER_CPU_BITS);
+    let ends_by = |p: &u64| end_of(p) <= end;
+    let at = match holder_at {
+        Some(at) => holders.advance(at, ends_by),
+        None => holders.place(ends_by),
+    };
+    holders.insert_at(end << HOLDER_CPU_BITS | cpu as u64, at);
+    if holders.len() > HOLDER_HISTORY {
+        holders.pop_front();
+    }
+    Placed {
+        start: fit.start,
+        len,
+        remote,
     }
 }
 
@@ -358,7 +420,76 @@ impl Kernel {
 
 #[cfg(test)]
 mod tests {
-    use super::{Section, SpinLock};
+    use super::{Section, SpinLock, HOLDER_CPU_BITS, HOLDER_HISTORY, LOCK_HISTORY};
+    use crate::timeline::{BlockHistory, Timeline};
+
+    /// A section placed with a search per question (the gap, the previous holder, the gap
+    /// for the longer section, the add, the holder's insert): what `acquire_section` must
+    /// give with its fused searches.
+    fn searched_section(
+        holds: &mut Timeline,
+        holders: &mut BlockHistory<u64>,
+        (t, cpu, hold): (u64, usize, u64),
+        sec: Section,
+    ) -> (u64, u64) {
+        let mut s = holds.first_fit(t, hold);
+        let mut len = hold;
+        let before = holders.last_where(|&p| p >> HOLDER_CPU_BITS <= s);
+        if sec.lines > 0 && before.is_some_and(|p| p & 0xffff != cpu as u64) {
+            len += sec.lines * sec.transfer;
+            s = holds.first_fit(t, len);
+        }
+        holds.add(s, s + len);
+        let end = s + len;
+        holders.insert_after(end << HOLDER_CPU_BITS | cpu as u64, |&p| {
+            p >> HOLDER_CPU_BITS <= end
+        });
+        if holders.len() > HOLDER_HISTORY {
+            holders.pop_front();
+        }
+        (s, len)
+    }
+
+    /// Random sections, mostly near the latest hold, some far behind it (before everything
+    /// the lock remembers): the fused searches place each as the separate ones do, in one
+    /// vector and in blocks, and keep the holders in the same places.
+    #[test]
+    fn fused_searches_place_sections_as_separate_searches_do() {
+        use rand::{Rng, SeedableRng};
+        for nr_cpus in [1, 16] {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+            let mut lock = SpinLock::new(nr_cpus);
+            let mut holds = Timeline::new(LOCK_HISTORY);
+            let mut holders = BlockHistory::new();
+            let mut now = 0u64;
+            let mut remote = 0;
+            for n in 0..30_000 {
+                // Phases of a saturated lock and of one with gaps between holds.
+                now += rng.gen_range(0..[300, 1_000][n / 2_000 % 2]);
+                let back = if rng.gen_bool(0.05) {
+                    rng.gen_range(0..2_000_000)
+                } else {
+                    rng.gen_range(0..2_000)
+                };
+                let t = now.saturating_sub(back);
+                let cpu = rng.gen_range(0..4);
+                let hold = rng.gen_range(1..200);
+                let sec = Section {
+                    lines: [0, 1, 3][rng.gen_range(0..3)],
+                    transfer: rng.gen_range(0..200),
+                };
+                let want = searched_section(&mut holds, &mut holders, (t, cpu, hold), sec);
+                let before = lock.remote_handoffs;
+                assert_eq!(lock.acquire_section(t, cpu, hold, sec), want, "section {n}");
+                remote += lock.remote_handoffs - before;
+                if n % 64 == 0 {
+                    let same = format!("{:?}", lock.holders) == format!("{holders:?}");
+                    assert!(same, "the holders are kept in the same places, section {n}");
+                }
+            }
+            assert!(remote > 1000, "remote hand-overs were exercised: {remote}");
+        }
+    }
 
     const SEC: Section = Section {
         lines: 3,

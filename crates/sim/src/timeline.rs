@@ -124,20 +124,38 @@ impl Timeline {
 
     /// The start of the first gap at or after `t` that holds `len` ns.
     pub fn first_fit(&self, t: u64, len: u64) -> u64 {
-        let mut s = t;
-        if s >= self.last_end() {
-            return s;
+        self.first_fit_at(t, len).start
+    }
+
+    /// `first_fit`, with the index of the first interval starting after the gap's start
+    /// (for `add_at`, or `refit` to a longer length).
+    pub fn first_fit_at(&self, t: u64, len: u64) -> Fit<usize> {
+        if t >= self.last_end() {
+            return Fit {
+                start: t,
+                at: self.iv.len(),
+            };
         }
         let iv = self.iv.as_slice();
-        let mut i = self.after(s);
-        if i > 0 && iv[i - 1].1 > s {
-            s = iv[i - 1].1;
-        }
+        let i = self.after(t);
+        let s = if i > 0 && iv[i - 1].1 > t {
+            iv[i - 1].1
+        } else {
+            t
+        };
+        self.refit(Fit { start: s, at: i }, len)
+    }
+
+    /// The first gap from `fit` on that holds `len` ns (at least the length `fit` was found
+    /// for): `first_fit_at(t, len)` for the `t` that gave `fit`, without searching again.
+    pub fn refit(&self, fit: Fit<usize>, len: u64) -> Fit<usize> {
+        let iv = self.iv.as_slice();
+        let (mut s, mut i) = (fit.start, fit.at);
         while i < iv.len() && iv[i].0 < s + len.max(1) {
             s = s.max(iv[i].1);
             i += 1;
         }
-        s
+        Fit { start: s, at: i }
     }
 
     /// Add [start, end), merged with the intervals it overlaps or touches.
@@ -187,15 +205,24 @@ impl Timeline {
     }
 }
 
+/// A gap found by `first_fit_at`: its start, and the place of the first interval starting
+/// after it (an index, or a block timeline's place).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fit<P> {
+    pub start: u64,
+    pub at: P,
+}
+
 /// Intervals per block at most (a block that grows past it is split in two halves).
 const BLOCK: usize = 128;
 
 /// The intervals in order, in blocks of at most `BLOCK`, for a lock shared by every CPU: with
-/// many CPUs a lagging one's request lands far behind the latest holds, and inserting it moves at most one block's
-/// tail instead of everything after it. Searches go from the back (blocks by their first start,
-/// then within the block). The oldest intervals are forgotten from the first block by a
-/// cursor (as in [`BlockHistory`]), the block itself once it is used up: a full timeline
-/// forgets one interval per add, which must not move the first block each time.
+/// many CPUs a lagging one's request lands far behind the latest holds, and inserting it moves
+/// at most one block's tail instead of everything after it. Searches go from the back over the
+/// blocks (by their first start), then within the block (`partition_point_block`). The oldest
+/// intervals are forgotten from the first block by a cursor (as in [`BlockHistory`]), the
+/// block itself once it is used up: a full timeline forgets one interval per add, which must
+/// not move the first block each time.
 #[derive(Clone, Debug, Default)]
 pub struct BlockTimeline {
     blocks: Vec<Vec<(u64, u64)>>,
@@ -207,7 +234,7 @@ pub struct BlockTimeline {
 
 /// A place in a [`BlockTimeline`]: (block, index in it); `(blocks.len(), 0)` is the end. Always
 /// normalized: the index is inside its block's live part unless the place is the end.
-type Pos = (usize, usize);
+pub type Pos = (usize, usize);
 
 impl BlockTimeline {
     pub fn new(cap: usize) -> BlockTimeline {
@@ -272,7 +299,7 @@ impl BlockTimeline {
         }
         let b = &self.blocks[k - 1];
         let lo = self.lo(k - 1);
-        let i = lo + partition_point_back(&b[lo..], |&(s, _)| s <= t);
+        let i = lo + partition_point_block(&b[lo..], |&(s, _)| s <= t);
         if i == b.len() {
             (k, 0)
         } else {
@@ -292,17 +319,30 @@ impl BlockTimeline {
 
     /// The start of the first gap at or after `t` that holds `len` ns.
     pub fn first_fit(&self, t: u64, len: u64) -> u64 {
-        let mut s = t;
-        if s >= self.last_end() {
-            return s;
+        self.first_fit_at(t, len).start
+    }
+
+    /// `first_fit`, with the place of the first interval starting after the gap's start (for
+    /// `add_at`, or `refit` to a longer length).
+    pub fn first_fit_at(&self, t: u64, len: u64) -> Fit<Pos> {
+        if t >= self.last_end() {
+            return Fit {
+                start: t,
+                at: self.end(),
+            };
         }
-        let mut p = self.after(s);
-        if let Some(q) = self.prev(p) {
-            let (_, e) = self.get(q);
-            if e > s {
-                s = e;
-            }
-        }
+        let p = self.after(t);
+        let s = match self.prev(p) {
+            Some(q) if self.get(q).1 > t => self.get(q).1,
+            _ => t,
+        };
+        self.refit(Fit { start: s, at: p }, len)
+    }
+
+    /// The first gap from `fit` on that holds `len` ns (at least the length `fit` was found
+    /// for): `first_fit_at(t, len)` for the `t` that gave `fit`, without searching again.
+    pub fn refit(&self, fit: Fit<Pos>, len: u64) -> Fit<Pos> {
+        let (mut s, mut p) = (fit.start, fit.at);
         let end = self.end();
         while p != end {
             let (is, ie) = self.get(p);
@@ -312,11 +352,22 @@ impl BlockTimeline {
             s = s.max(ie);
             p = self.next(p);
         }
-        s
+        Fit { start: s, at: p }
     }
 
     /// Add [start, end), merged with the intervals it overlaps or touches.
     pub fn add(&mut self, start: u64, end: u64) {
+        self.add_found(start, end, None);
+    }
+
+    /// `add`, with the place of the first interval starting after `start` already found (by
+    /// `first_fit_at`, nothing added since).
+    pub fn add_at(&mut self, start: u64, end: u64, after_start: Pos) {
+        debug_assert_eq!(after_start, self.after(start));
+        self.add_found(start, end, Some(after_start));
+    }
+
+    fn add_found(&mut self, start: u64, end: u64, after_start: Option<Pos>) {
         if end <= start {
             return;
         }
@@ -328,7 +379,7 @@ impl BlockTimeline {
             self.len += 1;
         } else {
             let (mut s, mut e) = (start, end);
-            let mut i = self.after(s);
+            let mut i = after_start.unwrap_or_else(|| self.after(s));
             if let Some(q) = self.prev(i) {
                 let (qs, qe) = self.get(q);
                 if qe >= s {
@@ -398,9 +449,10 @@ impl BlockTimeline {
 
 /// A sorted sequence with a bounded history in blocks of at most `BLOCK` (128; a block that grows
 /// past it is split in two halves): inserting far behind the latest element moves at most one
-/// block's tail, where one vector would move everything after it. Searched from the back
-/// (blocks by their first element, then within the block); the oldest elements are dropped
-/// from the first block by a cursor, the block itself once it is used up.
+/// block's tail, where one vector would move everything after it. Searched from the back over
+/// the blocks (by their first element), then within the block (`partition_point_block`); the
+/// oldest elements are dropped from the first block by a cursor, the block itself once it is
+/// used up.
 #[derive(Clone, Debug, Default)]
 pub struct BlockHistory<T> {
     blocks: Vec<Vec<T>>,
@@ -444,7 +496,7 @@ impl<T: Copy> BlockHistory<T> {
         let k = partition_point_back(&self.blocks, |b| pred(&b[0]));
         let k = k.checked_sub(1)?;
         let lo = if k == 0 { self.front } else { 0 };
-        Some((k, lo + partition_point_back(self.live(k), &mut *pred)))
+        Some((k, lo + partition_point_block(self.live(k), &mut *pred)))
     }
 
     /// The last element satisfying `pred` (true on a prefix, false after).
@@ -454,16 +506,55 @@ impl<T: Copy> BlockHistory<T> {
         (i > lo).then(|| self.blocks[k][i - 1])
     }
 
+    /// The place just after every element that satisfies `pred` (true on a prefix, false
+    /// after), for `before`, `advance` and `insert_at`: (block, index in the block's vector),
+    /// the index past the block's first live element unless the place is before them all.
+    pub fn place(&self, mut pred: impl FnMut(&T) -> bool) -> (usize, usize) {
+        self.boundary(&mut pred).unwrap_or((0, self.front))
+    }
+
+    /// The element just before `place` (the last one satisfying its search's `pred`).
+    pub fn before(&self, (k, i): (usize, usize)) -> Option<T> {
+        let lo = if k == 0 { self.front } else { 0 };
+        (i > lo).then(|| self.blocks[k][i - 1])
+    }
+
+    /// `place` moved past the elements after it that satisfy `pred` (true on a prefix, and
+    /// on every element before `place`): `place(pred)` without searching from the back.
+    pub fn advance(
+        &self,
+        (mut k, mut i): (usize, usize),
+        pred: impl Fn(&T) -> bool,
+    ) -> (usize, usize) {
+        loop {
+            if i < self.blocks.get(k).map_or(0, Vec::len) {
+                if !pred(&self.blocks[k][i]) {
+                    return (k, i);
+                }
+                i += 1;
+            } else if k + 1 < self.blocks.len() && pred(&self.blocks[k + 1][0]) {
+                (k, i) = (k + 1, 1);
+            } else {
+                return (k, i);
+            }
+        }
+    }
+
     /// Insert `x` after every element satisfying `pred` (true on a prefix: those that sort at
     /// or before `x`).
-    pub fn insert_after(&mut self, x: T, mut pred: impl FnMut(&T) -> bool) {
+    pub fn insert_after(&mut self, x: T, pred: impl FnMut(&T) -> bool) {
+        let at = self.place(pred);
+        self.insert_at(x, at);
+    }
+
+    /// Insert `x` at `at`, a place found by `place` or `advance` (nothing inserted or
+    /// dropped since).
+    pub fn insert_at(&mut self, x: T, (k, i): (usize, usize)) {
         self.len += 1;
-        let at = self.boundary(&mut pred);
-        let Some((k, i)) = at.or_else(|| (!self.blocks.is_empty()).then_some((0, self.front)))
-        else {
+        if self.blocks.is_empty() {
             self.blocks.push(vec![x]);
             return;
-        };
+        }
         if k + 1 == self.blocks.len() && i == self.blocks[k].len() && i >= BLOCK {
             // At the very end of a full block: a new block (appends stay cheap).
             self.blocks.push(vec![x]);
@@ -500,6 +591,16 @@ impl<T: Copy> BlockHistory<T> {
     }
 }
 
+/// `v.partition_point(pred)` for a block: its end when its last element satisfies `pred` (a
+/// request at or after the latest, as most holders are), else a bisection (a lagging CPU's
+/// request lands tens of elements behind the latest, where galloping takes more probes).
+fn partition_point_block<T>(v: &[T], mut pred: impl FnMut(&T) -> bool) -> usize {
+    match v.split_last() {
+        Some((last, rest)) if !pred(last) => rest.partition_point(pred),
+        _ => v.len(),
+    }
+}
+
 /// `v.partition_point(pred)` (`pred` true on a prefix of `v`, false after), searched from the
 /// back: galloping towards the front, then a binary search in the last stride. Events arrive
 /// nearly in time order, so the answer is usually near the end: O(log distance from the end).
@@ -521,7 +622,9 @@ pub fn partition_point_back<T>(v: &[T], mut pred: impl FnMut(&T) -> bool) -> usi
 
 #[cfg(test)]
 mod tests {
-    use super::{partition_point_back, BlockHistory, BlockTimeline, History, Timeline};
+    use super::{
+        partition_point_back, partition_point_block, BlockHistory, BlockTimeline, History, Timeline,
+    };
 
     #[test]
     fn block_history_matches_a_sorted_vector() {
@@ -609,13 +712,68 @@ mod tests {
         }
     }
 
+    /// A gap found for one length and refitted to a longer one is the gap searched for the
+    /// longer one, and its place is where `add` would search for it, in both timelines.
     #[test]
-    fn partition_point_back_matches_partition_point() {
+    fn refit_matches_first_fit_and_places_match_after() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+        let (mut a, mut b) = (BlockTimeline::new(700), Timeline::new(700));
+        let mut now = 0u64;
+        for step in 0..20_000 {
+            now += rng.gen_range(0..40);
+            let t = now.saturating_sub(rng.gen_range(0..30_000));
+            let (l1, l2) = (rng.gen_range(0..50), rng.gen_range(0..150));
+            let (fa, fb) = (a.first_fit_at(t, l1), b.first_fit_at(t, l1));
+            assert_eq!(fa.start, b.first_fit(t, l1), "step {step}");
+            assert_eq!((fa.start, fa.at), (fa.start, a.after(fa.start)));
+            assert_eq!((fb.start, fb.at), (fb.start, b.after(fb.start)));
+            let l2 = l1.max(l2);
+            let (ra, rb) = (a.refit(fa, l2), b.refit(fb, l2));
+            assert_eq!(ra.start, b.first_fit(t, l2), "step {step}");
+            assert_eq!(rb.start, ra.start);
+            assert_eq!(ra.at, a.after(ra.start));
+            assert_eq!(rb.at, b.after(rb.start));
+            a.add_at(ra.start, ra.start + l2, ra.at);
+            b.add_at(rb.start, rb.start + l2, rb.at);
+            assert_eq!(a.last_end(), b.last_end());
+        }
+    }
+
+    /// `advance` from an earlier element's place finds the place a search would.
+    #[test]
+    fn block_history_advance_matches_place() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(13);
+        let mut h = BlockHistory::new();
+        let mut now = 0u64;
+        for step in 0..20_000 {
+            now += rng.gen_range(0..30);
+            let t = now.saturating_sub(rng.gen_range(0..5_000));
+            let u = t + rng.gen_range(0..3_000);
+            let from = h.place(|&x| x <= t);
+            let at = h.advance(from, |&x| x <= u);
+            assert_eq!(at, h.place(|&x| x <= u), "step {step}");
+            assert_eq!(h.before(from), h.last_where(|&x| x <= t));
+            h.insert_at(u, at);
+            if h.len() > 1000 {
+                h.pop_front();
+            }
+        }
+    }
+
+    #[test]
+    fn partition_point_back_and_block_match_partition_point() {
         for n in 0..40u64 {
             let v: Vec<u64> = (0..n).map(|x| x * 2).collect();
             for t in 0..(2 * n + 2) {
                 assert_eq!(
                     partition_point_back(&v, |&x| x <= t),
+                    v.partition_point(|&x| x <= t),
+                    "n {n} t {t}"
+                );
+                assert_eq!(
+                    partition_point_block(&v, |&x| x <= t),
                     v.partition_point(|&x| x <= t),
                     "n {n} t {t}"
                 );
