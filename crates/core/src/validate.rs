@@ -55,7 +55,14 @@ pub struct RatioRow {
     pub host_median: Option<f64>,
     pub host_min: Option<f64>,
     pub host_max: Option<f64>,
+    /// The simulations' median (one simulation: its figure).
     pub sim: Option<f64>,
+    /// With several simulations (`validate --sim-seeds`, `--placement-from-host`): their
+    /// range; absent with one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sim_min: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sim_max: Option<f64>,
     /// (sim − host median) / host median, in percent.
     pub error_pct: Option<f64>,
     pub within_25pct: Option<bool>,
@@ -80,6 +87,7 @@ fn valid_runs(d: &ResultDoc) -> Vec<&RunResult> {
 
 fn row(name: String, host: Vec<f64>, sim: Vec<f64>) -> RatioRow {
     let h = summarize(&host);
+    let range = summarize(&sim).filter(|_| sim.len() > 1);
     let s = summarize(&sim).map(|s| s.median);
     let error_pct = match (h, s) {
         (Some(h), Some(s)) if h.median != 0.0 => Some((s - h.median) / h.median * 100.0),
@@ -92,6 +100,8 @@ fn row(name: String, host: Vec<f64>, sim: Vec<f64>) -> RatioRow {
         host_min: h.map(|h| h.min),
         host_max: h.map(|h| h.max),
         sim: s,
+        sim_min: range.map(|r| r.min),
+        sim_max: range.map(|r| r.max),
         within_25pct: error_pct.map(|e| e.abs() <= 25.0),
         error_pct,
     }
@@ -184,6 +194,22 @@ mod tests {
             (r.host_min, r.host_max, r.sim),
             (Some(0.1), Some(0.3), Some(0.4))
         );
+    }
+
+    /// Several simulations (seeds) give the sim column their median and range; one gives no
+    /// range.
+    #[test]
+    fn several_simulations_give_a_range() {
+        let host = doc(&[(50, 100)]);
+        let t = ratio_table(&host, &doc(&[(40, 100), (90, 100), (60, 100)]));
+        let r = &t[0];
+        assert_eq!(r.ratio, "tlb_shootdowns/pgsteal_anon");
+        assert_eq!(
+            (r.sim, r.sim_min, r.sim_max),
+            (Some(0.6), Some(0.4), Some(0.9))
+        );
+        let one = ratio_table(&host, &doc(&[(40, 100)]));
+        assert_eq!((one[0].sim_min, one[0].sim_max), (None, None));
     }
 
     #[test]

@@ -224,6 +224,8 @@ mod tests {
             host_min: Some(0.4),
             host_max: Some(0.6),
             sim: Some(0.55),
+            sim_min: None,
+            sim_max: None,
             error_pct: Some(10.0),
             within_25pct: Some(true),
         }

@@ -135,7 +135,12 @@ pub fn validate_cells(rows: &[RatioRow]) -> Vec<[String; 4]> {
                     opt(r.host_min),
                     opt(r.host_max)
                 ),
-                opt(r.sim),
+                match (r.sim_min, r.sim_max) {
+                    (Some(lo), Some(hi)) => {
+                        format!("{} [{}–{}]", opt(r.sim), opt(Some(lo)), opt(Some(hi)))
+                    }
+                    _ => opt(r.sim),
+                },
                 err,
             ]
         })
@@ -456,6 +461,8 @@ mod tests {
             host_min: Some(0.4),
             host_max: Some(0.6),
             sim: Some(0.9),
+            sim_min: None,
+            sim_max: None,
             error_pct: Some(err),
             within_25pct: Some(err.abs() <= 25.0),
         };
