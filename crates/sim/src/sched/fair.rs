@@ -41,8 +41,6 @@ pub struct SgStats {
     pub idle_cpus: usize,
     pub weight: usize,
     pub ty: GroupType,
-    /// group_util: the CPUs' cpu_util_cfs.
-    pub util: u64,
     /// load × SCHED_CAPACITY_SCALE / capacity.
     pub avg_load: u64,
 }
@@ -153,21 +151,22 @@ impl Kernel {
         (self.select_idle_cpu(rqs, t, target), true)
     }
 
+    /// sd_llc: the level of `cpu`'s highest domain that shares its last-level cache.
+    fn sd_llc(&self, cpu: CpuId) -> Option<usize> {
+        self.sched.sd[cpu].iter().rposition(|d| d.share_llc)
+    }
+
     /// update_idle_cpu_scan at a periodic balance (not a new-idle one) of `this` CPU's
     /// domain at `lvl`, if that domain is its LLC: SIS_UTIL's scan depth for wake-ups into the
     /// LLC, from the LLC's summed utilisation: llc_weight × (1 − (x/85%)²) CPUs (through
     /// imbalance_pct: 1024 − x²·pct²/(10000·1024), x the mean utilisation), so that a LLC at
-    /// 85% or more is not scanned.
-    fn update_idle_cpu_scan(&mut self, this: CpuId, lvl: usize, sum_util: u64) {
-        let sd = &self.sched.sd[this][lvl];
-        if !self.sched.sis_util
-            || !sd.share_llc
-            || self.sched.sd[this]
-                .get(lvl + 1)
-                .is_some_and(|p| p.share_llc)
-        {
+    /// 85% or more is not scanned. The utilisation is read only here, where it is used.
+    fn update_idle_cpu_scan(&mut self, this: CpuId, lvl: usize, now: u64) {
+        if !self.sched.sis_util || self.sd_llc(this) != Some(lvl) {
             return;
         }
+        let sd = &self.sched.sd[this][lvl];
+        let sum_util: u64 = sd.span.iter().map(|&c| self.cpu_util(c, now)).sum();
         let llc_weight = sd.span.len() as u64;
         let x = sum_util / llc_weight;
         let pct = sd.imbalance_pct;
@@ -183,7 +182,7 @@ impl Kernel {
     /// (the idle-core search is not limited).
     fn select_idle_cpu(&self, rqs: &RunQueues, t: TaskId, target: CpuId) -> CpuId {
         let ok = |c: CpuId| self.idle_cpu(rqs, c) && self.cpu_allowed(t, c);
-        let Some(llc) = self.sched.sd[target].iter().rev().find(|d| d.share_llc) else {
+        let Some(llc) = self.sd_llc(target).map(|l| &self.sched.sd[target][l]) else {
             return target;
         };
         let nr_scan = if self.sched.sis_util {
@@ -270,7 +269,6 @@ impl Kernel {
     pub fn group_stats(&self, rqs: &RunQueues, cpus: &[CpuId], now: u64) -> SgStats {
         let nr_running = cpus.iter().map(|&c| self.nr_running(rqs, c)).sum::<usize>();
         let load = cpus.iter().map(|&c| self.cpu_load(c, now)).sum::<u64>();
-        let util = cpus.iter().map(|&c| self.cpu_util(c, now)).sum::<u64>();
         let idle_cpus = cpus.iter().filter(|&&c| self.idle_cpu(rqs, c)).count();
         let weight = cpus.len();
         let ty = if nr_running > weight {
@@ -286,7 +284,6 @@ impl Kernel {
             idle_cpus,
             weight,
             ty,
-            util,
             avg_load: load * NICE_0_LOAD / (weight as u64 * NICE_0_LOAD),
         }
     }
@@ -438,7 +435,7 @@ impl Kernel {
             .map(|g| self.group_stats(rqs, g, now))
             .collect();
         if idle != IdleType::NewlyIdle {
-            self.update_idle_cpu_scan(this, lvl, stats.iter().map(|s| s.util).sum());
+            self.update_idle_cpu_scan(this, lvl, now);
         }
         let sd = &self.sched.sd[this][lvl];
         let local = stats[0];

@@ -114,17 +114,16 @@ impl Kernel {
     /// utilisation scaled by the task's weight over the cfs_rq's load.
     pub fn post_init_entity_util_avg(&mut self, t: TaskId, cpu: CpuId, now: u64) {
         let g = self.task_group(t);
-        let (mut util, mut load) = (0, 0);
-        for o in (0..self.tasks.len()).filter(|&o| o != t && self.on_cpu_rq(o, cpu)) {
-            if g.is_none() || self.task_group(o) == g {
-                util += self.util_avg_at(o, now);
-                load += self.load_avg_at(o, now);
-            }
-        }
-        if g.is_none() {
+        let on_cfs_rq = |o: TaskId| {
+            o != t && self.on_cpu_rq(o, cpu) && (g.is_none() || self.task_group(o) == g)
+        };
+        let tasks = || (0..self.tasks.len()).filter(|&o| on_cfs_rq(o));
+        let util: u64 = tasks().map(|o| self.util_avg_at(o, now)).sum();
+        let load = match g {
+            Some(_) => tasks().map(|o| self.load_avg_at(o, now)).sum(),
             // The root cfs_rq also carries the groups' entities' loads.
-            load = self.cpu_load(cpu, now);
-        }
+            None => self.cpu_load(cpu, now),
+        };
         let cap = super::pelt::SCHED_CAPACITY_SCALE.saturating_sub(util) / 2;
         let w = self.sched.se[t].weight;
         let u = if util == 0 {

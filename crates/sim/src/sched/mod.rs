@@ -321,25 +321,39 @@ impl Kernel {
     /// Bring a task's PELT averages up to `now`: load at its weight while runnable, 0
     /// asleep; utilisation at full capacity while it runs (update_load_avg).
     pub fn update_load_avg(&mut self, t: TaskId, now: u64) {
-        let running = self.tasks[t].cpu.is_some();
+        let (lw, uw) = (self.load_weight(t), self.util_weight(t));
         let se = &mut self.sched.se[t];
-        let w = if se.sleeping { 0 } else { se.weight };
-        se.avg.update(now, w);
-        se.util
-            .update(now, if running { SCHED_CAPACITY_SCALE } else { 0 });
+        se.avg.update(now, lw);
+        se.util.update(now, uw);
+    }
+
+    /// What load_avg accrues now: the task's weight while runnable, 0 asleep.
+    fn load_weight(&self, t: TaskId) -> u64 {
+        let se = &self.sched.se[t];
+        if se.sleeping {
+            0
+        } else {
+            se.weight
+        }
+    }
+
+    /// What util_avg accrues now: full capacity while the task runs.
+    fn util_weight(&self, t: TaskId) -> u64 {
+        if self.tasks[t].cpu.is_some() {
+            SCHED_CAPACITY_SCALE
+        } else {
+            0
+        }
     }
 
     /// A task's load_avg as a reader at `now` sees it (decayed while it sleeps).
     pub fn load_avg_at(&self, t: TaskId, now: u64) -> u64 {
-        let se = &self.sched.se[t];
-        se.avg.at(now, if se.sleeping { 0 } else { se.weight })
+        self.sched.se[t].avg.at(now, self.load_weight(t))
     }
 
     /// A task's util_avg as a reader at `now` sees it.
     pub fn util_avg_at(&self, t: TaskId, now: u64) -> u64 {
-        let running = self.tasks[t].cpu.is_some();
-        let w = if running { SCHED_CAPACITY_SCALE } else { 0 };
-        self.sched.se[t].util.at(now, w)
+        self.sched.se[t].util.at(now, self.util_weight(t))
     }
 
     /// set_task_cpu: a task moving to another CPU counts a migration (se.nr_migrations).

@@ -72,16 +72,9 @@ impl Avg {
 
     /// ___update_load_avg over [last, now) during which the weight was `w`.
     pub fn update(&mut self, now: u64, w: u64) {
-        if now <= self.last {
-            return;
-        }
-        let n = (now - self.last) / PERIOD_NS;
-        if n == 0 {
-            return;
-        }
+        let n = now.saturating_sub(self.last) / PERIOD_NS;
+        self.avg = self.at(now, w);
         self.last += n * PERIOD_NS;
-        let d = decay_load(self.avg, n);
-        self.avg = d + w - decay_load(w, n);
     }
 }
 

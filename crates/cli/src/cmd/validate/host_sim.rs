@@ -97,50 +97,35 @@ pub fn host_placements(host: &ResultDoc, scn: &Scenario) -> Result<Vec<String>> 
         .collect()
 }
 
-/// `--sim-seeds N`: one simulation per run.seed 1..=N, gathered as one document with a run
-/// from each (its summary the median over them).
-fn sim_per_seed(scenario: &str, sets: &[String], n: u64) -> Result<ResultDoc> {
-    if sets.iter().any(|s| s.starts_with("run.seed=")) {
-        anyhow::bail!("--sim-seeds sets run.seed itself: drop --set run.seed");
-    }
-    let mut doc: Option<ResultDoc> = None;
-    for seed in 1..=n {
-        let mut sets = sets.to_vec();
-        sets.push(format!("run.seed={seed}"));
-        let s = Scenario::load(scenario, &sets, Target::Sim)?;
-        let d = finish_scenario(&s, reclaimlab_sim::run(&s, &Default::default()))?;
-        match &mut doc {
-            None => doc = Some(d),
-            Some(all) => all.runs.extend(d.runs),
-        }
-    }
-    let mut doc = doc.ok_or_else(|| anyhow::anyhow!("--sim-seeds: at least one"))?;
-    doc.summarize();
-    Ok(doc)
-}
-
-/// One simulation per start placement (each distinct one once: the simulator is
-/// deterministic), gathered as one document whose runs follow `placements`.
-fn sim_per_placement(scenario: &str, sets: &[String], placements: &[String]) -> Result<ResultDoc> {
+/// One simulation per value of `key` (each distinct value once: the simulator is
+/// deterministic), gathered as one document whose runs follow `values` (its summary the
+/// median over them); `none`: the error when there is no value.
+fn sim_per(
+    scenario: &str,
+    sets: &[String],
+    key: &str,
+    values: &[String],
+    none: &str,
+) -> Result<ResultDoc> {
     let mut by: std::collections::BTreeMap<&str, ResultDoc> = Default::default();
-    for p in placements {
-        if by.contains_key(p.as_str()) {
+    for v in values {
+        if by.contains_key(v.as_str()) {
             continue;
         }
         let mut sets = sets.to_vec();
-        sets.push(format!("sim.start_placement={p}"));
+        sets.push(format!("{key}={v}"));
         let s = Scenario::load(scenario, &sets, Target::Sim)?;
         let d = finish_scenario(&s, reclaimlab_sim::run(&s, &Default::default()))?;
-        by.insert(p, d);
+        by.insert(v, d);
     }
     let mut doc = by
         .values()
         .next()
         .cloned()
-        .ok_or_else(|| anyhow::anyhow!("--placement-from-host: no valid host run"))?;
-    doc.runs = placements
+        .ok_or_else(|| anyhow::anyhow!("{none}"))?;
+    doc.runs = values
         .iter()
-        .flat_map(|p| by[p.as_str()].runs.clone())
+        .flat_map(|v| by[v.as_str()].runs.clone())
         .collect();
     doc.summarize();
     Ok(doc)
@@ -214,33 +199,28 @@ pub fn host_and_sim(
             "--placement-from-host already gives one simulation per host run: drop --sim-seeds"
         );
     }
-    if from.seeds > 1 {
-        drop(s);
-        let sim = sim_per_seed(scenario, &sets, from.seeds)?;
-        return Ok(HostAndSim {
-            host,
-            sim,
-            background,
-            placements: None,
-        });
-    }
-    if from.placement {
+    let (sim, placements) = if from.seeds > 1 {
+        if sets.iter().any(|s| s.starts_with("run.seed=")) {
+            anyhow::bail!("--sim-seeds sets run.seed itself: drop --set run.seed");
+        }
+        let seeds: Vec<String> = (1..=from.seeds).map(|n| n.to_string()).collect();
+        let none = "--sim-seeds: at least one";
+        (sim_per(scenario, &sets, "run.seed", &seeds, none)?, None)
+    } else if from.placement {
         let placements = host_placements(&host, &s)?;
-        drop(s);
-        let sim = sim_per_placement(scenario, &sets, &placements)?;
-        return Ok(HostAndSim {
-            host,
-            sim,
-            background,
-            placements: Some(placements),
-        });
-    }
-    let sim = finish_scenario(&s, reclaimlab_sim::run(&s, &Default::default()))?;
+        let none = "--placement-from-host: no valid host run";
+        let key = "sim.start_placement";
+        let sim = sim_per(scenario, &sets, key, &placements, none)?;
+        (sim, Some(placements))
+    } else {
+        let sim = finish_scenario(&s, reclaimlab_sim::run(&s, &Default::default()))?;
+        (sim, None)
+    };
     Ok(HostAndSim {
         host,
         sim,
         background,
-        placements: None,
+        placements,
     })
 }
 
