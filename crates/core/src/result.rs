@@ -21,6 +21,11 @@ pub struct SwapInfo {
     pub kind: String,
     pub devices: Vec<String>,
     pub bytes: u64,
+    /// Whether any active swap device sits on a rotational disk (its queue/rotational), which
+    /// makes swap-in read slot clusters (swap_use_vma_readahead is false while
+    /// nr_rotate_swap > 0) and slot allocation use one cursor; absent where not recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotational: Option<bool>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]

@@ -202,7 +202,12 @@ pub fn locate(name_or_path: &str) -> Result<(String, String), ScenarioError> {
 
 /// The keys that describe the simulated swap device (read by the simulator's config): the host
 /// swaps to the device it has or sets up (`--swap`), so `bench` skips them.
-pub const SIM_SWAP_KEYS: [&str; 3] = ["swap.device", "swap.irq_cpu", "swap.page_cluster"];
+pub const SIM_SWAP_KEYS: [&str; 4] = [
+    "swap.device",
+    "swap.irq_cpu",
+    "swap.page_cluster",
+    "swap.rotational",
+];
 
 /// Whether a host run's swap was a block device (a swap file, or swap that was already on and
 /// is not zram): the simulator's `swap.device = "block"` models it.
@@ -489,6 +494,7 @@ mod tests {
             kind: kind.into(),
             devices: devs.iter().map(|d| d.to_string()).collect(),
             bytes: 1 << 30,
+            rotational: None,
         };
         assert!(host_swap_is_block(&info(
             "file",

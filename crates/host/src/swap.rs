@@ -25,17 +25,54 @@ pub fn active() -> Vec<(String, u64)> {
     parse_proc_swaps(&std::fs::read_to_string("/proc/swaps").unwrap_or_default())
 }
 
+/// Whether the disk under a swap device or swap file is rotational: the device's own
+/// `queue/rotational`, or a partition's disk's (None when sysfs does not say).
+fn rotational(dev: &str) -> Option<bool> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let meta = std::fs::metadata(dev).ok()?;
+    // A swap file lives on its filesystem's device; a swap partition is the device itself.
+    let id = if meta.file_type().is_block_device() {
+        meta.rdev()
+    } else {
+        meta.dev()
+    };
+    let sys = PathBuf::from(format!(
+        "/sys/dev/block/{}:{}",
+        libc::major(id),
+        libc::minor(id)
+    ));
+    [
+        sys.join("queue/rotational"),
+        sys.join("../queue/rotational"),
+    ]
+    .iter()
+    .find_map(|p| std::fs::read_to_string(p).ok())
+    .map(|t| t.trim() == "1")
+}
+
+/// nr_rotate_swap > 0: any active device rotational (None if one is unknown).
+fn any_rotational(devices: &[String]) -> Option<bool> {
+    let flags: Option<Vec<bool>> = devices.iter().map(|d| rotational(d)).collect();
+    flags.map(|f| f.into_iter().any(|r| r))
+}
+
 /// What swap the run has, for `machine.swap`.
 pub fn info(kind: &str) -> SwapInfo {
     let a = active();
+    let devices: Vec<String> = a.iter().map(|(d, _)| d.clone()).collect();
     SwapInfo {
+        rotational: if a.is_empty() {
+            None
+        } else {
+            any_rotational(&devices)
+        },
         kind: if a.is_empty() {
             "none".into()
         } else {
             kind.into()
         },
         bytes: a.iter().map(|(_, b)| b).sum(),
-        devices: a.into_iter().map(|(d, _)| d).collect(),
+        devices,
     }
 }
 
@@ -292,6 +329,13 @@ pub fn setup_zram_block(cleanup: &Cleanup, bytes: u64) -> Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_swap_device_sysfs_does_not_know_is_not_guessed() {
+        assert_eq!(rotational("/nonexistent/reclaimlab-swap"), None);
+        assert_eq!(any_rotational(&["/nonexistent/x".into()]), None);
+        assert_eq!(any_rotational(&[]), Some(false));
+    }
 
     #[test]
     fn parses_proc_swaps() {

@@ -267,7 +267,7 @@ impl Kernel {
             swap: {
                 let mut s = SwapDevice::new(swap_pages);
                 if let Some(b) = cfg.swap.block {
-                    s.set_block(b);
+                    s.set_block(b, nr_cpus);
                 }
                 s
             },

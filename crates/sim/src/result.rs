@@ -59,6 +59,7 @@ pub fn build(
                     "zram-model".into()
                 }],
                 bytes: scn.swap_bytes,
+                rotational: k.swap.block.as_ref().map(|_| k.swap.cluster_readahead()),
             },
         },
         config: scn.to_json(),
@@ -398,10 +399,14 @@ mod tests {
         k.invlpgb = Some(crate::arch::x86::invlpgb::Invlpgb::new(2));
         k.pgdat.enabled = true;
         k.wb.flusher = Some(0);
-        k.swap.set_block(BlockConfig {
-            irq: IrqCpu::Submitter,
-            page_cluster: 3,
-        });
+        k.swap.set_block(
+            BlockConfig {
+                irq: IrqCpu::Submitter,
+                page_cluster: 3,
+                rotational: false,
+            },
+            2,
+        );
         for (n, &item) in VmEventItem::ALL.iter().enumerate() {
             k.vmstat.count_vm_events(item, 1000 + n as u64);
         }

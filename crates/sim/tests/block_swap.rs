@@ -17,12 +17,17 @@ fn block_kernel(cpus: usize, irq: IrqCpu) -> Kernel {
 }
 
 fn block_kernel_cgroup(cpus: usize, irq: IrqCpu, cgroup_v1: bool) -> Kernel {
+    block_kernel_with(cpus, irq, cgroup_v1, false)
+}
+
+fn block_kernel_with(cpus: usize, irq: IrqCpu, cgroup_v1: bool, rotational: bool) -> Kernel {
     let mut cfg = common::cfg(0);
     cfg.cgroup_v1 = cgroup_v1;
     cfg.swap = SwapConfig {
         block: Some(BlockConfig {
             irq,
             page_cluster: 3,
+            rotational,
         }),
     };
     let mut k = Kernel::new(cfg, Policy::linux_6_18(), cpus, 1024, 1 << 20, 60, 1);
@@ -205,6 +210,62 @@ fn swap_in_reads_ahead_and_the_faulting_task_sleeps() {
     assert_invariants(&mut k);
 }
 
+/// Two 8-page mms (A run on CPU 1, B on CPU 0) reclaimed in LRU order, A's pages first, with
+/// the writes completed and the folios freed: A's pages hold slots 1-8, B's 9-16 (one
+/// device-wide cursor or CPU 0's own). Then A faults its pages 6 and 7 on CPU 1.
+fn neighbours_read(rotational: bool) -> (Kernel, usize, usize) {
+    let mut k = block_kernel_with(2, IrqCpu::Submitter, false, rotational);
+    let (a, ta) = dirty_mm_on(&mut k, 1, 8);
+    let (b, _) = dirty_mm_on(&mut k, 0, 8);
+    for mm in [a, b] {
+        for vp in 0..8 {
+            k.mms[mm].ptes[vp] &= !PTE_YOUNG;
+        }
+    }
+    k.try_to_free_mem_cgroup_pages(0, 16);
+    k.cpus[0].clock += 2_000_000_000;
+    k.writeback_poll(0);
+    k.try_to_free_mem_cgroup_pages(0, 16);
+    for mm in [a, b] {
+        assert_eq!(k.mms[mm].rss, 0);
+    }
+    k.context_switch(1, Some(ta));
+    for vp in [6, 7] {
+        assert_eq!(k.user_access(1, a, vp, true), Access::Fault);
+        let _ = k.take_sleep(1);
+    }
+    assert_invariants(&mut k);
+    (k, a, b)
+}
+
+#[test]
+fn a_rotational_device_reads_the_neighbouring_slots_whoever_holds_them() {
+    // Page 7's slot (8) follows page 6's (7): swapin_nr_pages gives a window of two, the
+    // aligned pair of slots 8-9, and slot 9 holds B's page 0: it is read into the swap cache
+    // as readahead, for B.
+    let (mut k, _, b) = neighbours_read(true);
+    assert_eq!(k.vmstat[SWAP_RA], 1);
+    let pte = k.mms[b].ptes[0];
+    assert!(is_swap_pte(pte) && pte & PTE_SWPCACHE != 0, "{pte:#x}");
+    let f = *k.folios.get(pte_pfn(pte));
+    assert_eq!((f.owner as usize, f.index), (b, 0));
+    // B's fault on it later is a minor fault and a hit, counted for the device.
+    let majflt = k.vmstat[PGMAJFAULT];
+    let t = k.task_new(b, Some(0), 0, 8);
+    k.context_switch(0, Some(t));
+    k.cpus[0].clock += 2_000_000_000;
+    assert_eq!(k.user_access(0, b, 0, true), Access::Fault);
+    assert_eq!(k.vmstat[PGMAJFAULT], majflt);
+    assert_eq!(k.vmstat[SWAP_RA_HIT], 1);
+    assert_eq!(k.swap.block.as_ref().unwrap().cluster_ra.hits, 1);
+    assert_invariants(&mut k);
+    // A non-rotational device reads the faulting address's neighbours in its own VMA: A has
+    // no page 8, so nothing is read ahead and B's page stays on the device.
+    let (k, _, b) = neighbours_read(false);
+    assert_eq!(k.vmstat[SWAP_RA], 0);
+    assert_eq!(k.mms[b].ptes[0] & PTE_SWPCACHE, 0);
+}
+
 #[test]
 fn a_single_queue_device_wakes_from_its_interrupt_cpu() {
     let (mut k, mm, t) = swapped_out(IrqCpu::Cpu(0));
@@ -308,6 +369,10 @@ fn bad_swap_keys_are_errors_naming_the_key() {
     assert!(e.contains("swap.irq_cpu") && e.contains("0-3"), "{e}");
     let e = err(&["swap.device=block", "swap.page_cluster=40"]);
     assert!(e.contains("swap.page_cluster"), "{e}");
+    let e = err(&["swap.rotational=true"]);
+    assert!(e.contains("swap.rotational") && e.contains("block"), "{e}");
+    let e = err(&["swap.device=block", "swap.rotational=spinning"]);
+    assert!(e.contains("swap.rotational"), "{e}");
 }
 
 #[test]

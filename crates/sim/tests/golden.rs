@@ -113,6 +113,7 @@ golden! {
     // A block swap device (asynchronous writes, readahead, swap-in sleeps) whose
     // completion interrupt runs on CPU 1.
     stress_vm_block_swap: "stress-vm", ["swap.device=block", "swap.irq_cpu=1"] + VM4;
+    stress_vm_block_swap_rotational: "stress-vm", ["swap.device=block", "swap.irq_cpu=1", "swap.rotational=true"] + VM4;
     // More CPUs than workers' share of memory: wide cpumasks, migrations, idle CPUs.
     stress_vm_16cpu: "stress-vm", [
         "machine.cpus=16",

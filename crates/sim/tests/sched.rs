@@ -524,6 +524,7 @@ fn block_machine_with_kthreads() -> (Kernel, RunQueues) {
     cfg.swap.block = Some(BlockConfig {
         irq: IrqCpu::Cpu(1),
         page_cluster: 3,
+        rotational: false,
     });
     // CPU 1's is kblockd's highpri worker (nice -20).
     let kthread = |cpu: usize| reclaimlab_sim::sched::background::BackgroundLoad {

@@ -261,7 +261,8 @@ impl Kernel {
     fn folio_free_swap_clean(&mut self, pfn: Pfn) {
         let f = self.folios.get_mut(pfn);
         if !f.test(pg::WRITEBACK) && f.test_clear(pg::SWAPCACHE) {
-            self.swap.free_slot();
+            let (mm, vp) = (f.owner as MmId, u64::from(f.index));
+            self.swap.free_slot(mm, vp);
         }
     }
 
@@ -318,7 +319,7 @@ impl Kernel {
                 // never added to the swap cache, and the slot is released (swap_free_nr), so
                 // the next reclaim of this page needs a new slot and a new pageout, read
                 // fault or not (add_to_swap marks it dirty).
-                self.swap.free_slot();
+                self.swap.free_slot(mm, vp);
                 self.mms[mm].swapents -= 1;
                 if write {
                     self.folios.get_mut(pfn).set(pg::DIRTY);

@@ -18,6 +18,7 @@ pub mod readahead;
 pub mod rmap;
 pub mod swap;
 pub mod swap_state;
+pub mod swapfile;
 pub mod vm_event_item;
 pub mod vmscan;
 pub mod vmstat;

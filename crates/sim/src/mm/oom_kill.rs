@@ -77,7 +77,7 @@ impl Kernel {
                 Some(pte_pfn(pte))
             } else {
                 if is_swap_pte(pte) {
-                    self.swap.free_slot();
+                    self.swap.free_slot(mm, vp as u64);
                 }
                 None
             };
@@ -93,7 +93,7 @@ impl Kernel {
                     let swapcache = f.test(pg::SWAPCACHE);
                     self.lruvec.del(&mut self.folios, pfn);
                     if swapcache {
-                        self.swap.free_slot();
+                        self.swap.free_slot(mm, vp as u64);
                     }
                     self.memcg.uncharge(1);
                     self.folios.free(pfn);
@@ -102,6 +102,9 @@ impl Kernel {
                     // drops only the mapping's reference; reclaim's last put frees the folio,
                     // its charge and its swap slot (free_folio_batch, move_folios_to_lru).
                     f.set(pg::ORPHAN);
+                    if f.test(pg::SWAPCACHE) {
+                        self.swap.orphan_slot(mm, vp as u64, pfn);
+                    }
                 }
             }
             self.mms[mm].ptes[vp] = PTE_NONE;

@@ -7,12 +7,15 @@
 //! - `block`: a disk (a swap partition or swap file on NVMe, SATA or virtio-blk), which does
 //!   not set SWP_SYNCHRONOUS_IO. Swap-out starts writeback and returns; the folio is freed by a
 //!   later scan once the write completed (mm/page_io.rs). Swap-in goes through the swap cache
-//!   with VMA readahead and the faulting task sleeps until its read completes
+//!   with readahead and the faulting task sleeps until its read completes
 //!   (mm/swap_state.rs); the device's completion interrupt wakes it from the CPU
-//!   `swap.irq_cpu` names.
+//!   `swap.irq_cpu` names. Its slots have places (mm/swapfile.rs): on a rotational device
+//!   (`swap.rotational`) readahead reads a slot's neighbours on the device, on a
+//!   non-rotational one the faulting address's neighbours in the VMA.
 
 use crate::kernel::{CpuId, MmId};
 use crate::mm::folio::Pfn;
+use crate::mm::swapfile::SwapMap;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// Where the block device's completion interrupt runs (`swap.irq_cpu`).
@@ -39,13 +42,18 @@ pub struct BlockConfig {
     /// vm.page-cluster (`swap.page_cluster`, default 3): readahead reads up to 2^page_cluster
     /// pages (swap_ra_info caps the order at SWAP_RA_ORDER_CEILING).
     pub page_cluster: u32,
+    /// `swap.rotational` (default false): the device's queue/rotational. Without
+    /// SWP_SOLIDSTATE the allocator has one cursor for the device (mm/swapfile.rs) and, since
+    /// nr_rotate_swap is then non-zero, swapin_readahead reads slot clusters
+    /// (swap_cluster_readahead) instead of VMA windows (swap_use_vma_readahead).
+    pub rotational: bool,
 }
 
 /// SWAP_RA_ORDER_CEILING on 64-bit.
 pub const SWAP_RA_ORDER_CEILING: u32 = 5;
 
 impl SwapConfig {
-    /// Read `swap.device`, `swap.irq_cpu` and `swap.page_cluster`.
+    /// Read `swap.device`, `swap.irq_cpu`, `swap.page_cluster` and `swap.rotational`.
     pub fn from_scenario(scn: &reclaimlab_core::Scenario) -> anyhow::Result<SwapConfig> {
         let s = &scn.source;
         let block = match s.str_or("swap.device", "zram")?.as_str() {
@@ -60,7 +68,7 @@ impl SwapConfig {
                     .into())
             }
         };
-        for key in ["swap.irq_cpu", "swap.page_cluster"] {
+        for key in ["swap.irq_cpu", "swap.page_cluster", "swap.rotational"] {
             if !block && s.has(key) {
                 return Err(s
                     .err(
@@ -99,8 +107,13 @@ impl SwapConfig {
             |v| v.to_string(),
             "vm.page-cluster is a power-of-two exponent (the kernel caps readahead at 2^5 pages)",
         )? as u32;
+        let rotational = s.bool_or("swap.rotational", false)?;
         Ok(SwapConfig {
-            block: Some(BlockConfig { irq, page_cluster }),
+            block: Some(BlockConfig {
+                irq,
+                page_cluster,
+                rotational,
+            }),
         })
     }
 }
@@ -136,6 +149,19 @@ pub struct BlockSwap {
     pub readahead: BTreeSet<(MmId, u64)>,
     /// vma->swap_readahead_info per mm (one VMA each).
     pub vma_ra: Vec<VmaRa>,
+    /// Where each swapped page's slot is (mm/swapfile.rs).
+    pub map: Option<SwapMap>,
+    /// swap_cluster_readahead's global state (swapin_nr_pages: prev_offset,
+    /// last_readahead_pages, swapin_readahead_hits).
+    pub cluster_ra: ClusterRa,
+}
+
+/// swapin_nr_pages's statics for swap_cluster_readahead.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ClusterRa {
+    pub prev_offset: u64,
+    pub last_pages: u64,
+    pub hits: u64,
 }
 
 pub struct SwapDevice {
@@ -165,25 +191,55 @@ impl SwapDevice {
             block: None,
         }
     }
-    /// A block device (no SWP_SYNCHRONOUS_IO) as `cfg` describes.
-    pub fn set_block(&mut self, cfg: BlockConfig) {
+    /// A block device (no SWP_SYNCHRONOUS_IO) as `cfg` describes, on `cpus` CPUs.
+    pub fn set_block(&mut self, cfg: BlockConfig, cpus: usize) {
         self.synchronous_io = false;
         self.block = Some(BlockSwap {
             cfg: Some(cfg),
+            map: Some(SwapMap::new(self.total, !cfg.rotational, cpus)),
             ..Default::default()
         });
     }
-    /// folio_alloc_swap: false when the device is full.
-    pub fn alloc_slot(&mut self) -> bool {
-        if self.used < self.total {
-            self.used += 1;
-            true
-        } else {
-            false
+    /// Whether swapin_readahead reads slot clusters (a rotational block device).
+    pub fn cluster_readahead(&self) -> bool {
+        self.block
+            .as_ref()
+            .and_then(|b| b.cfg)
+            .is_some_and(|c| c.rotational)
+    }
+    /// folio_alloc_swap for page `vp` of `mm`, reclaimed on `cpu`: false when the device is
+    /// full.
+    pub fn alloc_slot(&mut self, cpu: CpuId, mm: MmId, vp: u64) -> bool {
+        if self.used >= self.total {
+            return false;
+        }
+        if let Some(map) = self.block.as_mut().and_then(|b| b.map.as_mut()) {
+            if map.alloc(cpu, mm, vp).is_none() {
+                return false;
+            }
+        }
+        self.used += 1;
+        true
+    }
+    /// swap_free / folio_free_swap of the slot page `vp` of `mm` holds.
+    pub fn free_slot(&mut self, mm: MmId, vp: u64) {
+        if let Some(map) = self.block.as_mut().and_then(|b| b.map.as_mut()) {
+            map.free(mm, vp);
+        }
+        self.used -= 1;
+    }
+    /// exit_mmap left the swap-cache folio `pfn` of page `vp` of `mm` to reclaim (isolated):
+    /// its slot is freed with it (`free_orphan_slot`).
+    pub fn orphan_slot(&mut self, mm: MmId, vp: u64, pfn: Pfn) {
+        if let Some(map) = self.block.as_mut().and_then(|b| b.map.as_mut()) {
+            map.orphan(mm, vp, pfn);
         }
     }
-    /// swap_free / folio_free_swap.
-    pub fn free_slot(&mut self) {
+    /// Reclaim frees the orphan `pfn` and the slot exit_mmap left with it.
+    pub fn free_orphan_slot(&mut self, pfn: Pfn) {
+        if let Some(map) = self.block.as_mut().and_then(|b| b.map.as_mut()) {
+            map.free_orphan(pfn);
+        }
         self.used -= 1;
     }
     /// vm_swap_full (what mem_cgroup_swap_full uses on cgroup v1): over half used.

@@ -6,20 +6,25 @@
 //! entries of a window around the faulting address (swap_vma_ra_win, sized by
 //! __swapin_nr_pages from the VMA's last fault and readahead hits, at most 2^page_cluster
 //! pages, within the VMA and the faulting address's PMD) into new swap-cache folios, one bio
-//! for all (swap_read_submit), the neighbours tagged PG_readahead (SWAP_RA). The faulting task
+//! for all (swap_read_submit), the neighbours tagged PG_readahead (SWAP_RA). While a
+//! rotational swap device is on (nr_rotate_swap), swap_cluster_readahead reads instead the
+//! slots of the 2^n-aligned block around the faulting entry's slot (n from swapin_nr_pages's
+//! device-wide hits and previous slot), whichever pages they hold: with the device's one
+//! allocation cursor these are often another task's pages (mm/swapfile.rs). The faulting task
 //! sleeps until its folio's read completes (folio_lock_or_retry), woken by the completion.
 //! The folio stays in the swap cache: a read fault keeps the slot (unless vm_swap_full), a
 //! write fault frees it (should_try_to_free_swap, mm/memory.rs map_swapped_in).
 //!
 //! A fault that finds its folio in the swap cache (swap_cache_get_folio) is a minor fault:
-//! swap_update_readahead counts a hit on a PG_readahead folio (SWAP_RA_HIT, the VMA's hits
-//! that grow the next window), and a read still in flight puts the task to sleep until it
+//! swap_update_readahead counts a hit on a PG_readahead folio (SWAP_RA_HIT, the VMA's hits,
+//! or the device's, that grow the next window), and a read still in flight puts the task to sleep until it
 //! completes.
 //!
 //! Simplified: a readahead folio is charged without the memcg OOM path (try_charge_noretry:
 //! readahead stops at the first folio that does not fit after reclaim); pswpin counts a read
 //! when it is submitted, not when it completes; every window is read by one request (the
-//! slots are taken as contiguous).
+//! block layer merges the bios of adjacent slots under the plug; a VMA window's slots and a
+//! cluster window with holes would take several).
 
 use crate::cputime::Spent;
 use crate::kernel::{CpuId, Kernel, MmId};
@@ -94,6 +99,41 @@ impl Kernel {
         (start, end)
     }
 
+    /// swap_cluster_readahead's window for a fault on `vp` of `mm` (a rotational device): the
+    /// pages in the slots of the page-cluster-aligned block around its slot, whoever's they
+    /// are (swapin_nr_pages sizes the block from the device-wide readahead hits and the
+    /// previous fault's slot); the faulting page itself is left out.
+    fn swap_cluster_ra_win(&mut self, mm: MmId, vp: u64) -> Vec<(MmId, u64)> {
+        let b = self.swap.block.as_mut().expect("a block swap device");
+        let cluster = b.cfg.map_or(3, |c| c.page_cluster);
+        let map = b.map.as_ref().expect("a block device's slot map");
+        let Some(off) = map.slot_of(mm, vp).map(u64::from) else {
+            return Vec::new();
+        };
+        let max_pages = 1u64 << cluster.min(31);
+        if max_pages <= 1 {
+            return Vec::new();
+        }
+        let ra = &mut b.cluster_ra;
+        let hits = std::mem::take(&mut ra.hits);
+        let pages = swapin_nr_pages(ra.prev_offset, off, hits, max_pages, ra.last_pages);
+        if hits == 0 {
+            ra.prev_offset = off;
+        }
+        ra.last_pages = pages;
+        let mask = pages - 1;
+        if mask == 0 {
+            return Vec::new();
+        }
+        // The first slot is the swap header.
+        let start = (off & !mask).max(1);
+        let end = (off | mask).min(u64::from(map.max()) - 1);
+        (start..=end)
+            .filter(|&s| s != off)
+            .filter_map(|s| map.owner(s as u32))
+            .collect()
+    }
+
     /// do_swap_page → swapin_readahead for a swap entry at `vp` of `mm` that has no folio in
     /// the swap cache, `pfn` being the faulting page's new folio (allocated and charged) and
     /// `pte` its swap entry. Reads the readahead window in one request and puts the task to
@@ -114,11 +154,16 @@ impl Kernel {
                 (self.cost.do_swap_page, Spent::DoSwapPage),
             ],
         );
-        let (start, end) = self.swap_vma_ra_win(mm, vp);
+        let neighbours = if self.swap.cluster_readahead() {
+            self.swap_cluster_ra_win(mm, vp)
+        } else {
+            let (start, end) = self.swap_vma_ra_win(mm, vp);
+            (start..end).filter(|&p| p != vp).map(|p| (mm, p)).collect()
+        };
         let mut folios = vec![pfn];
         self.swap_cache_add(mm, vp, pfn, pte);
-        for p in (start..end).filter(|&p| p != vp) {
-            let e = self.mms[mm].ptes[p as usize];
+        for (m, p) in neighbours {
+            let e = self.mms[m].ptes[p as usize];
             if !is_swap_pte(e) || e & PTE_SWPCACHE != 0 {
                 continue;
             }
@@ -128,9 +173,9 @@ impl Kernel {
             }
             let ra = self
                 .folios
-                .alloc(pg::ANON | pg::SWAPBACKED, mm as u32, p as u32);
+                .alloc(pg::ANON | pg::SWAPBACKED, m as u32, p as u32);
             self.luf_flush_on_alloc(cpu, ra);
-            if self.mms[mm].ptes[p as usize] != e {
+            if self.mms[m].ptes[p as usize] != e {
                 // Another thread faulted it in while this one reclaimed for the charge.
                 self.memcg.uncharge(1);
                 self.oracle_discard(ra);
@@ -144,9 +189,9 @@ impl Kernel {
                     (self.cost.add_to_swap, Spent::AddToSwap),
                 ],
             );
-            self.swap_cache_add(mm, p, ra, e);
+            self.swap_cache_add(m, p, ra, e);
             let b = self.swap.block.as_mut().expect("a block swap device");
-            b.readahead.insert((mm, p));
+            b.readahead.insert((m, p));
             self.vmstat.count_vm_event(SWAP_RA);
             folios.push(ra);
         }
@@ -184,14 +229,21 @@ impl Kernel {
         let now = self.cpus[cpu].clock;
         let b = self.swap.block.as_mut().expect("a block swap device");
         let readahead = b.readahead.remove(&(mm, vp));
-        if b.vma_ra.len() <= mm {
-            b.vma_ra.resize(mm + 1, VmaRa::default());
-        }
-        let v = &mut b.vma_ra[mm];
-        v.addr = vp;
         if readahead {
-            v.hits = (v.hits + 1).min(SWAP_RA_HITS_MAX);
             self.vmstat.count_vm_event(SWAP_RA_HIT);
+        }
+        if b.cfg.is_some_and(|c| c.rotational) {
+            // swap_update_readahead without VMA readahead: the hit is the device's.
+            b.cluster_ra.hits += u64::from(readahead);
+        } else {
+            if b.vma_ra.len() <= mm {
+                b.vma_ra.resize(mm + 1, VmaRa::default());
+            }
+            let v = &mut b.vma_ra[mm];
+            v.addr = vp;
+            if readahead {
+                v.hits = (v.hits + 1).min(SWAP_RA_HITS_MAX);
+            }
         }
         if let Some(read) = self.swap.read_in_flight(pfn, now) {
             self.swap_read_wait(cpu, read, true);

@@ -4,7 +4,7 @@
 
 use crate::config::Patch;
 use crate::cputime::Spent;
-use crate::kernel::{CpuId, Kernel};
+use crate::kernel::{CpuId, Kernel, MmId};
 use crate::locking::{LockId, PAGE_CACHE_DELETE_LINES};
 use crate::mm::folio::*;
 use crate::mm::mm_types_task::TlbUbc;
@@ -759,7 +759,12 @@ impl Kernel {
     /// folio_alloc_swap (add_to_swap): a slot and the swap cache; false when swap is full.
     pub(crate) fn folio_alloc_swap(&mut self, cpu: CpuId, pfn: Pfn) -> bool {
         self.charge(cpu, self.cost.add_to_swap, Spent::AddToSwap);
-        if !self.swap.alloc_slot() {
+        let f = self.folios.get(pfn);
+        debug_assert_eq!(f.nr_pages(), 1, "anon folios are swapped as order 0");
+        if !self
+            .swap
+            .alloc_slot(cpu, f.owner as MmId, u64::from(f.index))
+        {
             return false;
         }
         let f = self.folios.get_mut(pfn);
@@ -852,7 +857,7 @@ impl Kernel {
     /// Release an orphan's swap slot (put_swap_folio; no mapping is left to take it over).
     fn orphan_free_swap(&mut self, pfn: Pfn) {
         if self.folios.get_mut(pfn).test_clear(pg::SWAPCACHE) {
-            self.swap.free_slot();
+            self.swap.free_orphan_slot(pfn);
         }
     }
 
@@ -875,7 +880,8 @@ impl Kernel {
         let f = self.folios.get_mut(pfn);
         if f.test_clear(pg::SWAPCACHE) {
             f.set(pg::DIRTY);
-            self.swap.free_slot();
+            let (mm, vp) = (f.owner as MmId, u64::from(f.index));
+            self.swap.free_slot(mm, vp);
         }
     }
 }

@@ -188,6 +188,11 @@ pub fn host_and_sim(
     // A host that swapped to a disk is simulated with the block device, unless the sets name one.
     if reclaimlab_core::scenario::host_swap_is_block(&host.machine.swap) {
         push_unless_set(&mut sets, "swap.device", "block");
+        // On a rotational disk swap-in reads slot clusters and slots come from one cursor
+        // (runs recorded before bench noted it: the model's default, non-rotational).
+        if let Some(r) = host.machine.swap.rotational {
+            push_unless_set(&mut sets, "swap.rotational", &r.to_string());
+        }
     }
     // The host's memcg version (writeback_throttling_sane, the dirty domain), unless set.
     if matches!(host.machine.cgroup.as_str(), "v1" | "v2") {

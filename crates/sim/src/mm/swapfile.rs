@@ -1,0 +1,332 @@
+//! Where a block swap device puts each page (mm/swapfile.c's cluster allocator, order 0), so
+//! that swap cluster readahead can read a slot's neighbours by offset (mm/swap_state.rs).
+//!
+//! The device is split into clusters of SWAPFILE_CLUSTER slots. cluster_alloc_swap_entry
+//! continues from a cursor: one per CPU on a non-rotational device (percpu_swap_cluster), one
+//! for the whole device on a rotational one (si->global_cluster, serialised by its lock), so
+//! on a rotational device the pages that concurrent reclaimers write out interleave slot by
+//! slot. alloc_swap_scan_cluster scans forward from the cursor for a free slot; when the
+//! cursor's cluster has none left the allocator takes a cluster from nonfull_clusters (those
+//! that had slots freed), then free_clusters, then frag_clusters. relocate_cluster files a
+//! cluster after each allocation (partly used: frag, full: full, empty: free) and
+//! swap_entries_free after each free (empty: free, else nonfull).
+//!
+//! Not modelled: reclaiming slots held only by the swap cache when the device is half full
+//! (cluster_scan_range's need_reclaim, swap_reclaim_full_clusters), discard, large orders.
+
+use crate::kernel::{CpuId, MmId};
+use crate::mm::folio::Pfn;
+use std::collections::{BTreeMap, VecDeque};
+
+/// SWAPFILE_CLUSTER with CONFIG_THP_SWAP (HPAGE_PMD_NR).
+pub const SWAPFILE_CLUSTER: u32 = 512;
+/// SWAP_ENTRY_INVALID / a free slot.
+const NONE: u32 = u32::MAX;
+
+/// Which list a cluster is on (ci->flags).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum List {
+    Free,
+    Nonfull,
+    Frag,
+    Full,
+    /// Taken off its list by isolate_lock_cluster while the allocator scans it.
+    Isolated,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Cluster {
+    count: u32,
+    list: List,
+    /// Bumped at every move, so a list's stale entries (left where the cluster was) are
+    /// skipped when popped.
+    seq: u32,
+}
+
+/// The slots of one block swap device and who holds each.
+#[derive(Debug)]
+pub struct SwapMap {
+    /// SWP_SOLIDSTATE: per-CPU cursors; otherwise one global cursor.
+    solidstate: bool,
+    /// si->max: slots on the device (slot 0 is the header).
+    max: u32,
+    /// swap_map: the page each slot holds, (mm, page); (NONE, NONE) when free.
+    owner: Vec<(u32, u32)>,
+    clusters: Vec<Cluster>,
+    /// Clusters never used yet: they follow the free list's entries in index order.
+    virgin: u32,
+    free: VecDeque<(u32, u32)>,
+    nonfull: VecDeque<(u32, u32)>,
+    frag: VecDeque<(u32, u32)>,
+    /// The cursor (next[0]) per CPU, or one for the device.
+    next: Vec<u32>,
+    /// The slot each swapped page holds, per mm (NONE: none).
+    slot_of: Vec<Vec<u32>>,
+    /// Slots of swap-cache folios whose mm exited while reclaim had them isolated: freed
+    /// with the folio.
+    orphans: BTreeMap<Pfn, u32>,
+}
+
+impl SwapMap {
+    /// A device of `pages` slots (`solidstate`: bdev_nonrot) on a machine of `cpus` CPUs.
+    pub fn new(pages: u64, solidstate: bool, cpus: usize) -> SwapMap {
+        let max = pages.clamp(2, u64::from(u32::MAX - 1)) as u32;
+        let nr = max.div_ceil(SWAPFILE_CLUSTER) as usize;
+        let mut clusters = vec![
+            Cluster {
+                count: 0,
+                list: List::Free,
+                seq: 0,
+            };
+            nr
+        ];
+        // setup_clusters: the header slot is bad, so cluster 0 starts partly used (nonfull).
+        clusters[0].count = 1;
+        clusters[0].list = List::Nonfull;
+        let mut m = SwapMap {
+            solidstate,
+            max,
+            owner: vec![(0, 0)],
+            clusters,
+            virgin: 1,
+            free: VecDeque::new(),
+            nonfull: VecDeque::from([(0, 0)]),
+            frag: VecDeque::new(),
+            next: vec![NONE; if solidstate { cpus.max(1) } else { 1 }],
+            slot_of: Vec::new(),
+            orphans: BTreeMap::new(),
+        };
+        if max < SWAPFILE_CLUSTER {
+            m.virgin = nr as u32;
+        }
+        m
+    }
+
+    /// The slot `vp` of `mm` holds, if any.
+    pub fn slot_of(&self, mm: MmId, vp: u64) -> Option<u32> {
+        let s = *self.slot_of.get(mm)?.get(vp as usize)?;
+        (s != NONE).then_some(s)
+    }
+
+    /// The page slot `slot` holds, if any.
+    pub fn owner(&self, slot: u32) -> Option<(MmId, u64)> {
+        match self.owner.get(slot as usize) {
+            Some(&(m, p)) if m != NONE && slot != 0 => Some((m as MmId, u64::from(p))),
+            _ => None,
+        }
+    }
+
+    /// Slots on the device (si->max).
+    pub fn max(&self) -> u32 {
+        self.max
+    }
+
+    /// cluster_alloc_swap_entry (order 0) for `vp` of `mm`, reclaimed on `cpu`: the slot, or
+    /// None when no cluster has a free one.
+    pub fn alloc(&mut self, cpu: CpuId, mm: MmId, vp: u64) -> Option<u32> {
+        let c = if self.solidstate { cpu } else { 0 };
+        let off = self.next[c];
+        let mut found = None;
+        if off != NONE {
+            let ci = off / SWAPFILE_CLUSTER;
+            let from = if self.clusters[ci as usize].count == 0 {
+                ci * SWAPFILE_CLUSTER
+            } else {
+                off
+            };
+            found = self.scan_cluster(c, ci, from, mm, vp);
+        }
+        // new_cluster: nonfull_clusters (all of them), free_clusters, one frag cluster.
+        while found.is_none() {
+            let Some(ci) = self.isolate(List::Nonfull) else {
+                break;
+            };
+            found = self.scan_cluster(c, ci, ci * SWAPFILE_CLUSTER, mm, vp);
+        }
+        for list in [List::Free, List::Frag] {
+            if found.is_none() {
+                if let Some(ci) = self.isolate(list) {
+                    found = self.scan_cluster(c, ci, ci * SWAPFILE_CLUSTER, mm, vp);
+                }
+            }
+        }
+        if let Some(s) = found {
+            if self.slot_of.len() <= mm {
+                self.slot_of.resize(mm + 1, Vec::new());
+            }
+            let v = &mut self.slot_of[mm];
+            if v.len() <= vp as usize {
+                v.resize(vp as usize + 1, NONE);
+            }
+            debug_assert_eq!(
+                v[vp as usize], NONE,
+                "mm {mm} page {vp} holds a slot already"
+            );
+            v[vp as usize] = s;
+        }
+        found
+    }
+
+    /// swap_entries_free for the slot `vp` of `mm` holds (no slot: nothing to free).
+    pub fn free(&mut self, mm: MmId, vp: u64) {
+        let Some(s) = self.slot_of(mm, vp) else {
+            return;
+        };
+        self.slot_of[mm][vp as usize] = NONE;
+        self.free_slot(s);
+    }
+
+    /// exit_mmap of `mm` met `pfn`, the swap-cache folio of its page `vp`, isolated by
+    /// reclaim: the slot goes with the folio when reclaim frees it.
+    pub fn orphan(&mut self, mm: MmId, vp: u64, pfn: Pfn) {
+        if let Some(s) = self.slot_of(mm, vp) {
+            self.slot_of[mm][vp as usize] = NONE;
+            self.orphans.insert(pfn, s);
+        }
+    }
+
+    /// The orphan `pfn` is freed: its slot with it.
+    pub fn free_orphan(&mut self, pfn: Pfn) {
+        if let Some(s) = self.orphans.remove(&pfn) {
+            self.free_slot(s);
+        }
+    }
+
+    fn free_slot(&mut self, s: u32) {
+        self.owner[s as usize] = (NONE, NONE);
+        let ci = s / SWAPFILE_CLUSTER;
+        let c = &mut self.clusters[ci as usize];
+        c.count -= 1;
+        if c.count == 0 {
+            self.relocate(ci, List::Free);
+        } else if c.list != List::Nonfull {
+            // partial_free_cluster.
+            self.relocate(ci, List::Nonfull);
+        }
+    }
+
+    /// alloc_swap_scan_cluster: the first free slot of cluster `ci` from `from` on; sets the
+    /// cursor after it (or invalid when the cluster is full or scanned to its end) and files
+    /// the cluster (relocate_cluster).
+    fn scan_cluster(&mut self, c: usize, ci: u32, from: u32, mm: MmId, vp: u64) -> Option<u32> {
+        let start = ci * SWAPFILE_CLUSTER;
+        let end = (start + SWAPFILE_CLUSTER).min(self.max);
+        let mut found = None;
+        let mut next = NONE;
+        if self.clusters[ci as usize].count < SWAPFILE_CLUSTER {
+            if self.owner.len() < end as usize {
+                self.owner.resize(end as usize, (NONE, NONE));
+            }
+            if let Some(s) = (from..end).find(|&s| self.owner[s as usize].0 == NONE) {
+                self.owner[s as usize] = (mm as u32, vp as u32);
+                let cl = &mut self.clusters[ci as usize];
+                cl.count += 1;
+                found = Some(s);
+                if cl.count < SWAPFILE_CLUSTER && s + 1 < end {
+                    next = s + 1;
+                }
+            }
+        }
+        let cl = self.clusters[ci as usize];
+        let to = if cl.count == 0 {
+            List::Free
+        } else if cl.count < end - start {
+            List::Frag
+        } else {
+            List::Full
+        };
+        if cl.list != to {
+            self.relocate(ci, to);
+        }
+        self.next[c] = next;
+        found
+    }
+
+    /// move_cluster (or free_cluster): onto the tail of `to`.
+    fn relocate(&mut self, ci: u32, to: List) {
+        let c = &mut self.clusters[ci as usize];
+        c.seq = c.seq.wrapping_add(1);
+        c.list = to;
+        let e = (ci, c.seq);
+        match to {
+            List::Free => self.free.push_back(e),
+            List::Nonfull => self.nonfull.push_back(e),
+            List::Frag => self.frag.push_back(e),
+            List::Full | List::Isolated => {}
+        }
+    }
+
+    /// isolate_lock_cluster: the first cluster on `list`, taken off it.
+    fn isolate(&mut self, list: List) -> Option<u32> {
+        loop {
+            let q = match list {
+                List::Free => &mut self.free,
+                List::Nonfull => &mut self.nonfull,
+                List::Frag => &mut self.frag,
+                List::Full | List::Isolated => return None,
+            };
+            let Some((ci, seq)) = q.pop_front() else {
+                break;
+            };
+            let c = self.clusters[ci as usize];
+            if c.seq == seq && c.list == list {
+                self.relocate(ci, List::Isolated);
+                return Some(ci);
+            }
+        }
+        if list == List::Free && (self.virgin as usize) < self.clusters.len() {
+            let ci = self.virgin;
+            self.virgin += 1;
+            self.relocate(ci, List::Isolated);
+            return Some(ci);
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_cursor_interleaves_two_reclaimers_and_per_cpu_cursors_do_not() {
+        // Rotational: CPU 0 and CPU 1 take turns; their pages sit in alternate slots.
+        let mut m = SwapMap::new(4096, false, 2);
+        let a = m.alloc(0, 0, 0).unwrap();
+        let b = m.alloc(1, 1, 0).unwrap();
+        let a2 = m.alloc(0, 0, 1).unwrap();
+        assert_eq!((b, a2), (a + 1, a + 2));
+        assert_eq!(a, 1, "slot 0 is the header");
+        // Solid state: each CPU fills a cluster of its own.
+        let mut m = SwapMap::new(4096, true, 2);
+        let a = m.alloc(0, 0, 0).unwrap();
+        let b = m.alloc(1, 1, 0).unwrap();
+        let a2 = m.alloc(0, 0, 1).unwrap();
+        assert_eq!(a2, a + 1);
+        assert_ne!(a / SWAPFILE_CLUSTER, b / SWAPFILE_CLUSTER);
+        assert_eq!(m.owner(b), Some((1, 0)));
+        assert_eq!(m.slot_of(0, 1), Some(a2));
+    }
+
+    #[test]
+    fn freed_slots_are_reused_through_the_nonfull_list_once_the_cursor_moves_on() {
+        let mut m = SwapMap::new(4 * u64::from(SWAPFILE_CLUSTER), false, 1);
+        // Fill cluster 0 (511 slots after the header).
+        for p in 0..511 {
+            m.alloc(0, 0, p).unwrap();
+        }
+        // Free one slot in it: cluster 0 goes to the nonfull list.
+        m.free(0, 10);
+        assert_eq!(m.owner(11), None);
+        // The cursor was invalidated when cluster 0 filled up: the next allocation takes the
+        // nonfull cluster first, and finds the freed slot.
+        assert_eq!(m.alloc(0, 1, 0), Some(11));
+        // Then a fresh cluster.
+        assert_eq!(m.alloc(0, 1, 1), Some(SWAPFILE_CLUSTER));
+        // Emptying a cluster makes it free again (cluster 0 never empties: the header).
+        m.free(1, 1);
+        assert_eq!(m.clusters[1].count, 0);
+        assert_eq!(m.clusters[1].list, List::Free);
+        assert_eq!(m.clusters[0].count, SWAPFILE_CLUSTER);
+    }
+}
