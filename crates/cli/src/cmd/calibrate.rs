@@ -144,23 +144,48 @@ const SESSION_COSTS: [&str; 18] = [
     "zram_decompress_sparse",
 ];
 
-/// `validate --calibrate`: measure the flush, shootdown and cycle families now, lay their costs over
-/// `base` (a profile NAME or FILE; the built-in table if None) and write the result beside `out`
-/// as OUT.session.toml, its raw samples as OUT.session.calibrate.json. Returns the profile's path.
-pub fn session_profile(base: Option<&str>, out: &std::path::Path) -> Result<String> {
+/// What `validate --calibrate` also takes when the host swaps to a file: the disk under it
+/// (calibrate's blockio family). The guest's disk is not the same device from one boot to
+/// the next (its latency and even its queue/rotational changed between two builds,
+/// docs/results/2026-11-27-block-swap-rotational.md).
+const SESSION_DISK_COSTS: [&str; 3] = [
+    "swap_page_transfer",
+    "swap_read_latency",
+    "swap_write_latency",
+];
+
+/// `validate --calibrate`: measure the flush, shootdown and cycle families now (and with
+/// `disk`, the directory a swap file goes in, the blockio family on that disk), lay their costs
+/// over `base` (a profile NAME or FILE; the built-in table if None) and write the result beside
+/// `out` as OUT.session.toml, its raw samples as OUT.session.calibrate.json. Returns the
+/// profile's path.
+pub fn session_profile(
+    base: Option<&str>,
+    out: &std::path::Path,
+    disk: Option<&std::path::Path>,
+) -> Result<String> {
+    let mut families = vec!["flush", "shootdown", "cycle"];
+    families.extend(disk.map(|_| "blockio"));
     let opts = calibrate::Options {
         quick: false,
-        only: Some(vec!["flush".into(), "shootdown".into(), "cycle".into()]),
-        dir: PathBuf::from("/var/tmp"),
+        only: Some(families.iter().map(|f| f.to_string()).collect()),
+        dir: disk.map_or_else(|| PathBuf::from("/var/tmp"), |d| d.to_path_buf()),
         progress: None,
     };
     eprintln!(
-        "reclaimlab: measuring this session's flush, shootdown and reclaim cycle costs (calibrate)"
+        "reclaimlab: measuring this session's flush, shootdown and reclaim cycle costs{} (calibrate)",
+        if disk.is_some() { " and the swap file's disk" } else { "" }
     );
     let r = calibrate::calibrate(&opts);
     reclaimlab_host::cleanup::park_if_stopping();
     let mut cal = r?;
-    cal.command = "reclaimlab validate --calibrate (calibrate --only flush,shootdown,cycle)".into();
+    cal.command = format!(
+        "reclaimlab validate --calibrate (calibrate --only {})",
+        families.join(",")
+    );
+    let taken = |k: &str| {
+        SESSION_COSTS.contains(&k) || (disk.is_some() && SESSION_DISK_COSTS.contains(&k))
+    };
     let stem = out
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
@@ -178,23 +203,24 @@ pub fn session_profile(base: Option<&str>, out: &std::path::Path) -> Result<Stri
         // Only the costs the families isolate directly: the flush family's ranged-flush
         // intercept holds more than the flush (the cycle family's figure replaces it).
         for (k, c) in session.costs {
-            if SESSION_COSTS.contains(&k.as_str()) {
+            if taken(&k) {
                 merged.costs.insert(k, c);
             }
         }
         merged.profile.name = name;
         merged.profile.description = format!(
-            "{}; flush, shootdown and reclaim cycle costs measured in this validation's session",
-            merged.profile.description
+            "{}; flush, shootdown and reclaim cycle costs{} measured in this validation's session",
+            merged.profile.description,
+            if disk.is_some() {
+                " and the swap file's disk"
+            } else {
+                ""
+            }
         );
         std::fs::write(&path, merged.to_toml()?)
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
-    for (k, d) in cal
-        .costs
-        .iter()
-        .filter(|(k, _)| SESSION_COSTS.contains(&k.as_str()))
-    {
+    for (k, d) in cal.costs.iter().filter(|(k, _)| taken(k)) {
         eprintln!("reclaimlab: session cost {k} = {:.0} ns", d.ns);
     }
     // A cost the session could not measure keeps the base profile's: say which and why.

@@ -32,7 +32,16 @@ pub fn run(a: ValidateArgs) -> Result<ExitCode> {
         let Some(o) = out.out.as_deref() else {
             bail!("--calibrate writes the session's profile beside --out FILE: give --out");
         };
-        Some(super::calibrate::session_profile(profile.as_deref(), o)?)
+        // A swap file's disk is measured too: its latency is the block rows' clock.
+        let disk = match &swap {
+            Some(reclaimlab_host::SwapRequest::File { dir, .. }) => Some(dir.as_path()),
+            _ => None,
+        };
+        Some(super::calibrate::session_profile(
+            profile.as_deref(),
+            o,
+            disk,
+        )?)
     } else {
         profile
     };
