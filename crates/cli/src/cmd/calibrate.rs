@@ -183,9 +183,8 @@ pub fn session_profile(
         "reclaimlab validate --calibrate (calibrate --only {})",
         families.join(",")
     );
-    let taken = |k: &str| {
-        SESSION_COSTS.contains(&k) || (disk.is_some() && SESSION_DISK_COSTS.contains(&k))
-    };
+    let taken =
+        |k: &str| SESSION_COSTS.contains(&k) || (disk.is_some() && SESSION_DISK_COSTS.contains(&k));
     let stem = out
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
