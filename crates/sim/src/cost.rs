@@ -239,6 +239,16 @@ pub struct CostTable {
     /// bare metal: ~400 ns (a folio's end_io with its LRU rotation, ~200 ns, plus the
     /// request's interrupt and blk-mq completion spread over its pages); not measured.
     pub swap_complete_page: u64,
+    /// A block swap device: CPU time per bio on the submitting CPU. swap_read_folio and
+    /// __swap_writepage give each folio a bio of its own (swap_read_folio_bdev_async,
+    /// swap_writepage_bdev_async: bio_alloc, submit_bio → blk_mq_submit_bio, which merges it
+    /// into the task's plug). Estimate for bare metal: ~300 ns, as `writepages_folio`.
+    pub swap_submit_bio: u64,
+    /// The same per request: a plug's run of bios for adjacent slots is one request, which
+    /// blk_finish_plug (or the flush at schedule) dispatches through the I/O scheduler to the
+    /// driver, which posts it and notifies the device (on a virtio disk a write to its notify
+    /// register, a VM exit). Estimate for bare metal: ~1.5 us, as `writepages_request`.
+    pub swap_submit_request: u64,
     /// do_writepages' CPU time per folio written back, on the writing CPU (the flusher, or
     /// whoever writes inline): ext4_writepages finding the dirty folio, folio_clear_dirty_for_io
     /// (page_mkclean's rmap walk; the PTE flush itself is charged as a flush), bio_add_folio,
@@ -331,6 +341,8 @@ impl CostTable {
             release_buffers: 150,
             release_buffers_locked: 90,
             swap_complete_page: 400,
+            swap_submit_bio: 300,
+            swap_submit_request: 1_500,
             writepages_folio: 300,
             writepages_request: 1_500,
             writepages_unwritten_request: 1_000,

@@ -75,7 +75,7 @@ spent! {
     FolioLockWait = "folio_lock_wait",
     /// Page-cache reads, inserts, deletes and buffer heads.
     PageCache = "page_cache",
-    /// Writeback submission and completion, swap I/O completion.
+    /// Writeback submission and completion, swap I/O submission and completion.
     Writeback = "writeback",
     /// arm64 TLBI and DSB, x86 INVLPGB and TLBSYNC.
     TlbBroadcast = "tlb_broadcast",

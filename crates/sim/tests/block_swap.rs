@@ -245,6 +245,11 @@ fn a_rotational_device_reads_the_neighbouring_slots_whoever_holds_them() {
     // as readahead, for B.
     let (mut k, _, b) = neighbours_read(true);
     assert_eq!(k.vmstat[SWAP_RA], 1);
+    // Every bio went out in a run of adjacent slots: one device request per plug.
+    assert_eq!(
+        k.vmstat[SWAP_SUBMIT_REQUESTS],
+        k.vmstat[SWAP_READ_REQUESTS] + k.vmstat[SWAP_WRITE_REQUESTS]
+    );
     let pte = k.mms[b].ptes[0];
     assert!(is_swap_pte(pte) && pte & PTE_SWPCACHE != 0, "{pte:#x}");
     let f = *k.folios.get(pte_pfn(pte));

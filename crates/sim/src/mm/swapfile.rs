@@ -284,9 +284,23 @@ impl SwapMap {
     }
 }
 
+/// How many requests a plug holding bios for `slots` sends: one per run of adjacent slots
+/// (blk_attempt_plug_merge merges a bio into the request it extends).
+pub fn plug_requests(slots: &mut [u32]) -> u64 {
+    slots.sort_unstable();
+    slots.windows(2).filter(|w| w[1] != w[0] + 1).count() as u64 + u64::from(!slots.is_empty())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_plug_sends_one_request_per_run_of_adjacent_slots() {
+        assert_eq!(plug_requests(&mut []), 0);
+        assert_eq!(plug_requests(&mut [7, 5, 6, 8]), 1);
+        assert_eq!(plug_requests(&mut [1, 3, 2, 10, 11, 40]), 3);
+    }
 
     #[test]
     fn one_cursor_interleaves_two_reclaimers_and_per_cpu_cursors_do_not() {

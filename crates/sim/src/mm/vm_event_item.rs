@@ -236,6 +236,9 @@ vm_event_items! {
     SWAP_RA_HIT: VmstatBlockSwap = "swap_ra_hit",
     SWAP_READ_REQUESTS: SwapBlock = "read_requests",
     SWAP_WRITE_REQUESTS: SwapBlock = "write_requests",
+    /// Requests the plugs dispatched to the device for those bios (one per run of adjacent
+    /// slots), reads and writes.
+    SWAP_SUBMIT_REQUESTS: SwapBlock = "device_requests",
     /// Pages whose swap write completed.
     SWAP_WRITES_COMPLETED: SwapBlock = "writes_completed",
     /// Faulting tasks put to sleep on a read (their own, or a readahead still in flight) and
