@@ -19,6 +19,7 @@ pub mod rmap;
 pub mod swap;
 pub mod swap_state;
 pub mod vm_event_item;
+pub mod vmpressure;
 pub mod vmscan;
 pub mod vmstat;
 pub mod workingset;
