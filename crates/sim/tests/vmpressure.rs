@@ -116,7 +116,7 @@ fn memory_reclaim_is_proactive_and_feeds_no_vmpressure() {
     );
     let r = &doc.runs[0];
     assert!(r.counters["pgscan_file"] > 2 * VMPRESSURE_WIN);
-    assert!(r.extra.get("workqueue_items_queued").is_none());
+    assert!(!r.extra.contains_key("workqueue_items_queued"));
 }
 
 /// The file suite's random reader, small: two pinned threads fill and reclaim a file's page
