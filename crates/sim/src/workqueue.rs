@@ -61,6 +61,11 @@ fn slot(w: Work) -> usize {
 }
 
 impl Workqueue {
+    /// Whether `t` is one of the pools' kworkers (the result's placement calls them so).
+    pub fn is_worker_task(&self, t: TaskId) -> bool {
+        self.worker.contains(&Some(t))
+    }
+
     /// Whether `t` is `cpu`'s pool's kworker.
     #[inline]
     pub fn is_worker(&self, cpu: CpuId, t: TaskId) -> bool {

@@ -162,7 +162,7 @@ fn the_reclaimers_kworkers_run_the_items_and_preempt_them() {
     assert!(preempted > 0 && preempted <= ran);
     // One kworker per CPU, bound there: it never migrates.
     let p = r.extra["placement"]["tasks"].as_array().unwrap();
-    let kworkers: Vec<_> = p.iter().filter(|t| t["kind"] == "background").collect();
+    let kworkers: Vec<_> = p.iter().filter(|t| t["kind"] == "kworker").collect();
     assert_eq!(kworkers.len(), 2);
     assert!(kworkers.iter().all(|t| t["migrations"] == 0));
     assert!(r.extra["cpu_time_ns"]["workqueue"].as_u64().unwrap() > 0);
@@ -179,7 +179,7 @@ fn each_item_and_each_wake_up_cost_their_measured_time() {
             .as_array()
             .unwrap()
             .iter()
-            .filter(|t| t["kind"] == "background")
+            .filter(|t| t["kind"] == "kworker")
             .map(|t| t["wakeups"].as_u64().unwrap())
             .sum();
         assert!(items > 0 && wakeups > 0 && wakeups <= items);
