@@ -275,6 +275,15 @@ pub struct CostTable {
     /// before the folio's writeback ends. Charged on the completion's CPU (the worker is queued
     /// from the interrupt and runs there first). Estimate: ~1.5 µs.
     pub writeback_convert_request: u64,
+    /// One run of vmpressure's work item (vmpressure_work_fn on the system workqueue): the
+    /// sums taken under sr_lock, the level computed, events_lock taken and the listener list
+    /// walked at each memcg up to the root. ~500 ns. Estimate: two short lock sections and a
+    /// division per level, two levels.
+    pub vmpressure_work: u64,
+    /// A workqueue kworker's own time per wake-up beyond its items and the context switches:
+    /// worker_thread leaving and re-entering idle, process_one_work's pool-lock sections and
+    /// bookkeeping. ~1 µs. Estimate.
+    pub kworker_run: u64,
 }
 
 impl CostTable {
@@ -349,6 +358,8 @@ impl CostTable {
             writeback_complete_folio: 150,
             writeback_complete_request: 1_000,
             writeback_convert_request: 1_500,
+            vmpressure_work: 500,
+            kworker_run: 1_000,
         }
     }
 

@@ -79,6 +79,9 @@ spent! {
     Writeback = "writeback",
     /// arm64 TLBI and DSB, x86 INVLPGB and TLBSYNC.
     TlbBroadcast = "tlb_broadcast",
+    /// Work items run by the system workqueue's kworkers (workqueue.rs), with the worker
+    /// loop's own time.
+    Workqueue = "workqueue",
     /// Foreign tasks and kernel threads the scenario runs beside the workload; forked
     /// processes' start-up.
     Other = "other",

@@ -91,7 +91,11 @@ impl<'a> Engine<'a> {
             // A sleeping task's timer fires once every busy CPU has reached it.
             if let Some(at) = self.k.next_timer() {
                 if at < until && cpu.is_none_or(|c| at <= self.k.cpus[c].clock) {
+                    let t = self.k.sched.timers.first().map(|&(_, t)| t);
                     self.k.with_rqs(|k, rqs| k.run_next_timer(rqs));
+                    if let Some(t) = t {
+                        self.k.kworker_run_now(t);
+                    }
                     continue;
                 }
             }

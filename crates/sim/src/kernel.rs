@@ -223,6 +223,9 @@ pub struct Kernel {
     pub smp: crate::smp::Smp,
     /// CPU time by what it was spent on (cputime.rs).
     pub cpu_time: crate::cputime::CpuTime,
+    /// vmpressure's sums (mm/vmpressure.rs) and the system workqueue (workqueue.rs).
+    pub vmpressure: crate::mm::vmpressure::Vmpressures,
+    pub workqueue: crate::workqueue::Workqueue,
 }
 
 impl Kernel {
@@ -297,6 +300,8 @@ impl Kernel {
             locks: crate::locking::Locks::new(nr_cpus),
             smp: crate::smp::Smp::new(nr_cpus),
             cpu_time: Default::default(),
+            vmpressure: Default::default(),
+            workqueue: Default::default(),
             cfg,
             policy,
         }

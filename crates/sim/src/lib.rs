@@ -25,6 +25,7 @@ pub mod smp;
 pub mod timeline;
 pub mod watchdog;
 pub mod workload;
+pub mod workqueue;
 
 use config::{Policy, SimConfig};
 use engine::Engine;

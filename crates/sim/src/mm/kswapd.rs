@@ -16,6 +16,7 @@
 use crate::config::{Interleave, Patch};
 use crate::kernel::{CpuId, Kernel, TaskId};
 use crate::mm::memcontrol::MAX_RECLAIM_RETRIES;
+use crate::mm::vmpressure::Vmpr;
 use crate::mm::vmscan::{LruvecScan, ScanControl, DEF_PRIORITY, SWAP_CLUSTER_MAX};
 use crate::mm::vmstat::{Place, VmEventItem::*};
 use crate::sched::RunQueues;
@@ -123,6 +124,8 @@ impl Kernel {
                     self.pgdat.wmark_high.max(SWAP_CLUSTER_MAX),
                     self.kswapd.priority,
                 );
+                // Global reclaim: the root memcg's vmpressure (memcg_to_vmpressure(NULL)).
+                sc.vmpr = Vmpr::Root;
                 if !self.kswapd_preemptible() {
                     let (scanned, stolen) = self.shrink_node_counted(cpu, &mut sc);
                     self.vmstat.count_vm_events(PGSCAN_KSWAPD, scanned);
@@ -144,6 +147,8 @@ impl Kernel {
         let more = self.shrink_lruvec_round(cpu, &mut pass.sc, &mut pass.scan);
         if !more {
             self.shrink_lruvec_finish(cpu, &mut pass.sc, &pass.scan);
+            // The rest of shrink_node after the lruvec (the pass's sc started at zero).
+            self.shrink_node_vmpressure(cpu, &pass.sc, 0, 0);
         }
         let scanned = self.vmstat[PGSCAN_ANON] + self.vmstat[PGSCAN_FILE] - scanned;
         let stolen = self.vmstat[PGSTEAL_ANON] + self.vmstat[PGSTEAL_FILE] - stolen;

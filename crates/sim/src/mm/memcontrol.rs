@@ -295,7 +295,7 @@ impl Kernel {
             let batch = ((nr - done) / 4)
                 .max(crate::mm::vmscan::SWAP_CLUSTER_MAX)
                 .min(nr - done);
-            let r = self.try_to_free_mem_cgroup_pages(cpu, batch);
+            let r = self.try_to_free_mem_cgroup_pages_opts(cpu, batch, true);
             if r == 0 {
                 if retries == 0 {
                     break;

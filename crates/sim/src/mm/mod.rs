@@ -20,6 +20,7 @@ pub mod swap;
 pub mod swap_state;
 pub mod swapfile;
 pub mod vm_event_item;
+pub mod vmpressure;
 pub mod vmscan;
 pub mod vmstat;
 pub mod workingset;

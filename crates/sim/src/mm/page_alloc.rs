@@ -9,6 +9,7 @@
 
 use crate::kernel::{CpuId, Kernel};
 use crate::mm::memcontrol::MAX_RECLAIM_RETRIES;
+use crate::mm::vmpressure::Vmpr;
 use crate::mm::vmscan::{ScanControl, DEF_PRIORITY, SWAP_CLUSTER_MAX};
 use crate::mm::vmstat::VmEventItem::*;
 use std::collections::BTreeMap;
@@ -153,6 +154,10 @@ impl Kernel {
         };
         let mut sc = ScanControl::new(SWAP_CLUSTER_MAX, st.priority);
         sc.nr_reclaimed = st.reclaimed;
+        // do_try_to_free_pages: vmpressure_prio before the priority's pass; global reclaim
+        // feeds the root memcg's vmpressure.
+        sc.vmpr = Vmpr::Root;
+        self.vmpressure_prio(cpu, sc.vmpr, st.priority);
         let (scanned, stolen) = self.shrink_node_counted(cpu, &mut sc);
         self.vmstat.count_vm_events(PGSCAN_DIRECT_NODE, scanned);
         self.vmstat.count_vm_events(PGSTEAL_DIRECT_NODE, stolen);

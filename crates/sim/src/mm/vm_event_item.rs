@@ -258,4 +258,15 @@ vm_event_items! {
     MIGRATIONS_ACTIVE_BALANCE: MigrationsByCause = "active_balance",
     /// Call-function IPIs of remote wake-ups (ttwu_queue_wakelist), part of the CAL count.
     WAKELIST_IPIS: ExtraNonzero = "wakelist_ipis",
+    /// Context switches from a running workload task to a system workqueue kworker on its CPU
+    /// (the kworker preempted it: wake-up preemption, a tick or a pick).
+    KWORKER_PREEMPTIONS: ExtraNonzero = "kworker_preemptions",
+
+    // The system workqueue (workqueue.rs) and vmpressure (mm/vmpressure.rs).
+    /// Work items queued (a schedule_work that found the item not pending).
+    WORKQUEUE_ITEMS: ExtraNonzero = "workqueue_items_queued",
+    /// Work items run (process_one_work).
+    WORKQUEUE_RUNS: ExtraNonzero = "workqueue_items_run",
+    /// vmpressure_work_fn runs that took a window's sums (and signalled the levels).
+    VMPRESSURE_EVENTS: ExtraNonzero = "vmpressure_events",
 }

@@ -10,6 +10,7 @@ use crate::mm::folio::*;
 use crate::mm::mm_types_task::TlbUbc;
 use crate::mm::pgtable::*;
 use crate::mm::rmap::TTU_BATCH_FLUSH;
+use crate::mm::vmpressure::Vmpr;
 use crate::mm::vmstat::VmEventItem::*;
 
 pub const SWAP_CLUSTER_MAX: u64 = 32;
@@ -29,6 +30,10 @@ pub struct ScanControl {
     pub force_deactivate: bool,
     pub skipped_deactivate: bool,
     pub may_swap: bool,
+    /// memory.reclaim's reclaim (MEMCG_RECLAIM_PROACTIVE): no vmpressure.
+    pub proactive: bool,
+    /// Whose vmpressure the reclaim feeds: the memcg's (limit reclaim) or the root's (global).
+    pub vmpr: Vmpr,
 }
 
 impl ScanControl {
@@ -43,6 +48,8 @@ impl ScanControl {
             force_deactivate: false,
             skipped_deactivate: false,
             may_swap: true,
+            proactive: false,
+            vmpr: Vmpr::Memcg,
         }
     }
 }
@@ -85,11 +92,25 @@ fn is_active_lru(lru: u8) -> bool {
 impl Kernel {
     /// try_to_free_mem_cgroup_pages → do_try_to_free_pages for the (single) memcg.
     pub fn try_to_free_mem_cgroup_pages(&mut self, cpu: CpuId, nr_pages: u64) -> u64 {
+        self.try_to_free_mem_cgroup_pages_opts(cpu, nr_pages, false)
+    }
+
+    /// try_to_free_mem_cgroup_pages with MEMCG_RECLAIM_PROACTIVE or not (memory.reclaim).
+    pub(crate) fn try_to_free_mem_cgroup_pages_opts(
+        &mut self,
+        cpu: CpuId,
+        nr_pages: u64,
+        proactive: bool,
+    ) -> u64 {
         let t0 = self.cpus[cpu].clock;
         self.vmstat.count_vm_event(DIRECT_RECLAIMS);
         let mut sc = ScanControl::new(nr_pages.max(SWAP_CLUSTER_MAX), DEF_PRIORITY);
+        sc.proactive = proactive;
         loop {
             loop {
+                if !sc.proactive {
+                    self.vmpressure_prio(cpu, sc.vmpr, sc.priority);
+                }
                 self.shrink_node(cpu, &mut sc);
                 if sc.nr_reclaimed >= sc.nr_to_reclaim || self.sleep_pending(cpu) {
                     // A reclaimer that went to sleep in reclaim_throttle goes on only after
@@ -161,8 +182,29 @@ impl Kernel {
     }
 
     pub(crate) fn shrink_node(&mut self, cpu: CpuId, sc: &mut ScanControl) {
+        let (scanned, reclaimed) = (sc.nr_scanned, sc.nr_reclaimed);
         self.prepare_scan_control(sc);
         self.shrink_lruvec(cpu, sc);
+        self.shrink_node_vmpressure(cpu, sc, scanned, reclaimed);
+    }
+
+    /// The end of shrink_node's pass: the subtree's reclaim efficiency into vmpressure
+    /// (`scanned`, `reclaimed`: the pass's starting counts).
+    pub(crate) fn shrink_node_vmpressure(
+        &mut self,
+        cpu: CpuId,
+        sc: &ScanControl,
+        scanned: u64,
+        reclaimed: u64,
+    ) {
+        if !sc.proactive {
+            self.vmpressure(
+                cpu,
+                sc.vmpr,
+                sc.nr_scanned - scanned,
+                sc.nr_reclaimed - reclaimed,
+            );
+        }
     }
 
     /// shrink_node's prepare_scan_control: which active lists may be deactivated.

@@ -15,6 +15,9 @@
 //! context_switch's enter_lazy_tlb keeps the previous mm loaded and the CPU lazy. So they do
 //! not take a CPU out of a flush's IPI set the way a process does, but they make it busy for
 //! wake-up placement and preempt what runs there.
+//!
+//! The system workqueue's per-CPU kworkers (workqueue.rs) are such threads too, woken by the
+//! items queued on their CPU instead of a duty cycle.
 
 use super::autogroup::{nice_to_weight, WORKLOAD_GROUP};
 use super::{Class, RunQueues};
@@ -45,6 +48,8 @@ pub struct BgState {
     /// The block layer's kworker on a one-queue swap device's interrupt CPU: woken by that
     /// device's completions (kblockd_wake), not by a timer of its own.
     pub on_completion: bool,
+    /// A workqueue kworker between its wake-up and its next sleep.
+    pub awake: bool,
 }
 
 /// Which foreign load a background task belongs to.
@@ -57,6 +62,9 @@ pub enum BgSet {
     Other,
     /// `machine.background_kthreads`: its index in `Sched::kthreads`.
     Kthreads(usize),
+    /// A system workqueue pool's kworker (workqueue.rs): it runs the items queued on its
+    /// CPU, not bursts of a duty cycle.
+    Workqueue,
 }
 
 impl Kernel {
@@ -152,8 +160,56 @@ impl Kernel {
             seen_runtime: 0,
             set,
             on_completion: false,
+            awake: false,
         });
         self.sched.timers.insert((first, t));
+    }
+
+    /// A system workqueue pool's kworker for `cpu` (workqueue.rs): bound there, no mm, nice 0
+    /// in the root task group, asleep until an item is queued.
+    pub(crate) fn kworker_spawn(&mut self, cpu: CpuId) -> TaskId {
+        let t = self.task_new(usize::MAX, Some(cpu), 0, 1);
+        self.tasks[t].kthread = true;
+        let se = &mut self.sched.se[t];
+        se.class = Class::Background;
+        se.sleeping = true;
+        se.avg.avg = 0;
+        se.weight = nice_to_weight(0);
+        se.last_cpu = Some(cpu);
+        self.sched.bg_state.push(BgState {
+            task: t,
+            set: BgSet::Workqueue,
+            ..Default::default()
+        });
+        t
+    }
+
+    /// One engine step of a workqueue kworker: worker_thread runs the pool's items one by one
+    /// (process_one_work), in slices as a burst runs, and sleeps when the list is empty. The
+    /// first item after a wake-up carries the worker loop's own time (`kworker_run`).
+    fn kworker_step(&mut self, rqs: &mut RunQueues, cpu: CpuId, i: usize) {
+        if self.sched.bg_state[i].left_ns == 0 {
+            let woke = !self.sched.bg_state[i].awake;
+            let Some(ns) = self.process_one_work(cpu) else {
+                self.sched.bg_state[i].awake = false;
+                self.block_task(rqs, cpu, None);
+                return;
+            };
+            let st = &mut self.sched.bg_state[i];
+            st.awake = true;
+            st.left_ns = ns + if woke { self.cost.kworker_run } else { 0 };
+        }
+        let now = self.cpus[cpu].clock;
+        let to_tick = match self.cpus[cpu].next_tick.saturating_sub(now) {
+            0 => BURST_SLICE_NS,
+            d => d,
+        };
+        let run = self.sched.bg_state[i]
+            .left_ns
+            .min(to_tick)
+            .min(BURST_SLICE_NS);
+        self.charge(cpu, run, Spent::Workqueue);
+        self.sched.bg_state[i].left_ns -= run;
     }
 
     /// One engine step of a background task: run until its burst ends or the tick, then
@@ -167,6 +223,7 @@ impl Kernel {
             .position(|s| s.task == t)
             .expect("background state");
         let b = match self.sched.bg_state[i].set {
+            BgSet::Workqueue => return self.kworker_step(rqs, cpu, i),
             BgSet::Kthreads(set) => self.sched.kthreads[set].clone(),
             BgSet::Load => self.sched.background.clone().expect("background task"),
             BgSet::Other => self.sched.other.clone().expect("background task"),

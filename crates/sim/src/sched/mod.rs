@@ -386,6 +386,17 @@ impl Kernel {
         }
         self.cpus[cpu].curr = next;
         self.context_switches += 1;
+        if let (Some(prev), Some(t)) = (prev_task, next) {
+            // A workload task that stays runnable gives way to a workqueue kworker.
+            let se = &self.sched.se[prev];
+            if !se.sleeping
+                && se.class == Class::Worker
+                && !self.tasks[prev].kthread
+                && self.workqueue.is_worker(cpu, t)
+            {
+                self.vmstat.count_vm_event(KWORKER_PREEMPTIONS);
+            }
+        }
         match next {
             Some(t) => {
                 self.update_load_avg(t, now);

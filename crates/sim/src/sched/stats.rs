@@ -19,6 +19,7 @@ pub fn report(k: &Kernel, secs: f64) -> Value {
                 Class::Worker if k.tasks[t].helper => "helper",
                 Class::Worker => "worker",
                 Class::Kthread => "kthread",
+                Class::Background if k.workqueue.is_worker_task(t) => "kworker",
                 Class::Background => "background",
                 Class::Starter => "helper",
             };
