@@ -235,6 +235,9 @@ pub struct Sched {
     /// sd_llc_shared->nr_idle_scan.
     pub sis_util: bool,
     pub nr_idle_scan: Vec<usize>,
+    /// Per CPU: the last tick a direct reclaimer's cond_resched() acted on inside its step
+    /// (cond_resched.rs), so that each tick preempts at most once there.
+    pub reclaim_tick_seen: Vec<u64>,
 }
 
 /// sysctl_sched_migration_cost: a task that ran within this long is cache-hot (0.5 ms).
@@ -273,6 +276,7 @@ impl Sched {
             sis_util: cfg.sis_util,
             // A machine idle before the run: every LLC scanned whole.
             nr_idle_scan: vec![nr_cpus; nr_cpus],
+            reclaim_tick_seen: vec![0; nr_cpus],
             ..Default::default()
         }
     }
