@@ -18,7 +18,8 @@
 //!   periodic, nohz-idle and new-idle load balancing with the imbalance rules and the
 //!   cache-hot rule.
 //! - [`cond_resched`]: a kernel thread woken on a CPU in direct reclaim runs at the
-//!   reclaimer's next cond_resched().
+//!   reclaimer's next cond_resched(), and so does a background task picked by a tick that
+//!   fell due in the reclaim.
 //! - [`background`]: foreign tasks (`machine.background_load`, `machine.background_other`,
 //!   `machine.background_kthreads`) that wake and run with a duty cycle.
 //! - [`stats`]: the `placement` report.
