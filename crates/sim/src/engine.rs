@@ -285,6 +285,10 @@ impl Kernel {
     pub fn reclaim_cond_resched(&mut self, cpu: CpuId) {
         if self.cfg.interleave == Interleave::Folio {
             self.reclaim_preempt_window(cpu, true);
+            // Also in a reclaim that runs inside another CPU's window (no nested window).
+            if !self.runner.rqs_out {
+                self.reclaim_tick_preempt(cpu);
+            }
         }
     }
 
@@ -331,7 +335,11 @@ impl Kernel {
             if let Some(c) = self.window_kthread_timer(cpu, cond_resched, until, queue.peek_clock())
             {
                 self.with_rqs(|k, rqs| k.run_next_timer(rqs));
-                self.run_woken_kthread(c, (c == cpu).then_some(reclaimer));
+                if c == cpu {
+                    self.run_in_reclaim(cpu, reclaimer);
+                } else {
+                    self.run_woken_kthread(c, None);
+                }
                 continue;
             }
             let Some((clock, c)) = queue.pop() else {

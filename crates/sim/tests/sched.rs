@@ -521,6 +521,23 @@ fn failed_load_imbalance_passes_never_push_the_running_task() {
     check(&mut k, &rqs);
 }
 
+/// A 2-CPU machine with `cfg` and one workload task (task 0), its background tasks created.
+fn two_cpus_one_task(cfg: reclaimlab_sim::config::SimConfig) -> Kernel {
+    let mut k = Kernel::new(
+        cfg,
+        reclaimlab_sim::config::Policy::linux_6_18(),
+        2,
+        1024,
+        1 << 20,
+        60,
+        1,
+    );
+    let mm = k.mm_alloc(1, reclaimlab_sim::kernel::Backing::Anon, true);
+    k.task_new(mm, None, 0, 1);
+    k.background_spawn();
+    k
+}
+
 /// A 2-CPU machine swapping to a one-queue block device whose interrupt is on CPU 1, with a
 /// kernel thread bound to each CPU (5% of every 1 ms) and one workload task (task 0).
 fn block_machine_with_kthreads() -> (Kernel, RunQueues) {
@@ -543,18 +560,7 @@ fn block_machine_with_kthreads() -> (Kernel, RunQueues) {
         kthread: true,
     };
     cfg.sched.kthreads = vec![kthread(0), kthread(1)];
-    let mut k = Kernel::new(
-        cfg,
-        reclaimlab_sim::config::Policy::linux_6_18(),
-        2,
-        1024,
-        1 << 20,
-        60,
-        1,
-    );
-    let mm = k.mm_alloc(1, reclaimlab_sim::kernel::Backing::Anon, true);
-    k.task_new(mm, None, 0, 1);
-    k.background_spawn();
+    let k = two_cpus_one_task(cfg);
     (k, RunQueues::new(2))
 }
 
@@ -676,4 +682,101 @@ fn kswapd_sharing_a_pinned_tasks_cpu_moves_to_an_idle_cpu_within_a_few_balance_i
     let at = moved_at.expect("kswapd stayed on the pinned task's CPU");
     assert!(at <= bound, "kswapd moved only at {at} ns (bound {bound})");
     assert_eq!(k.se(kswapd).nr_migrations, 1);
+}
+
+/// A 2-CPU machine (reclaim preemption points on) running task 0, a workload task, on CPU 0
+/// and one foreign load task (30% of every 20 ms, allowed on CPU 0 only) queued behind it,
+/// woken while task 0's slice was protected.
+fn worker_with_queued_load() -> (Kernel, usize) {
+    let mut cfg = common::cfg(0);
+    cfg.interleave = reclaimlab_sim::config::Interleave::Folio;
+    cfg.sched.background = Some(reclaimlab_sim::sched::background::BackgroundLoad {
+        tasks: 1,
+        duty: 0.3,
+        period_ns: 20_000_000,
+        cpus: Some(vec![0]),
+        groups: 1,
+        nice: 0,
+        group_nice: 0,
+        kthread: false,
+    });
+    let mut k = two_cpus_one_task(cfg);
+    let load = 1;
+    k.sched.timers.clear();
+    k.cpus[0].clock = 1_000_000;
+    k.with_rqs(|k, rqs| {
+        *rqs = RunQueues::new(2);
+        k.enqueue(rqs, 0, 0, 1_000_000);
+        k.try_to_wake_up(rqs, load, 0, 1_000_000);
+    });
+    assert_eq!(
+        k.cpus[0].curr,
+        Some(0),
+        "the woken load must wait behind task 0"
+    );
+    (k, load)
+}
+
+#[test]
+fn a_tick_inside_a_long_reclaim_hands_the_cpu_to_a_waiting_task_at_cond_resched() {
+    // Task 0 is in direct reclaim: its step has run past the tick without a break. At its
+    // next cond_resched() the tick's need_resched (its request used up) switches to the
+    // waiting load task, which runs its burst there; then task 0 resumes its reclaim.
+    let (mut k, load) = worker_with_queued_load();
+    k.cpus[0].clock = k.cpus[0].next_tick + 6_000_000;
+    k.reclaim_cond_resched(0);
+    assert!(
+        k.se(load).sum_exec_runtime >= 5_000_000,
+        "the load ran {} ns",
+        k.se(load).sum_exec_runtime
+    );
+    assert_eq!(k.cpus[0].curr, Some(0));
+    assert!(k.se(load).sleeping, "it sleeps to its next period");
+    // Before any tick falls due in the step there is no reschedule: the load keeps waiting.
+    let (mut k, load) = worker_with_queued_load();
+    k.cpus[0].clock = k.cpus[0].next_tick - 1;
+    k.reclaim_cond_resched(0);
+    assert_eq!(k.se(load).sum_exec_runtime, 0);
+    assert_eq!(k.cpus[0].curr, Some(0));
+}
+
+#[test]
+fn a_busy_cpu_balances_a_level_every_busy_interval_less_one_jiffy() {
+    // get_sd_balance_interval at HZ=250 (4-ms ticks) on 2 CPUs: balance_interval 2 ms,
+    // busy × 16 = 32 ms = 8 jiffies, less one: 7; doubled to 4 ms after a balanced pass,
+    // 15. An idle CPU: 2 ms rounds up to one jiffy.
+    let (mut k, _rqs) = machine(2, 2);
+    assert_eq!(k.balance_interval_ticks(0, 0, true), 7);
+    assert_eq!(k.balance_interval_ticks(0, 0, false), 1);
+    k.sched.balance_interval[0][0] = 4;
+    assert_eq!(k.balance_interval_ticks(0, 0, true), 15);
+}
+
+#[test]
+fn periodic_balances_of_a_busy_cpu_come_every_seven_ticks() {
+    // Two tasks on CPU 0, one on CPU 1, ticks processed late in their jiffy: CPU 1's
+    // periodic balances still come 7 ticks apart (sd->last_balance counts jiffies), not
+    // the busy interval after the late tick's clock.
+    let (mut k, mut rqs) = machine(2, 3);
+    k.enqueue(&mut rqs, 0, 0, 0);
+    k.enqueue(&mut rqs, 0, 1, 0);
+    k.enqueue(&mut rqs, 1, 2, 0);
+    let tick = 4_000_000;
+    let mut seen = Vec::new();
+    for j in 1..100u64 {
+        let now = j * tick + 300_000;
+        k.cpus[1].clock = now;
+        k.cpus[1].next_tick = j * tick;
+        let before = k.sched.next_balance[1][0];
+        k.scheduler_tick(&mut rqs, 1);
+        if k.sched.next_balance[1][0] != before {
+            seen.push(j);
+        }
+    }
+    let gaps: Vec<u64> = seen.windows(2).map(|w| w[1] - w[0]).collect();
+    assert!(gaps.len() >= 5, "{seen:?}");
+    assert!(
+        gaps.iter().all(|&g| g == 7 || g == 15),
+        "balances at ticks {seen:?}"
+    );
 }

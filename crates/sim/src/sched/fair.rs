@@ -230,8 +230,28 @@ impl Kernel {
         }
     }
 
-    /// sched_balance_domains: each level whose interval has passed balances; a busy CPU's
-    /// interval is busy_factor times longer.
+    /// get_sd_balance_interval in jiffies (the model's ticks): the level's balance_interval
+    /// (ms), busy_factor times longer on a busy CPU, rounded up to jiffies
+    /// (msecs_to_jiffies), one jiffy less on a busy CPU (so that busy intervals of nested
+    /// levels are not multiples of each other), at least one and at most
+    /// max_load_balance_interval. At HZ=250 a busy CPU balances its 2-CPU domain every 7
+    /// ticks (28 ms), or 15 (60 ms) once the interval has doubled.
+    pub fn balance_interval_ticks(&self, cpu: CpuId, lvl: usize, busy: bool) -> u64 {
+        let tick = self.cfg.tick_ns.max(1);
+        let mut ms = self.sched.balance_interval[cpu][lvl];
+        if busy {
+            ms *= BUSY_FACTOR;
+        }
+        let mut j = (ms * 1_000_000).div_ceil(tick);
+        if busy {
+            j = j.saturating_sub(1);
+        }
+        j.clamp(1, (MAX_BALANCE_INTERVAL_MS * 1_000_000).div_ceil(tick))
+    }
+
+    /// sched_balance_domains: each level whose interval has passed balances, counted in
+    /// jiffies from the tick it last balanced at (sd->last_balance = jiffies): the next
+    /// balance is that many ticks later, whenever in its tick the balancing CPU got there.
     fn sched_balance_domains(&mut self, rqs: &mut RunQueues, cpu: CpuId, now: u64) {
         for lvl in 0..self.sched.sd[cpu].len() {
             if now < self.sched.next_balance[cpu][lvl] {
@@ -243,12 +263,9 @@ impl Kernel {
                 IdleType::NotIdle
             };
             self.sched_balance_rq(rqs, cpu, lvl, idle, now);
-            let mut ms = self.sched.balance_interval[cpu][lvl];
-            if idle == IdleType::NotIdle {
-                ms *= BUSY_FACTOR;
-            }
-            let ms = ms.clamp(1, MAX_BALANCE_INTERVAL_MS);
-            self.sched.next_balance[cpu][lvl] = now + ms * 1_000_000;
+            let tick = self.cfg.tick_ns.max(1);
+            let jiffies = self.balance_interval_ticks(cpu, lvl, idle == IdleType::NotIdle);
+            self.sched.next_balance[cpu][lvl] = (now / tick + jiffies) * tick;
         }
     }
 

@@ -18,7 +18,8 @@
 //!   periodic, nohz-idle and new-idle load balancing with the imbalance rules and the
 //!   cache-hot rule.
 //! - [`cond_resched`]: a kernel thread woken on a CPU in direct reclaim runs at the
-//!   reclaimer's next cond_resched().
+//!   reclaimer's next cond_resched(), and so does a background task picked by a tick that
+//!   fell due in the reclaim.
 //! - [`background`]: foreign tasks (`machine.background_load`, `machine.background_other`,
 //!   `machine.background_kthreads`) that wake and run with a duty cycle.
 //! - [`stats`]: the `placement` report.
@@ -235,6 +236,9 @@ pub struct Sched {
     /// sd_llc_shared->nr_idle_scan.
     pub sis_util: bool,
     pub nr_idle_scan: Vec<usize>,
+    /// Per CPU: the last tick a direct reclaimer's cond_resched() acted on inside its step
+    /// (cond_resched.rs), so that each tick preempts at most once there.
+    pub reclaim_tick_seen: Vec<u64>,
 }
 
 /// sysctl_sched_migration_cost: a task that ran within this long is cache-hot (0.5 ms).
@@ -273,6 +277,7 @@ impl Sched {
             sis_util: cfg.sis_util,
             // A machine idle before the run: every LLC scanned whole.
             nr_idle_scan: vec![nr_cpus; nr_cpus],
+            reclaim_tick_seen: vec![0; nr_cpus],
             ..Default::default()
         }
     }
