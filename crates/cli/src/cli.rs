@@ -300,9 +300,9 @@ pub struct ValidateArgs {
     /// Before the host runs, measure this session's flush, shootdown and reclaim cycle costs
     /// (calibrate's flush, shootdown and cycle families, ~45 s; the cycle needs perf) and give
     /// the simulator --profile's costs with those laid over them: a guest's IPI costs drift by
-    /// a third between sessions, its per-page reclaim costs by a fifth. With --swap file:...
-    /// also the disk under the swap file (the blockio family, ~10 s): its request latency
-    /// and transfer time. Needs --out FILE; the profile is written beside it as
+    /// a third between sessions, its per-page reclaim costs by a fifth. With --swap file:...,
+    /// or a file workload, also the disk under the swap file or the data file (`workload.dir`;
+    /// the blockio family, a few seconds): its request latency and transfer time. Needs --out FILE; the profile is written beside it as
     /// FILE.session.toml (with its raw samples, FILE.session.calibrate.json) for later
     /// --host-result runs.
     #[arg(long, conflicts_with = "host_result")]

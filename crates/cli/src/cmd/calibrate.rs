@@ -144,18 +144,20 @@ const SESSION_COSTS: [&str; 18] = [
     "zram_decompress_sparse",
 ];
 
-/// What `validate --calibrate` also takes when the host swaps to a file: the disk under it
-/// (calibrate's blockio family). The guest's disk is not the same device from one boot to
+/// What `validate --calibrate` also takes when the host swaps to a file or a file workload
+/// maps a data file: the disk under it (calibrate's blockio family). The guest's disk is not the same device from one boot to
 /// the next (its latency and even its queue/rotational changed between two builds,
 /// docs/results/2026-11-27-block-swap-rotational.md).
-const SESSION_DISK_COSTS: [&str; 3] = [
+const SESSION_DISK_COSTS: [&str; 5] = [
     "swap_page_transfer",
     "swap_read_latency",
     "swap_write_latency",
+    "file_read_latency",
+    "file_write_latency",
 ];
 
 /// `validate --calibrate`: measure the flush, shootdown and cycle families now (and with
-/// `disk`, the directory a swap file goes in, the blockio family on that disk), lay their costs
+/// `disk`, the directory of a swap file or a data file, the blockio family on that disk), lay their costs
 /// over `base` (a profile NAME or FILE; the built-in table if None) and write the result beside
 /// `out` as OUT.session.toml, its raw samples as OUT.session.calibrate.json. Returns the
 /// profile's path.
@@ -174,7 +176,7 @@ pub fn session_profile(
     };
     eprintln!(
         "reclaimlab: measuring this session's flush, shootdown and reclaim cycle costs{} (calibrate)",
-        if disk.is_some() { " and the swap file's disk" } else { "" }
+        if disk.is_some() { " and the disk" } else { "" }
     );
     let r = calibrate::calibrate(&opts);
     reclaimlab_host::cleanup::park_if_stopping();
@@ -211,7 +213,7 @@ pub fn session_profile(
             "{}; flush, shootdown and reclaim cycle costs{} measured in this validation's session",
             merged.profile.description,
             if disk.is_some() {
-                " and the swap file's disk"
+                " and the disk (blockio)"
             } else {
                 ""
             }

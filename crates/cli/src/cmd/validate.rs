@@ -11,6 +11,36 @@ use crate::output::{self, ValidateReport};
 use anyhow::{bail, Result};
 use std::process::ExitCode;
 
+/// The directory of the data file the runs read and write (`workload.dir` of a file workload;
+/// the first configuration of a suite that has one), if any.
+fn data_dir(
+    suite: Option<&std::path::Path>,
+    scenario: Option<&str>,
+    sets: &[String],
+) -> Result<Option<std::path::PathBuf>> {
+    let runs: Vec<(String, Vec<String>)> = match (suite, scenario) {
+        (Some(f), _) => reclaimlab_core::suite::Suite::load(f)?
+            .configs
+            .into_iter()
+            .map(|c| {
+                let mut v = c.sets;
+                v.extend(sets.iter().cloned());
+                (c.scenario, v)
+            })
+            .collect(),
+        (None, Some(n)) => vec![(n.to_string(), sets.to_vec())],
+        (None, None) => Vec::new(),
+    };
+    for (name, sets) in runs {
+        // Resolved only to read workload.dir (the runs check every key themselves).
+        let s = reclaimlab_core::Scenario::load(&name, &sets, reclaimlab_core::Target::Sim)?;
+        if let Some(dir) = s.workload.data_dir() {
+            return Ok(Some(std::path::PathBuf::from(dir)));
+        }
+    }
+    Ok(None)
+}
+
 pub fn run(a: ValidateArgs) -> Result<ExitCode> {
     let ValidateArgs {
         scenario,
@@ -32,15 +62,16 @@ pub fn run(a: ValidateArgs) -> Result<ExitCode> {
         let Some(o) = out.out.as_deref() else {
             bail!("--calibrate writes the session's profile beside --out FILE: give --out");
         };
-        // A swap file's disk is measured too: its latency is the block rows' clock.
+        // The disk under a swap file, or under a file workload's data file, is measured too:
+        // its latency is the block rows' and the file writers' clock.
         let disk = match &swap {
-            Some(reclaimlab_host::SwapRequest::File { dir, .. }) => Some(dir.as_path()),
-            _ => None,
+            Some(reclaimlab_host::SwapRequest::File { dir, .. }) => Some(dir.clone()),
+            _ => data_dir(suite.as_deref(), scenario.as_deref(), &sets)?,
         };
         Some(super::calibrate::session_profile(
             profile.as_deref(),
             o,
-            disk,
+            disk.as_deref(),
         )?)
     } else {
         profile
@@ -90,4 +121,40 @@ pub fn run(a: ValidateArgs) -> Result<ExitCode> {
     };
     output::print(&r, out.format)?;
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::data_dir;
+    use std::path::{Path, PathBuf};
+
+    fn suite(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../validation")
+            .join(name)
+    }
+
+    #[test]
+    fn the_disk_calibrate_measures_is_the_data_files() {
+        let file = suite("file.toml");
+        assert_eq!(
+            data_dir(Some(&file), None, &[]).unwrap(),
+            Some(PathBuf::from("/var/tmp"))
+        );
+        let sets = vec!["workload.dir=/srv/data".to_string()];
+        assert_eq!(
+            data_dir(Some(&file), None, &sets).unwrap(),
+            Some(PathBuf::from("/srv/data"))
+        );
+        // Anonymous memory has no data file.
+        assert_eq!(
+            data_dir(Some(&suite("default.toml")), None, &[]).unwrap(),
+            None
+        );
+        assert_eq!(data_dir(None, Some("stress-vm"), &[]).unwrap(), None);
+        assert_eq!(
+            data_dir(None, Some("file-reclaim"), &[]).unwrap(),
+            Some(PathBuf::from("/var/tmp"))
+        );
+    }
 }

@@ -58,6 +58,15 @@ impl Workload {
             Workload::LimitReclaim(_) => "limit-reclaim",
         }
     }
+    /// The directory of the data file a file workload maps (`workload.dir`); None for others.
+    pub fn data_dir(&self) -> Option<&str> {
+        match self {
+            Workload::FileMmapRw(w) => Some(&w.dir),
+            Workload::FileReclaim(w) => Some(&w.dir),
+            _ => None,
+        }
+    }
+
     /// Whether the workload's memory is anonymous (and so needs swap to be reclaimed).
     pub fn is_anon(&self) -> bool {
         matches!(self, Workload::StressVm(_) | Workload::AnonSweep(_))
