@@ -227,12 +227,13 @@ impl Kernel {
     /// in flight.
     pub(crate) fn swap_cache_hit(&mut self, cpu: CpuId, mm: MmId, vp: u64, pfn: Pfn) {
         let now = self.cpus[cpu].clock;
+        let cluster_ra = self.swap.cluster_readahead();
         let b = self.swap.block.as_mut().expect("a block swap device");
         let readahead = b.readahead.remove(&(mm, vp));
         if readahead {
             self.vmstat.count_vm_event(SWAP_RA_HIT);
         }
-        if b.cfg.is_some_and(|c| c.rotational) {
+        if cluster_ra {
             // swap_update_readahead without VMA readahead: the hit is the device's.
             b.cluster_ra.hits += u64::from(readahead);
         } else {

@@ -83,7 +83,7 @@ impl SwapMap {
         // setup_clusters: the header slot is bad, so cluster 0 starts partly used (nonfull).
         clusters[0].count = 1;
         clusters[0].list = List::Nonfull;
-        let mut m = SwapMap {
+        SwapMap {
             solidstate,
             max,
             owner: vec![(0, 0)],
@@ -95,11 +95,7 @@ impl SwapMap {
             next: vec![NONE; if solidstate { cpus.max(1) } else { 1 }],
             slot_of: Vec::new(),
             orphans: BTreeMap::new(),
-        };
-        if max < SWAPFILE_CLUSTER {
-            m.virgin = nr as u32;
         }
-        m
     }
 
     /// The slot `vp` of `mm` holds, if any.
