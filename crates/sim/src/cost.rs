@@ -129,6 +129,13 @@ pub struct CostTable {
     /// 0 here: the built-in `file_write_page` already stands for a whole 4 KiB request.
     /// Estimate.
     pub file_write_request: u64,
+    /// The page cache's device: the fixed service of one read request beyond its pages (the
+    /// device takes requests one after another; a burst of readahead's small requests, or a
+    /// read behind the flusher's writes, waits for this per request ahead of it). A lone
+    /// request's round trip is `file_read_page` + `file_read_latency` whatever this is: the
+    /// latency, measured with one request in flight, already holds the request's own service.
+    /// 0 here: the built-in `file_read_page` stands for a whole 4 KiB request. Estimate.
+    pub file_read_request: u64,
     /// The page cache's device (the disk the file lives on): a read request's latency beyond
     /// its transfer, from submission to the completion that unlocks the folio; requests
     /// overlap in it (one is served while others wait for theirs), so it is not device
@@ -259,6 +266,12 @@ pub struct CostTable {
     /// merge with the previous one): a bio and a blk-mq request, submit_bio, the driver's
     /// queue_rq. Estimate for bare metal NVMe: ~1.5 µs (a core drives ~700K 4 KiB writes/s).
     pub writepages_request: u64,
+    /// The CPU time a page-cache read costs the task that submits it, per device request:
+    /// ext4_mpage_readpages' bio (bio_alloc, submit_bio) and the plug's dispatch of the request
+    /// through the I/O scheduler to the driver (blk_mq_flush_plug_list, queue_rq, the device's
+    /// notification). Folios of adjacent blocks read in one readahead pass share a request.
+    /// Estimate for bare metal: ~1.5 us, as `writepages_request`.
+    pub readpages_request: u64,
     /// What a request into unwritten blocks (fallocate) adds to its submission: ext4_map_blocks
     /// with EXT4_GET_BLOCKS_IO_CREATE_EXT splits the unwritten extent under a journal handle.
     /// Estimate: ~1 µs.
@@ -326,6 +339,7 @@ impl CostTable {
             walk_pte: 2,
             file_write_page: 10_000,
             file_write_request: 0,
+            file_read_request: 0,
             file_read_latency: 80_000,
             file_write_latency: 20_000,
             lru_lock_putback_per_folio: 50,
@@ -354,6 +368,7 @@ impl CostTable {
             swap_submit_request: 1_500,
             writepages_folio: 300,
             writepages_request: 1_500,
+            readpages_request: 1_500,
             writepages_unwritten_request: 1_000,
             writeback_complete_folio: 150,
             writeback_complete_request: 1_000,

@@ -450,6 +450,7 @@ impl Kernel {
         }
         // __filemap_get_folio(FGP_CREAT) → filemap_alloc_folio: the page allocator.
         self.charge(cpu, self.cost.page_cache_alloc, Spent::AllocFolio);
+        self.read_plug_start();
         self.file_fill(cpu, file, start, nr);
         if slot & PTE_SWP != 0 {
             self.file_refault(cpu, pfn, slot & PTE_LOW_MASK);

@@ -397,16 +397,15 @@ impl Kernel {
     /// `latency` ns after its transfer (the part of a request's service time that overlaps
     /// with other requests in the device's queue). Returns the completion time. File
     /// writeback and a block swap device (mm/page_io.rs) share the one device.
-    pub(crate) fn blk_submit(
-        &mut self,
-        cpu: CpuId,
-        fixed: u64,
-        transfer: u64,
-        latency: u64,
-    ) -> u64 {
+    ///
+    /// `latency` is a lone request's round trip beyond its transfer, measured with one request
+    /// in flight, so it already holds the request's fixed service: a request that finds the
+    /// device idle completes `transfer` + `latency` after submission whatever `fixed` is;
+    /// `fixed` delays only the requests queued behind it.
+    pub fn blk_submit(&mut self, cpu: CpuId, fixed: u64, transfer: u64, latency: u64) -> u64 {
         let start = self.wb.busy_until.max(self.cpus[cpu].clock);
         self.wb.busy_until = start + fixed + transfer;
-        self.wb.busy_until + latency
+        self.wb.busy_until + latency.saturating_sub(fixed)
     }
 
     /// A folio under writeback that completes at `done`: `inflight` stays in completion

@@ -133,6 +133,11 @@ pub struct Readahead {
     /// and not uptodate: a fault on it waits (filemap_fault's folio_lock), fault-around
     /// skips it (next_uptodate_folio). Reclaim does not see the lock (an approximation).
     pub reads_in_flight: std::collections::BTreeMap<(usize, u64), (crate::mm::folio::Pfn, u64)>,
+    /// The device read request the current fault or readahead pass is building, as (file,
+    /// next index, pages): read_pages runs under blk_start_plug, and ext4_mpage_readpages adds
+    /// a folio to the open bio while its blocks follow the previous folio's. None between
+    /// passes.
+    pub read_request: Option<(usize, u64, u64)>,
 }
 
 /// The order of the folio page_cache_ra_order allocates at `idx`: `order`, lowered until the
@@ -290,8 +295,40 @@ impl Kernel {
         self.charge(cpu, zero, Spent::ZeroPage);
         self.charge(cpu, fs, Spent::PageCache);
         if read > 0 {
-            let done = self.blk_submit(cpu, 0, read, self.cost.file_read_latency);
+            let fixed = self.read_request_add(cpu, file, first, nr);
+            let done = self.blk_submit(cpu, fixed, read, self.cost.file_read_latency);
             self.io_wait_until(cpu, done);
+        }
+    }
+
+    /// A new fault or readahead pass reads into a new plug: nothing merges with the
+    /// previous pass's request.
+    pub fn read_plug_start(&mut self) {
+        self.ra.read_request = None;
+    }
+
+    /// A device read of the folio of `nr` pages at `first` of `file` by the task on `cpu`:
+    /// it joins the request being built if it follows it, within the device's largest request
+    /// (`sim.writeback_request_pages`, max_sectors_kb / 4; bio_add_folio, the plug's merge);
+    /// otherwise it starts a request, which costs the task `readpages_request` (the bio's
+    /// submission and the plug's dispatch to the driver) and the device `file_read_request`.
+    /// Returns the device's fixed time for the folio. A folio zeroed in between (a hole) leaves
+    /// a gap in the indices, so the next read starts a request, as the kernel's does (its
+    /// blocks do not follow the bio's last).
+    fn read_request_add(&mut self, cpu: CpuId, file: usize, first: u64, nr: u64) -> u64 {
+        let max = self.cfg.writeback_request_pages.max(1);
+        match self.ra.read_request.as_mut() {
+            Some((f, next, pages)) if *f == file && *next == first && *pages + nr <= max => {
+                *next += nr;
+                *pages += nr;
+                0
+            }
+            _ => {
+                self.ra.read_request = Some((file, first + nr, nr));
+                self.vmstat.count_vm_event(FILE_READ_REQUESTS);
+                self.charge(cpu, self.cost.readpages_request, Spent::PageCache);
+                self.cost.file_read_request
+            }
         }
     }
 
@@ -299,7 +336,9 @@ impl Kernel {
     /// submitted to the device now, waited for by the first fault that finds the folio before
     /// the read completes.
     fn file_read_async(&mut self, cpu: CpuId, file: usize, first: u64, pfn: Pfn, read: u64) {
-        let done = self.blk_submit(cpu, 0, read, self.cost.file_read_latency);
+        let nr = self.folios.get(pfn).nr_pages();
+        let fixed = self.read_request_add(cpu, file, first, nr);
+        let done = self.blk_submit(cpu, fixed, read, self.cost.file_read_latency);
         let now = self.cpus[cpu].clock;
         let reads = &mut self.ra.reads_in_flight;
         if reads.len() >= 4096 {
@@ -516,6 +555,7 @@ impl Kernel {
         let cached = |k: &Kernel, p: u64| k.files[file].cache[p as usize] & PTE_SWPCACHE != 0;
         let mark = w.start + w.size - w.async_size;
         let end = (w.start + w.size).min(len);
+        self.read_plug_start();
         // A resumed window carries on where it stopped: its folios read so far are its own,
         // not cached pages that would send it to the order-0 fallback.
         let mut idx = w.next;

@@ -212,6 +212,8 @@ vm_event_items! {
     /// Page-cache pages filled by zeroing (holes, unwritten blocks) and by device reads.
     FILE_PAGES_ZEROED: FileRead = "file_pages_zeroed",
     FILE_PAGES_READ_FROM_DEVICE: FileRead = "file_pages_read_from_device",
+    /// Device requests those reads made (a run of adjacent folios in one pass is one).
+    FILE_READ_REQUESTS: FileRead = "file_read_requests",
     /// Readahead windows cut short because a folio's __GFP_NORETRY charge failed; pages
     /// fault-around mapped (filemap_map_pages), the faulting ones included.
     READAHEAD_CHARGE_FAILURES: ExtraNonzero = "readahead_charge_failures",
