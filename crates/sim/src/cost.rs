@@ -256,6 +256,14 @@ pub struct CostTable {
     /// driver, which posts it and notifies the device (on a virtio disk a write to its notify
     /// register, a VM exit). Estimate for bare metal: ~1.5 us, as `writepages_request`.
     pub swap_submit_request: u64,
+    /// A block swap device: its fixed service per read request beyond the pages (as
+    /// `file_read_request`; a request is a run of adjacent slots in one plug), which delays
+    /// the requests queued behind it; a lone request's round trip is `swap_page_transfer` per
+    /// page + `swap_read_latency`. 0 here: the built-in transfer stands for a whole request.
+    /// Estimate.
+    pub swap_read_request: u64,
+    /// The same per write request (as `file_write_request`). Estimate: 0.
+    pub swap_write_request: u64,
     /// do_writepages' CPU time per folio written back, on the writing CPU (the flusher, or
     /// whoever writes inline): ext4_writepages finding the dirty folio, folio_clear_dirty_for_io
     /// (page_mkclean's rmap walk; the PTE flush itself is charged as a flush), bio_add_folio,
@@ -366,6 +374,8 @@ impl CostTable {
             swap_complete_page: 400,
             swap_submit_bio: 300,
             swap_submit_request: 1_500,
+            swap_read_request: 0,
+            swap_write_request: 0,
             writepages_folio: 300,
             writepages_request: 1_500,
             readpages_request: 1_500,

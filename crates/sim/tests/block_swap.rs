@@ -166,6 +166,33 @@ fn a_completion_takes_its_time_on_the_interrupt_cpu() {
 }
 
 #[test]
+fn each_swap_request_takes_the_devices_service() {
+    // The device serves a write batch's requests (runs of adjacent slots) one after another:
+    // with a service per request it is busy longer, by one service per request at most
+    // (a batch that finds the device idle is not delayed by the one before).
+    let reclaim = |service: u64| {
+        let mut k = block_kernel(2, IrqCpu::Cpu(1));
+        k.cost.swap_write_request = service;
+        let (mm, _) = dirty_mm_on(&mut k, 0, 8);
+        for vp in 0..8 {
+            k.mms[mm].ptes[vp] &= !PTE_YOUNG;
+        }
+        let _ = k.try_to_free_mem_cgroup_pages(0, 8);
+        k
+    };
+    let free = reclaim(0);
+    let k = reclaim(10_000);
+    let requests = k.vmstat[SWAP_SUBMIT_REQUESTS];
+    assert!(requests >= 1 && k.vmstat[PSWPOUT] >= 8);
+    assert_eq!(free.vmstat[SWAP_SUBMIT_REQUESTS], requests);
+    let longer = k.wb.busy_until - free.wb.busy_until;
+    assert!(
+        (10_000..=requests * 10_000).contains(&longer),
+        "{longer} ns longer for {requests} requests"
+    );
+}
+
+#[test]
 fn swap_in_reads_ahead_and_the_faulting_task_sleeps() {
     let (mut k, mm, t) = swapped_out(IrqCpu::Submitter);
     k.context_switch(1, Some(t));

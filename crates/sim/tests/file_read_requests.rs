@@ -65,10 +65,21 @@ fn the_fixed_service_delays_only_the_requests_behind_it() {
     let (fixed, transfer, latency) = (9_000, 2_000, 30_000);
     // An idle device: the measured round trip, transfer + latency.
     assert_eq!(
-        k.blk_submit(0, fixed, transfer, latency),
+        k.blk_submit(0, fixed, transfer, latency, fixed),
         transfer + latency
     );
     // Queued behind it: starts when the first's service (fixed + transfer) ends.
-    let second = k.blk_submit(0, fixed, transfer, latency);
+    let second = k.blk_submit(0, fixed, transfer, latency, fixed);
     assert_eq!(second, (fixed + transfer) + transfer + latency);
+    // A folio joining that request adds its transfer and no service: the request ends one
+    // transfer later.
+    let joined = k.blk_submit(0, 0, transfer, latency, fixed);
+    assert_eq!(joined, second + transfer);
+    // A batch of three requests (block swap: a run of adjacent slots each) served at once
+    // completes after its three services, one of them inside the latency.
+    let mut k = written_file(8);
+    assert_eq!(
+        k.blk_submit(0, 3 * fixed, transfer, latency, fixed),
+        2 * fixed + transfer + latency
+    );
 }

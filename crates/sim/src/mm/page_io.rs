@@ -14,8 +14,9 @@
 //! until then and the completion wakes it from the CPU its interrupt runs on (`swap.irq_cpu`).
 //!
 //! The device is the one file writeback uses (page_writeback.rs `blk_submit`): requests
-//! transfer one after another (`swap_page_transfer` per page) and complete a fixed latency
-//! after their transfer (`swap_read_latency`, `swap_write_latency`).
+//! are served one after another (`swap_read_request` or `swap_write_request` each, and
+//! `swap_page_transfer` per page) and complete a fixed latency after their transfer
+//! (`swap_read_latency`, `swap_write_latency`, which hold one request's service).
 //!
 //! The completion's CPU time (`swap_complete_page` per page) is charged to the CPU its
 //! interrupt runs on, as an interrupt steals it from whatever runs there
@@ -61,13 +62,15 @@ impl Kernel {
         }
         let batch = std::mem::take(&mut b.write_batch);
         self.vmstat.count_vm_event(SWAP_WRITE_REQUESTS);
-        self.swap_submit_cpu(cpu, &batch);
+        let requests = self.swap_submit_cpu(cpu, &batch);
         let pages: u64 = batch.iter().map(|&p| self.folios.get(p).nr_pages()).sum();
+        let service = self.cost.swap_write_request;
         let done = self.blk_submit(
             cpu,
-            0,
+            requests * service,
             pages * self.cost.swap_page_transfer,
             self.cost.swap_write_latency,
+            service,
         );
         let irq = self.swap_irq_cpu(cpu);
         self.swap_complete_irq(irq, pages);
@@ -78,9 +81,10 @@ impl Kernel {
 
     /// The submitting CPU's work for swap I/O on `folios`: a bio each, and a request per run
     /// of adjacent slots (the plug merges a bio into the request before it when its slot
-    /// follows; blk_attempt_plug_merge), dispatched to the driver. The device's time is still
-    /// that of one request for all (`blk_submit`).
-    fn swap_submit_cpu(&mut self, cpu: CpuId, folios: &[Pfn]) {
+    /// follows; blk_attempt_plug_merge), dispatched to the driver. Returns the requests: the
+    /// device serves each (`swap_read_request`, `swap_write_request`), but the batch completes
+    /// as one (`blk_submit`).
+    fn swap_submit_cpu(&mut self, cpu: CpuId, folios: &[Pfn]) -> u64 {
         let mut slots: Vec<u32> = match self.swap.block.as_ref().and_then(|b| b.map.as_ref()) {
             Some(map) => folios
                 .iter()
@@ -96,6 +100,7 @@ impl Kernel {
             + requests * self.cost.swap_submit_request;
         self.charge(cpu, ns, Spent::Writeback);
         self.vmstat.count_vm_events(SWAP_SUBMIT_REQUESTS, requests);
+        requests
     }
 
     /// The one CPU every swap completion interrupts, if the device is a one-queue block
@@ -127,13 +132,15 @@ impl Kernel {
     /// swap_read_submit → swap_bdev_submit_read for `folios`, read by one bio from `cpu`:
     /// they stay locked (reclaim skips them, a fault on one waits) until the bio completes.
     pub(crate) fn swap_read_submit(&mut self, cpu: CpuId, folios: &[Pfn]) -> Read {
-        self.swap_submit_cpu(cpu, folios);
+        let requests = self.swap_submit_cpu(cpu, folios);
         let pages: u64 = folios.iter().map(|&p| self.folios.get(p).nr_pages()).sum();
+        let service = self.cost.swap_read_request;
         let done = self.blk_submit(
             cpu,
-            0,
+            requests * service,
             pages * self.cost.swap_page_transfer,
             self.cost.swap_read_latency,
+            service,
         );
         let read = Read {
             done,

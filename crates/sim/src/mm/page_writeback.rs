@@ -342,11 +342,17 @@ impl Kernel {
         };
         let unwritten = self.block_unwritten(file, idx);
         self.writepages_charge(cpu, new_request, unwritten);
+        let service = if requests {
+            self.cost.file_write_request
+        } else {
+            0
+        };
         let done = self.blk_submit(
             cpu,
             fixed,
             n * self.cost.file_write_page,
             self.cost.file_write_latency,
+            service,
         );
         self.inflight_add(done, pfn);
         self.vmstat.count_vm_events(NR_WRITTEN, n);
@@ -398,14 +404,23 @@ impl Kernel {
     /// with other requests in the device's queue). Returns the completion time. File
     /// writeback and a block swap device (mm/page_io.rs) share the one device.
     ///
-    /// `latency` is a lone request's round trip beyond its transfer, measured with one request
-    /// in flight, so it already holds the request's fixed service: a request that finds the
-    /// device idle completes `transfer` + `latency` after submission whatever `fixed` is;
-    /// `fixed` delays only the requests queued behind it.
-    pub fn blk_submit(&mut self, cpu: CpuId, fixed: u64, transfer: u64, latency: u64) -> u64 {
+    /// `fixed` is the device's fixed service this submission adds (one request's `service`
+    /// for each request it starts, none for a folio that joins an open request). `latency`
+    /// is a lone request's round trip beyond its transfer, measured with one request in
+    /// flight, so it already holds that request's own `service`: a request that finds the
+    /// device idle completes `transfer` + `latency` after submission whatever its service;
+    /// the service delays only what queues behind it.
+    pub fn blk_submit(
+        &mut self,
+        cpu: CpuId,
+        fixed: u64,
+        transfer: u64,
+        latency: u64,
+        service: u64,
+    ) -> u64 {
         let start = self.wb.busy_until.max(self.cpus[cpu].clock);
         self.wb.busy_until = start + fixed + transfer;
-        self.wb.busy_until + latency.saturating_sub(fixed)
+        self.wb.busy_until + latency.saturating_sub(service)
     }
 
     /// A folio under writeback that completes at `done`: `inflight` stays in completion

@@ -296,7 +296,13 @@ impl Kernel {
         self.charge(cpu, fs, Spent::PageCache);
         if read > 0 {
             let fixed = self.read_request_add(cpu, file, first, nr);
-            let done = self.blk_submit(cpu, fixed, read, self.cost.file_read_latency);
+            let done = self.blk_submit(
+                cpu,
+                fixed,
+                read,
+                self.cost.file_read_latency,
+                self.cost.file_read_request,
+            );
             self.io_wait_until(cpu, done);
         }
     }
@@ -338,7 +344,13 @@ impl Kernel {
     fn file_read_async(&mut self, cpu: CpuId, file: usize, first: u64, pfn: Pfn, read: u64) {
         let nr = self.folios.get(pfn).nr_pages();
         let fixed = self.read_request_add(cpu, file, first, nr);
-        let done = self.blk_submit(cpu, fixed, read, self.cost.file_read_latency);
+        let done = self.blk_submit(
+            cpu,
+            fixed,
+            read,
+            self.cost.file_read_latency,
+            self.cost.file_read_request,
+        );
         let now = self.cpus[cpu].clock;
         let reads = &mut self.ra.reads_in_flight;
         if reads.len() >= 4096 {
