@@ -139,8 +139,14 @@ fn cgroup_v1_reclaim_waits_for_swap_writeback_and_v2_does_not() {
 /// Reclaim an 8-page mm run on CPU 0, from CPU 0, with the interrupt on CPU 1 and each page's
 /// completion costing `ns`.
 fn reclaimed_with_completion_cost(ns: u64) -> Kernel {
+    reclaimed_with(|k| k.cost.swap_complete_page = ns)
+}
+
+/// Eight dirty, old pages of a task on CPU 0 reclaimed to the block device, with `set`
+/// applied to the kernel first.
+fn reclaimed_with(set: impl Fn(&mut Kernel)) -> Kernel {
     let mut k = block_kernel(2, IrqCpu::Cpu(1));
-    k.cost.swap_complete_page = ns;
+    set(&mut k);
     let (mm, _) = dirty_mm_on(&mut k, 0, 8);
     for vp in 0..8 {
         k.mms[mm].ptes[vp] &= !PTE_YOUNG;
@@ -170,18 +176,8 @@ fn each_swap_request_takes_the_devices_service() {
     // The device serves a write batch's requests (runs of adjacent slots) one after another:
     // with a service per request it is busy longer, by one service per request at most
     // (a batch that finds the device idle is not delayed by the one before).
-    let reclaim = |service: u64| {
-        let mut k = block_kernel(2, IrqCpu::Cpu(1));
-        k.cost.swap_write_request = service;
-        let (mm, _) = dirty_mm_on(&mut k, 0, 8);
-        for vp in 0..8 {
-            k.mms[mm].ptes[vp] &= !PTE_YOUNG;
-        }
-        let _ = k.try_to_free_mem_cgroup_pages(0, 8);
-        k
-    };
-    let free = reclaim(0);
-    let k = reclaim(10_000);
+    let free = reclaimed_with(|_| {});
+    let k = reclaimed_with(|k| k.cost.swap_write_request = 10_000);
     let requests = k.vmstat[SWAP_SUBMIT_REQUESTS];
     assert!(requests >= 1 && k.vmstat[PSWPOUT] >= 8);
     assert_eq!(free.vmstat[SWAP_SUBMIT_REQUESTS], requests);
