@@ -164,6 +164,9 @@ impl<'a> Meter<'a> {
 
     pub fn stop(&mut self) {
         let after = Snapshot::take(Some(self.cg));
+        // The window is the counters': stopping the trace readers and the sampler below (their
+        // last polls and drains, ~0.1 s) is not in it.
+        let end = Instant::now();
         let sched = self.sched_rec.take().map(|r| match r.finish_with_cpu() {
             Some((reader, cpu)) => {
                 if reader.bad_pages > 0 {
@@ -185,7 +188,7 @@ impl<'a> Meter<'a> {
         });
         self.placement_report = self.placement.take().map(|s| s.finish(sched.as_ref()));
         if let Some((before, t0)) = self.before.take() {
-            let wall = t0.elapsed().as_secs_f64();
+            let wall = end.duration_since(t0).as_secs_f64();
             let hist = self.rec.take().map(|r| r.finish());
             self.done = Some((deltas(&before, &after), wall, hist));
         }
