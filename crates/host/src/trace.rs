@@ -5,8 +5,10 @@
 //! happens in private instances `instances/reclaimlab-<pid>[-<what>]`, so no global tracing knob
 //! changes; each instance is removed afterwards. This kernel has no hist triggers
 //! (CONFIG_HIST_TRIGGERS is not set on the machines checked), so a reader thread consumes an
-//! instance's `trace_pipe` during the run and hands each line to a [`LineSink`] in user space;
-//! events the ring buffer dropped are reported as `lost`.
+//! instance during the run: its `trace_pipe` text, a line at a time to a [`LineSink`]
+//! (`--trace`), or each CPU's binary `trace_pipe_raw` pages to a [`PageSink`] (the scheduler
+//! trace: no text formatting in the kernel); events the ring buffer dropped are reported as
+//! `lost`.
 
 use crate::cleanup::Cleanup;
 use anyhow::{Context, Result};
