@@ -140,6 +140,11 @@ pub struct BenchArgs {
     /// Record a tlb:tlb_flush histogram (by reason and pages) with tracefs (default: off).
     #[arg(long)]
     pub trace: bool,
+    /// Do not trace sched:sched_switch: `placement.processes` then has no CPUs, switch-ins or
+    /// switch-outs (default: traced in every run; its reader's CPU time is in
+    /// `placement.sched_trace.reader_cpu_s`).
+    #[arg(long)]
+    pub no_placement_trace: bool,
     #[command(flatten)]
     pub out: OutputArgs,
     /// Continue an interrupted `bench --repeat N --out FILE` (same arguments): the

@@ -61,6 +61,9 @@ fn anon_sweep_bench_reclaims_without_oom_and_leaves_nothing() {
 fn assert_pinned_processes_ran_only_on_their_cpus(j: &serde_json::Value) {
     let p = &j["runs"][0]["extra"]["placement"];
     assert!(p["sched_trace"]["events"].as_u64() > Some(0), "{p}");
+    // The reader's own CPU time: some, and far less than the 4-s run.
+    let cpu = p["sched_trace"]["reader_cpu_s"].as_f64().unwrap_or(-1.0);
+    assert!(cpu > 0.0 && cpu < 1.0, "{p}");
     let procs = p["processes"].as_array().unwrap();
     assert_eq!(procs.len(), 2, "{p}");
     let mut cpus: Vec<u64> = Vec::new();

@@ -133,9 +133,13 @@ fn set_up(
     } else {
         None
     };
-    // Cheap, so always on; a machine without it still runs, with a note.
-    let sched = SchedTrace::setup(cleanup)
-        .map_err(|e| format!("no scheduler trace ({e:#}): placement.processes has no CPUs"));
+    // On unless asked not to; a machine without it still runs, with a note.
+    let sched = if opts.no_placement_trace {
+        Err("no scheduler trace (--no-placement-trace): placement.processes has no CPUs".into())
+    } else {
+        SchedTrace::setup(cleanup)
+            .map_err(|e| format!("no scheduler trace ({e:#}): placement.processes has no CPUs"))
+    };
     Ok(SetUp {
         swap,
         tracer,

@@ -5,7 +5,7 @@
 //! (/proc/interrupts, /proc/vmstat, memory.stat), [`foreign`] (the tasks outside the run's
 //! memcg during its window), [`background`] (the scenario's own foreign load, started for
 //! each run), [`trace`] (tracefs instances; tlb:tlb_flush), [`sched_trace`]
-//! (the CPUs each workload task ran on), [`stress`]
+//! (the CPUs each workload task ran on; [`ring_page`] decodes its binary trace), [`stress`]
 //! (stress-ng), [`workers`] (the project's file workloads), [`workload`] (the trait they
 //! implement), [`proc`] (processes we start), [`cleanup`] (undo on every exit path),
 //! [`leftovers`] (what a SIGKILLed bench left),
@@ -22,6 +22,7 @@ pub mod foreign;
 pub mod leftovers;
 pub mod placement;
 pub mod proc;
+pub mod ring_page;
 pub mod sched_trace;
 pub mod state;
 pub mod stress;
@@ -97,6 +98,9 @@ pub struct BenchOptions<'a> {
     pub repeat: usize,
     pub swap: Option<SwapRequest>,
     pub trace: bool,
+    /// Do not trace `sched:sched_switch` (no CPUs in `placement.processes`): to measure what
+    /// the trace costs, or to run without its reader.
+    pub no_placement_trace: bool,
     /// Called with (repetition index, repetitions, elapsed fraction of this repetition).
     pub progress: Option<&'a dyn Fn(usize, usize, f64)>,
     /// Repetitions an interrupted earlier bench finished (`--resume`): kept as runs 0.., and

@@ -161,7 +161,7 @@ impl Sampler {
         let none = BTreeMap::new();
         v["processes"] = processes(&seen, sched.map_or(&none, |r| &r.tasks));
         v["sched_trace"] = match sched {
-            Some(r) => json!({"events": r.events, "lost": r.lost}),
+            Some(r) => json!({"events": r.events, "lost": r.lost, "reader_cpu_s": r.reader_cpu_s}),
             None => Value::Null,
         };
         v
@@ -326,6 +326,7 @@ mod tests {
                 blocked: 2,
                 preempted_by: BTreeMap::from([("kworker".into(), 1)]),
             },
+            ..Default::default()
         };
         let trace = BTreeMap::from([
             (20, cpus(1, &[(0, 2), (1, 5)])),

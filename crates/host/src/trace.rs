@@ -5,8 +5,10 @@
 //! happens in private instances `instances/reclaimlab-<pid>[-<what>]`, so no global tracing knob
 //! changes; each instance is removed afterwards. This kernel has no hist triggers
 //! (CONFIG_HIST_TRIGGERS is not set on the machines checked), so a reader thread consumes an
-//! instance's `trace_pipe` during the run and hands each line to a [`LineSink`] in user space;
-//! events the ring buffer dropped are reported as `lost`.
+//! instance during the run: its `trace_pipe` text, a line at a time to a [`LineSink`]
+//! (`--trace`), or each CPU's binary `trace_pipe_raw` pages to a [`PageSink`] (the scheduler
+//! trace: no text formatting in the kernel); events the ring buffer dropped are reported as
+//! `lost`.
 
 use crate::cleanup::Cleanup;
 use anyhow::{Context, Result};
@@ -23,6 +25,11 @@ pub const TRACEFS: &str = "/sys/kernel/tracing";
 /// What consumes an instance's `trace_pipe`, one line at a time.
 pub trait LineSink: Send + 'static {
     fn add_line(&mut self, line: &str);
+}
+
+/// What consumes an instance's per-CPU `trace_pipe_raw`, one ring-buffer page at a time.
+pub trait PageSink: Send + 'static {
+    fn add_page(&mut self, cpu: usize, page: &[u8]);
 }
 
 /// N from the ring buffer's `CPU:N [LOST M EVENTS]` line, if `line` is one.
@@ -206,29 +213,76 @@ impl Instance {
         Ok(Instance { dir, readers })
     }
 
-    /// Clear the buffer, start a reader thread feeding `sink`, run `arm` (the instance's
-    /// filters and options: after the reader exists, so a pid filter inherited through fork
-    /// does not cover it), then enable `events` (`group/name`).
+    /// Clear the buffer, start a reader thread feeding `sink` the lines of `trace_pipe`, run
+    /// `arm` (the instance's filters and options: after the reader exists, so a pid filter
+    /// inherited through fork does not cover it), then enable `events` (`group/name`).
     pub fn record<H: LineSink>(
         &self,
         sink: H,
         events: &[&str],
         arm: impl FnOnce(&Path) -> Result<()>,
     ) -> Result<Recording<H>> {
-        std::fs::write(self.dir.join("trace"), "").context("clearing the trace buffer")?;
-        let pipe = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(self.dir.join("trace_pipe"))
-            .context("opening trace_pipe")?;
+        self.clear()?;
+        let pipe = open_nonblock(&self.dir.join("trace_pipe"))?;
+        self.start(events, arm, move |stop, stop_all| {
+            read_pipe(pipe, stop, stop_all, sink)
+        })
+    }
+
+    /// As [`Instance::record`], but the reader takes each CPU's binary ring-buffer pages
+    /// (`per_cpu/cpuN/trace_pipe_raw`, `page_size` bytes a read) and hands them to `sink`
+    /// undecoded: the kernel formats nothing.
+    pub fn record_raw<H: PageSink>(
+        &self,
+        sink: H,
+        page_size: usize,
+        events: &[&str],
+        arm: impl FnOnce(&Path) -> Result<()>,
+    ) -> Result<Recording<H>> {
+        self.clear()?;
+        let mut cpus = Vec::new();
+        for e in std::fs::read_dir(self.dir.join("per_cpu")).context("listing per_cpu")? {
+            let e = e?;
+            let name = e.file_name();
+            if let Some(cpu) = name
+                .to_str()
+                .and_then(|n| n.strip_prefix("cpu")?.parse().ok())
+            {
+                cpus.push((cpu, open_nonblock(&e.path().join("trace_pipe_raw"))?));
+            }
+        }
+        cpus.sort_by_key(|c| c.0);
+        self.start(events, arm, move |stop, stop_all| {
+            read_raw(cpus, page_size, stop, stop_all, sink)
+        })
+    }
+
+    fn clear(&self) -> Result<()> {
+        std::fs::write(self.dir.join("trace"), "").context("clearing the trace buffer")
+    }
+
+    /// Start `read` on a reader thread, then arm and enable.
+    fn start<H: Send + 'static>(
+        &self,
+        events: &[&str],
+        arm: impl FnOnce(&Path) -> Result<()>,
+        read: impl FnOnce(&AtomicBool, &AtomicBool) -> H + Send + 'static,
+    ) -> Result<Recording<H>> {
         let stop = Arc::new(AtomicBool::new(false));
         let (s2, r2) = (stop.clone(), self.readers.clone());
         r2.count.fetch_add(1, Ordering::SeqCst);
-        let reader = std::thread::spawn(move || {
-            let h = read_pipe(pipe, &s2, &r2.stop_all, sink);
+        let reader = spawn_reader(move || {
+            let h = read(&s2, &r2.stop_all);
             r2.count.fetch_sub(1, Ordering::SeqCst);
             h
         });
+        let reader = match reader {
+            Ok(r) => r,
+            Err(e) => {
+                self.readers.count.fetch_sub(1, Ordering::SeqCst);
+                return Err(e);
+            }
+        };
         let mut rec = Recording {
             enable: Vec::new(),
             stop,
@@ -244,6 +298,97 @@ impl Instance {
     }
 }
 
+fn open_nonblock(path: &Path) -> Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .with_context(|| format!("opening {}", path.display()))
+}
+
+/// Feed `sink` every page of every CPU's `trace_pipe_raw` until `stop` (once all are drained)
+/// or `stop_all` (at once). Each read gives one page, a partly filled one too
+/// (`tracing_buffers_read` → `ring_buffer_read_page`, kernel/trace/trace.c); an empty buffer
+/// gives EAGAIN.
+fn read_raw<H: PageSink>(
+    mut cpus: Vec<(usize, std::fs::File)>,
+    page_size: usize,
+    stop: &AtomicBool,
+    stop_all: &AtomicBool,
+    mut sink: H,
+) -> H {
+    let mut buf = vec![0u8; page_size];
+    let mut idle = Idle::default();
+    while !stop_all.load(Ordering::SeqCst) {
+        let mut got = false;
+        for (cpu, f) in cpus.iter_mut() {
+            while let Ok(n) = f.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.add_page(*cpu, &buf[..n]);
+                got = true;
+            }
+        }
+        if got {
+            idle.reset();
+        } else if idle.wait(stop) {
+            break;
+        }
+    }
+    sink
+}
+
+/// A reader's pause when there was nothing to read: after `stop`, three empty polls in a row
+/// mean the buffer is drained.
+#[derive(Default)]
+struct Idle(u32);
+
+impl Idle {
+    fn reset(&mut self) {
+        self.0 = 0;
+    }
+
+    /// Sleep 20 ms, or say the reader is done.
+    fn wait(&mut self, stop: &AtomicBool) -> bool {
+        if stop.load(Ordering::SeqCst) {
+            self.0 += 1;
+            if self.0 > 2 {
+                return true;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        false
+    }
+}
+
+/// Start a reader thread (named `rl-trace`, so it is easy to find in `/proc/PID/task` or a
+/// profile) that runs `read` and returns what it gave with the thread's own CPU time.
+fn spawn_reader<H: Send + 'static>(
+    read: impl FnOnce() -> H + Send + 'static,
+) -> Result<JoinHandle<(H, f64)>> {
+    std::thread::Builder::new()
+        .name("rl-trace".into())
+        .spawn(move || {
+            let h = read();
+            (h, thread_cpu_seconds())
+        })
+        .context("starting a trace reader thread")
+}
+
+/// The calling thread's CPU time (user and system), seconds.
+pub fn thread_cpu_seconds() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid timespec for the call to fill.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return 0.0;
+    }
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
 /// Feed every complete line of `pipe` to `sink` until `stop` (once the pipe is drained) or
 /// `stop_all` (at once).
 fn read_pipe<H: LineSink>(
@@ -254,7 +399,7 @@ fn read_pipe<H: LineSink>(
 ) -> H {
     let mut buf = vec![0u8; 1 << 16];
     let mut partial = String::new();
-    let mut idle_after_stop = 0;
+    let mut idle = Idle::default();
     while !stop_all.load(Ordering::SeqCst) {
         match pipe.read(&mut buf) {
             Ok(n) if n > 0 => {
@@ -263,16 +408,12 @@ fn read_pipe<H: LineSink>(
                     sink.add_line(&partial[..i]);
                     partial.drain(..=i);
                 }
-                idle_after_stop = 0;
+                idle.reset();
             }
             _ => {
-                if stop.load(Ordering::SeqCst) {
-                    idle_after_stop += 1;
-                    if idle_after_stop > 2 {
-                        break;
-                    }
+                if idle.wait(stop) {
+                    break;
                 }
-                std::thread::sleep(std::time::Duration::from_millis(20));
             }
         }
     }
@@ -311,7 +452,7 @@ impl Tracer {
 pub struct Recording<H = Histogram> {
     enable: Vec<PathBuf>,
     stop: Arc<AtomicBool>,
-    reader: Option<JoinHandle<H>>,
+    reader: Option<JoinHandle<(H, f64)>>,
 }
 
 impl<H> Recording<H> {
@@ -323,15 +464,18 @@ impl<H> Recording<H> {
     }
 
     /// What the sink gathered (empty if the reader thread panicked).
-    pub fn finish(mut self) -> H
+    pub fn finish(self) -> H
     where
         H: Default,
     {
+        self.finish_with_cpu().unwrap_or_default().0
+    }
+
+    /// What the sink gathered and the CPU time (s) its reader thread used; `None` if the
+    /// reader thread panicked.
+    pub fn finish_with_cpu(mut self) -> Option<(H, f64)> {
         self.disable();
-        self.reader
-            .take()
-            .and_then(|r| r.join().ok())
-            .unwrap_or_default()
+        self.reader.take().and_then(|r| r.join().ok())
     }
 }
 

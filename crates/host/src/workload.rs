@@ -103,7 +103,7 @@ pub struct Meter<'a> {
     sched: Option<&'a SchedTrace>,
     before: Option<(Snapshot, Instant)>,
     rec: Option<Recording>,
-    sched_rec: Option<Recording<crate::sched_trace::Record>>,
+    sched_rec: Option<Recording<crate::sched_trace::RawReader>>,
     /// What the run should say about the meter (a scheduler trace that failed to start).
     pub notes: Vec<String>,
     done: Option<(Deltas, f64, Option<Histogram>)>,
@@ -164,10 +164,31 @@ impl<'a> Meter<'a> {
 
     pub fn stop(&mut self) {
         let after = Snapshot::take(Some(self.cg));
-        let sched = self.sched_rec.take().map(|r| r.finish());
+        // The window is the counters': stopping the trace readers and the sampler below (their
+        // last polls and drains, ~0.1 s) is not in it.
+        let end = Instant::now();
+        let sched = self.sched_rec.take().map(|r| match r.finish_with_cpu() {
+            Some((reader, cpu)) => {
+                if reader.bad_pages > 0 {
+                    self.notes.push(format!(
+                        "scheduler trace: {} ring-buffer pages did not decode; their events are \
+                         not in placement.processes",
+                        reader.bad_pages
+                    ));
+                }
+                let mut rec = reader.into_record();
+                rec.reader_cpu_s = cpu;
+                rec
+            }
+            None => {
+                self.notes
+                    .push("the scheduler trace's reader failed".into());
+                Default::default()
+            }
+        });
         self.placement_report = self.placement.take().map(|s| s.finish(sched.as_ref()));
         if let Some((before, t0)) = self.before.take() {
-            let wall = t0.elapsed().as_secs_f64();
+            let wall = end.duration_since(t0).as_secs_f64();
             let hist = self.rec.take().map(|r| r.finish());
             self.done = Some((deltas(&before, &after), wall, hist));
         }

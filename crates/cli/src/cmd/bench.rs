@@ -15,13 +15,17 @@ fn open_journal(a: &BenchArgs) -> Result<(Option<Journal>, BTreeMap<String, RunR
     let Some(p) = &a.out.out else {
         return Ok((None, Default::default()));
     };
-    let header = serde_json::json!({
+    let mut header = serde_json::json!({
         "bench": a.scn.scenario,
         "sets": a.scn.sets,
         "repeat": a.repeat,
         "swap": a.swap.as_ref().map(|s| format!("{s:?}")),
         "trace": a.trace,
     });
+    // Only when set, so journals written before the option existed still resume.
+    if a.no_placement_trace {
+        header["no_placement_trace"] = true.into();
+    }
     let (j, d) = Journal::open::<RunResult>(p, &header, a.resume)?;
     Ok((Some(j), d))
 }
@@ -34,6 +38,7 @@ pub fn run(a: BenchArgs) -> Result<ExitCode> {
         repeat,
         swap,
         trace,
+        no_placement_trace,
         out,
         ..
     } = a;
@@ -65,6 +70,7 @@ pub fn run(a: BenchArgs) -> Result<ExitCode> {
         repeat: repeat as usize,
         swap,
         trace,
+        no_placement_trace,
         progress: Some(&cb),
         prior,
         on_run: Some(&record),

@@ -155,6 +155,7 @@ pub fn host_and_sim(
                 repeat: repeat as usize,
                 swap,
                 trace: false,
+                no_placement_trace: false,
                 progress: Some(&cb),
                 prior: Vec::new(),
                 on_run: None,
