@@ -1529,6 +1529,55 @@ mod tests {
     }
 
     #[test]
+    fn the_request_costs_are_net_of_the_page_costs_of_the_profile_they_join() {
+        let qd = |name: &str, v: &[f64]| m(name, v).observe("depth", 128);
+        let mut ms = vec![
+            qd(devrate::READ, &[12_000.0, 11_000.0, 13_000.0]),
+            qd(devrate::WRITE, &[11_000.0]),
+        ];
+        let t = reclaimlab_sim::cost::CostTable::x86();
+        let (costs, _, _) = derive_all(&ms);
+        // No readahead family: the built-in page costs.
+        assert_eq!(
+            costs["file_read_request"].ns,
+            12_000.0 - t.file_read_page as f64
+        );
+        assert!(costs["file_read_request"]
+            .source
+            .contains("the built-in table's"));
+        // This run's file_read_page when the readahead family measured it.
+        ms.push(m("file-read-fault-cold", &[3_000.0, 3_000.0, 3_000.0]));
+        ms.push(m("file-read-fault-warm", &[500.0, 500.0, 500.0]));
+        let (costs, checks, notes) = derive_all(&ms);
+        assert_eq!(costs["file_read_request"].ns, 12_000.0 - 2_500.0);
+        // validate --calibrate: again, against the base profile's page costs.
+        let mut cal = Calibration {
+            schema: SCHEMA.into(),
+            command: String::new(),
+            quick: false,
+            families: vec![],
+            machine: machine::Facts::default(),
+            seconds: 0.0,
+            loadavg: vec![],
+            measurements: ms,
+            costs,
+            checks,
+            notes,
+        };
+        let page = |ns| devrate::PageCost {
+            ns,
+            what: "base".into(),
+        };
+        derive_device_requests(&mut cal, Some(page(2_000.0)), Some(page(2_300.0)));
+        assert_eq!(cal.costs["file_read_request"].ns, 10_000.0);
+        assert_eq!(cal.costs["file_write_request"].ns, 8_700.0);
+        // No base page cost: the figure derive_all subtracted stays.
+        derive_device_requests(&mut cal, None, None);
+        assert_eq!(cal.costs["file_read_request"].ns, 9_500.0);
+        assert!(!cal.notes.iter().any(|n| n.starts_with("file_read_request")));
+    }
+
+    #[test]
     fn the_disk_splits_into_a_request_latency_and_a_transfer_per_page() {
         let ms = vec![
             m("blk-read-1", &[100_000.0, 102_000.0, 101_000.0]),
