@@ -307,7 +307,9 @@ pub struct ValidateArgs {
     /// the simulator --profile's costs with those laid over them: a guest's IPI costs drift by
     /// a third between sessions, its per-page reclaim costs by a fifth. With --swap file:...,
     /// or a file workload, also the disk under the swap file or the data file (`workload.dir`;
-    /// the blockio family, a few seconds): its request latency and transfer time. Needs --out FILE; the profile is written beside it as
+    /// the blockio family, about 25 s): its request latency and transfer time, and its rate of
+    /// random 4 KiB requests with its tags full (file_read_request, file_write_request, net of
+    /// --profile's page costs). Needs --out FILE; the profile is written beside it as
     /// FILE.session.toml (with its raw samples, FILE.session.calibrate.json) for later
     /// --host-result runs.
     #[arg(long, conflicts_with = "host_result")]

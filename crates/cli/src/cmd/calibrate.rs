@@ -148,12 +148,14 @@ const SESSION_COSTS: [&str; 18] = [
 /// maps a data file: the disk under it (calibrate's blockio family). The guest's disk is not the same device from one boot to
 /// the next (its latency and even its queue/rotational changed between two builds,
 /// docs/results/2026-11-27-block-swap-rotational.md).
-const SESSION_DISK_COSTS: [&str; 5] = [
+const SESSION_DISK_COSTS: [&str; 7] = [
     "swap_page_transfer",
     "swap_read_latency",
     "swap_write_latency",
     "file_read_latency",
     "file_write_latency",
+    "file_read_request",
+    "file_write_request",
 ];
 
 /// `validate --calibrate`: measure the flush, shootdown and cycle families now (and with
@@ -185,6 +187,25 @@ pub fn session_profile(
         "reclaimlab validate --calibrate (calibrate --only {})",
         families.join(",")
     );
+    let base_profile = base
+        .map(|b| reclaimlab_core::profile::load(b).map(|l| l.profile))
+        .transpose()?;
+    if disk.is_some() {
+        // The device's time per request at depth is page + request in the profile simulated:
+        // net of the base profile's page costs, not the built-in table's.
+        let page = |k: &str| {
+            let c = base_profile.as_ref()?.costs.get(k)?;
+            Some(calibrate::devrate::PageCost {
+                ns: c.ns,
+                what: format!("the base profile's, {}", c.provenance.as_str()),
+            })
+        };
+        calibrate::derive_device_requests(
+            &mut cal,
+            page("file_read_page"),
+            page("file_write_page"),
+        );
+    }
     let taken =
         |k: &str| SESSION_COSTS.contains(&k) || (disk.is_some() && SESSION_DISK_COSTS.contains(&k));
     let stem = out
@@ -194,9 +215,8 @@ pub fn session_profile(
     let path = out.with_file_name(format!("{stem}.session.toml"));
     let name = format!("{}+session", base.unwrap_or("builtin"));
     calibrate::output::write(&cal, &path, Some(&name))?;
-    if let Some(b) = base {
+    if let Some(mut merged) = base_profile {
         // The base profile's costs, with this session's in their place.
-        let mut merged = reclaimlab_core::profile::load(b)?.profile;
         let session = reclaimlab_core::profile::Profile::parse(
             &std::fs::read_to_string(&path)?,
             &path.display().to_string(),

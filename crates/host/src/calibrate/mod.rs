@@ -14,6 +14,7 @@ pub mod child;
 pub mod contention;
 pub mod cycle;
 pub mod derive;
+pub mod devrate;
 pub mod fault;
 pub mod flush;
 pub mod ipi;
@@ -105,6 +106,8 @@ pub struct Sizes {
     pub readahead_pages: usize,
     /// Requests per blockio sample.
     pub blockio_reqs: usize,
+    /// Seconds per blockio run at the device's queue depth (each direction).
+    pub blockio_qd_secs: f64,
     /// Dirty pages written back per writeback sample.
     pub writeback_pages: usize,
     pub reclaim_pages: usize,
@@ -122,6 +125,7 @@ impl Sizes {
                 zram_pages: 1024,
                 readahead_pages: 4096,
                 blockio_reqs: 64,
+                blockio_qd_secs: 0.5,
                 writeback_pages: 1024,
                 reclaim_pages: 4096,
             }
@@ -135,6 +139,7 @@ impl Sizes {
                 zram_pages: 4096,
                 readahead_pages: 16 * 1024,
                 blockio_reqs: 256,
+                blockio_qd_secs: 1.0,
                 writeback_pages: 4096,
                 reclaim_pages: 16 * 1024,
             }
@@ -686,7 +691,7 @@ fn fam_blockio(ctx: &Ctx) -> Result<Vec<Measurement>> {
             v,
         )
     };
-    Ok(vec![
+    let mut out = vec![
         m("blk-read-1", "1-page read", r.read_1)?
             .observe("device", dev.as_str())
             .observe("scheduler", sched.trim()),
@@ -701,6 +706,47 @@ fn fam_blockio(ctx: &Ctx) -> Result<Vec<Measurement>> {
             &format!("{c}-page write"),
             r.write_cluster,
         )?,
+    ];
+    match blockio_at_depth(ctx) {
+        Ok(mut v) => out.append(&mut v),
+        // The one-in-flight figures stand on their own; the derivation notes the reason.
+        Err(e) => {
+            crate::cleanup::park_if_stopping();
+            eprintln!("reclaimlab: calibrate blockio at the queue depth: {e:#}");
+            out[0] = out[0].clone().observe("at_depth_error", format!("{e:#}"));
+        }
+    }
+    Ok(out)
+}
+
+/// The disk's random 4 KiB read and write rates with its tags full (devrate.rs), on a 1 GiB
+/// file of ours in --dir, removed afterwards whatever happens.
+fn blockio_at_depth(ctx: &Ctx) -> Result<Vec<Measurement>> {
+    let (s, file_pages) = (ctx.sizes, 256 * 1024);
+    let (disk, tags, depth) = devrate::queue_depth(ctx.dir);
+    let secs = s.blockio_qd_secs;
+    let r = with_data_file(ctx, "blkqd", "block device requests at depth", move |p| {
+        devrate::measure(p, file_pages, depth, secs, s.samples)
+    })?;
+    let m = |name: &str, what: &str, runs: devrate::Runs| {
+        Measurement::new(
+            name,
+            "ns/request",
+            &format!("random 4 KiB O_DIRECT {what}s through io_uring, {depth} in flight (nr_tags {tags:?}, capped at {}), {secs} s a run, reads and writes alternating, at page offsets of a written 1 GiB file on {disk}: run time over requests completed", devrate::MAX_DEPTH),
+            runs.ns_per_request,
+        )
+        .map(|x| {
+            x.observe("depth", depth)
+                .observe("nr_tags", tags.clone())
+                .observe("disk", disk.as_str())
+                .observe("engine", "io_uring")
+                .observe("per_second", runs.per_second)
+                .observe("requests", runs.requests)
+        })
+    };
+    Ok(vec![
+        m(devrate::READ, "read", r.read)?,
+        m(devrate::WRITE, "write", r.write)?,
     ])
 }
 
@@ -1264,6 +1310,49 @@ fn derive_device_costs(
             );
         }
     }
+    if let Some(e) = find(ms, "blk-read-1").and_then(|m| m.observed.get("at_depth_error")) {
+        notes.push(format!(
+            "blockio at the queue depth not measured (file_read_request and file_write_request not set): {}",
+            e.as_str().unwrap_or_default()
+        ));
+    }
+    let (read_page, write_page) = device_page_costs(costs);
+    devrate::derive(ms, &read_page, &write_page, costs, notes);
+}
+
+/// The page costs the request costs are net of, without a profile to take them from: this
+/// run's `file_read_page` if the readahead family measured it, else the built-in table's
+/// (calibrate does not measure `file_write_page`). `validate --calibrate` derives the request
+/// costs again against the base profile's page costs ([`derive_device_requests`]).
+fn device_page_costs(costs: &BTreeMap<String, Derived>) -> (devrate::PageCost, devrate::PageCost) {
+    let t = reclaimlab_sim::cost::CostTable::x86();
+    let builtin = |ns: u64| devrate::PageCost {
+        ns: ns as f64,
+        what: "the built-in table's".into(),
+    };
+    let read = costs.get("file_read_page").map_or_else(
+        || builtin(t.file_read_page),
+        |d| devrate::PageCost {
+            ns: d.ns,
+            what: "this run's".into(),
+        },
+    );
+    (read, builtin(t.file_write_page))
+}
+
+/// `file_read_request` and `file_write_request` again, net of a profile's page costs (the
+/// profile they are laid over, so that page + request is the measured time per request): `None`
+/// keeps the figure `derive_all` subtracted.
+pub fn derive_device_requests(
+    cal: &mut Calibration,
+    read_page: Option<devrate::PageCost>,
+    write_page: Option<devrate::PageCost>,
+) {
+    let (r, w) = device_page_costs(&cal.costs);
+    let (r, w) = (read_page.unwrap_or(r), write_page.unwrap_or(w));
+    cal.notes
+        .retain(|n| !n.starts_with("file_read_request") && !n.starts_with("file_write_request"));
+    devrate::derive(&cal.measurements, &r, &w, &mut cal.costs, &mut cal.notes);
 }
 
 fn checks(ms: &[Measurement], costs: &BTreeMap<String, Derived>) -> Vec<Check> {
@@ -1437,6 +1526,55 @@ mod tests {
             notes.iter().any(|n| n.contains("received 0 shootdowns")),
             "{notes:?}"
         );
+    }
+
+    #[test]
+    fn the_request_costs_are_net_of_the_page_costs_of_the_profile_they_join() {
+        let qd = |name: &str, v: &[f64]| m(name, v).observe("depth", 128);
+        let mut ms = vec![
+            qd(devrate::READ, &[12_000.0, 11_000.0, 13_000.0]),
+            qd(devrate::WRITE, &[11_000.0]),
+        ];
+        let t = reclaimlab_sim::cost::CostTable::x86();
+        let (costs, _, _) = derive_all(&ms);
+        // No readahead family: the built-in page costs.
+        assert_eq!(
+            costs["file_read_request"].ns,
+            12_000.0 - t.file_read_page as f64
+        );
+        assert!(costs["file_read_request"]
+            .source
+            .contains("the built-in table's"));
+        // This run's file_read_page when the readahead family measured it.
+        ms.push(m("file-read-fault-cold", &[3_000.0, 3_000.0, 3_000.0]));
+        ms.push(m("file-read-fault-warm", &[500.0, 500.0, 500.0]));
+        let (costs, checks, notes) = derive_all(&ms);
+        assert_eq!(costs["file_read_request"].ns, 12_000.0 - 2_500.0);
+        // validate --calibrate: again, against the base profile's page costs.
+        let mut cal = Calibration {
+            schema: SCHEMA.into(),
+            command: String::new(),
+            quick: false,
+            families: vec![],
+            machine: machine::Facts::default(),
+            seconds: 0.0,
+            loadavg: vec![],
+            measurements: ms,
+            costs,
+            checks,
+            notes,
+        };
+        let page = |ns| devrate::PageCost {
+            ns,
+            what: "base".into(),
+        };
+        derive_device_requests(&mut cal, Some(page(2_000.0)), Some(page(2_300.0)));
+        assert_eq!(cal.costs["file_read_request"].ns, 10_000.0);
+        assert_eq!(cal.costs["file_write_request"].ns, 8_700.0);
+        // No base page cost: the figure derive_all subtracted stays.
+        derive_device_requests(&mut cal, None, None);
+        assert_eq!(cal.costs["file_read_request"].ns, 9_500.0);
+        assert!(!cal.notes.iter().any(|n| n.starts_with("file_read_request")));
     }
 
     #[test]
