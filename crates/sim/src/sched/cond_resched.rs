@@ -124,6 +124,10 @@ impl Kernel {
     /// (not a device completion's). Timers waking other CPUs stay for their own order.
     fn background_timer_due_on(&self, cpu: CpuId) -> Option<(u64, TaskId)> {
         let until = self.cpus[cpu].clock;
+        // Nothing due: skip setting up the walk (most calls).
+        if self.sched.timers.first().is_none_or(|&(at, _)| at > until) {
+            return None;
+        }
         self.sched
             .timers
             .iter()

@@ -538,8 +538,13 @@ impl Kernel {
     }
 
     /// select_task_rq_fair for waking `t` from `waker`: its previous CPU, else the waker's.
-    /// Only reads the kernel (the engine asks it to predict a timer's wake-up).
+    /// Only reads the kernel (the engine asks it to predict a timer's wake-up). A task bound
+    /// to one CPU wakes there (select_task_rq calls the class's hook only when
+    /// nr_cpus_allowed > 1; select_fallback_rq gives the same CPU here).
     pub(crate) fn wake_target(&self, rqs: &RunQueues, t: TaskId, waker: CpuId, now: u64) -> CpuId {
+        if let Some(p) = self.tasks[t].pinned {
+            return p;
+        }
         self.wake_placement(rqs, t, waker, now).0
     }
 
