@@ -286,7 +286,7 @@ impl Kernel {
         if self.cfg.interleave == Interleave::Folio {
             self.reclaim_preempt_window(cpu, true);
             // Also in a reclaim that runs inside another CPU's window (no nested window).
-            if !self.runner.rqs_out {
+            if !self.runner.rqs_out && self.reclaim_tick_pending(cpu) {
                 self.reclaim_tick_preempt(cpu);
             }
         }
