@@ -274,7 +274,7 @@ impl Kernel {
     /// tasks, which must not move the reclaimer).
     #[inline]
     pub fn reclaim_preempt(&mut self, cpu: CpuId) {
-        if self.cfg.interleave == Interleave::Folio {
+        if self.cfg.interleave == Interleave::Folio && self.reclaim_window_may_open() {
             self.reclaim_preempt_window(cpu, false);
         }
     }
@@ -284,20 +284,27 @@ impl Kernel {
     #[inline]
     pub fn reclaim_cond_resched(&mut self, cpu: CpuId) {
         if self.cfg.interleave == Interleave::Folio {
-            self.reclaim_preempt_window(cpu, true);
+            if self.reclaim_window_may_open() {
+                self.reclaim_preempt_window(cpu, true);
+            }
             // Also in a reclaim that runs inside another CPU's window (no nested window).
-            if !self.runner.rqs_out {
+            if !self.runner.rqs_out && self.reclaim_tick_pending(cpu) {
                 self.reclaim_tick_preempt(cpu);
             }
         }
     }
 
+    /// No window inside a window (reclaim nested in one runs whole), and kswapd's passes (run
+    /// with the run queues lent) stay whole. Tested before the call: most preemption points
+    /// are in nested reclaim.
+    #[inline]
+    fn reclaim_window_may_open(&self) -> bool {
+        !self.in_reclaim_preempt && !self.runner.rqs_out
+    }
+
     #[inline(never)]
     fn reclaim_preempt_window(&mut self, cpu: CpuId, cond_resched: bool) {
-        if self.in_reclaim_preempt || self.runner.rqs_out {
-            // kswapd's passes (run with the run queues lent) stay whole.
-            return;
-        }
+        debug_assert!(self.reclaim_window_may_open());
         let Some(reclaimer) = self.cpus[cpu].curr else {
             return;
         };

@@ -538,8 +538,13 @@ impl Kernel {
     }
 
     /// select_task_rq_fair for waking `t` from `waker`: its previous CPU, else the waker's.
-    /// Only reads the kernel (the engine asks it to predict a timer's wake-up).
+    /// Only reads the kernel (the engine asks it to predict a timer's wake-up). A task bound
+    /// to one CPU wakes there (select_task_rq calls the class's hook only when
+    /// nr_cpus_allowed > 1; select_fallback_rq gives the same CPU here).
     pub(crate) fn wake_target(&self, rqs: &RunQueues, t: TaskId, waker: CpuId, now: u64) -> CpuId {
+        if let Some(p) = self.tasks[t].pinned {
+            return p;
+        }
         self.wake_placement(rqs, t, waker, now).0
     }
 
@@ -766,5 +771,58 @@ impl Kernel {
                 self.sched.busy_ns[cpu] += ran;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RunQueues;
+    use crate::config::{Policy, SimConfig};
+    use crate::kernel::Kernel;
+
+    /// A task bound to one CPU is predicted to wake there, and the full placement
+    /// (select_task_rq_fair, then select_fallback_rq) agrees, from every waker, whatever CPU
+    /// it last ran on and whichever CPUs are busy.
+    #[test]
+    fn bound_task_wake_target_is_the_placement() {
+        let cpus = 8;
+        let mut k = Kernel::new(
+            SimConfig::default(),
+            Policy::linux_6_18(),
+            cpus,
+            1 << 20,
+            1 << 10,
+            60,
+            1,
+        );
+        let mut rqs = RunQueues::new(cpus);
+        // Unbound tasks running on CPUs 1, 2 and 5, one more waiting on 5: some targets busy,
+        // some idle.
+        for c in [1, 2, 5, 5] {
+            let t = k.task_new(usize::MAX, None, 0, 1);
+            k.sched.se[t].sleeping = false;
+            k.sched.se[t].last_cpu = Some(c);
+            if k.cpus[c].curr.is_some() {
+                rqs.rq[c].push_back(t);
+            } else {
+                k.tasks[t].cpu = Some(c);
+                k.cpus[c].curr = Some(t);
+            }
+        }
+        let mut checked = 0;
+        for p in 0..cpus {
+            for last in [None, Some(p), Some((p + 3) % cpus)] {
+                let t = k.task_new(usize::MAX, Some(p), 0, 1);
+                k.sched.se[t].sleeping = true;
+                k.sched.se[t].last_cpu = last;
+                for waker in 0..cpus {
+                    let placed = k.wake_placement(&rqs, t, waker, 1_000).0;
+                    assert_eq!(placed, p, "placement of a task bound to {p}");
+                    assert_eq!(k.wake_target(&rqs, t, waker, 1_000), placed);
+                    checked += 1;
+                }
+            }
+        }
+        assert_eq!(checked, cpus * 3 * cpus);
     }
 }
