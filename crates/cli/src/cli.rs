@@ -309,7 +309,8 @@ pub struct ValidateArgs {
     /// or a file workload, also the disk under the swap file or the data file (`workload.dir`;
     /// the blockio family, about 25 s): its request latency and transfer time, and its rate of
     /// random 4 KiB requests with its tags full (file_read_request, file_write_request, net of
-    /// --profile's page costs). Needs --out FILE; the profile is written beside it as
+    /// --profile's page costs; swap_read_request, swap_write_request, net of the measured
+    /// swap transfer). Needs --out FILE; the profile is written beside it as
     /// FILE.session.toml (with its raw samples, FILE.session.calibrate.json) for later
     /// --host-result runs.
     #[arg(long, conflicts_with = "host_result")]

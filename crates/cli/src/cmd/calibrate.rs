@@ -148,7 +148,7 @@ const SESSION_COSTS: [&str; 18] = [
 /// maps a data file: the disk under it (calibrate's blockio family). The guest's disk is not the same device from one boot to
 /// the next (its latency and even its queue/rotational changed between two builds,
 /// docs/results/2026-11-27-block-swap-rotational.md).
-const SESSION_DISK_COSTS: [&str; 7] = [
+const SESSION_DISK_COSTS: [&str; 9] = [
     "swap_page_transfer",
     "swap_read_latency",
     "swap_write_latency",
@@ -156,6 +156,8 @@ const SESSION_DISK_COSTS: [&str; 7] = [
     "file_write_latency",
     "file_read_request",
     "file_write_request",
+    "swap_read_request",
+    "swap_write_request",
 ];
 
 /// `validate --calibrate`: measure the flush, shootdown and cycle families now (and with

@@ -240,6 +240,11 @@ pub struct PageCost {
 /// sample, so that the simulated device serves `file_X_page` + `file_X_request` per 4 KiB
 /// request, the measured rate. A sample shorter than the page cost is taken as 0 (the model's
 /// device cannot serve faster than one page's transfer) and the source and a note say so.
+///
+/// A block swap device on the same disk (a swap file under --dir) has the same service per
+/// request: `swap_read_request` and `swap_write_request` are the same rates net of this run's
+/// `swap_page_transfer` (the transfer the model's swap requests are charged), when blockio
+/// measured it.
 pub fn derive(
     ms: &[Measurement],
     read_page: &PageCost,
@@ -247,10 +252,29 @@ pub fn derive(
     costs: &mut BTreeMap<String, Derived>,
     notes: &mut Vec<String>,
 ) {
-    for (cost, bench, page_cost, page) in [
-        ("file_read_request", READ, "file_read_page", read_page),
-        ("file_write_request", WRITE, "file_write_page", write_page),
-    ] {
+    let swap_page = costs.get("swap_page_transfer").map(|d| PageCost {
+        ns: d.ns,
+        what: "this run's".into(),
+    });
+    let mut wanted = vec![
+        (
+            "file_read_request",
+            READ,
+            "file_read_page",
+            read_page.clone(),
+        ),
+        (
+            "file_write_request",
+            WRITE,
+            "file_write_page",
+            write_page.clone(),
+        ),
+    ];
+    if let Some(sp) = swap_page {
+        wanted.push(("swap_read_request", READ, "swap_page_transfer", sp.clone()));
+        wanted.push(("swap_write_request", WRITE, "swap_page_transfer", sp));
+    }
+    for (cost, bench, page_cost, page) in wanted {
         let Some(m) = find(ms, bench) else { continue };
         let raw: Vec<f64> = m.samples.iter().map(|s| s - page.ns).collect();
         let clamped = raw.iter().filter(|v| **v < 0.0).count();
@@ -324,6 +348,33 @@ mod tests {
         assert_eq!(costs["file_write_request"].ns, 8_000.0 - 2_306.0);
         assert_eq!(costs["file_write_request"].min, 7_000.0 - 2_306.0);
         assert!(notes.is_empty(), "{notes:?}");
+    }
+
+    #[test]
+    fn a_swap_file_on_the_disk_gets_the_same_service_net_of_the_swap_transfer() {
+        let ms = vec![
+            m(READ, &[10_000.0, 11_000.0, 12_000.0]),
+            m(WRITE, &[9_000.0]),
+        ];
+        let (mut costs, mut notes) = (BTreeMap::new(), Vec::new());
+        // Without this run's swap transfer: the file costs only.
+        derive(&ms, &page(2_000.0), &page(2_000.0), &mut costs, &mut notes);
+        assert!(!costs.contains_key("swap_read_request"));
+        costs.insert(
+            "swap_page_transfer".into(),
+            Derived::new(vec![3_000.0], "test", &["blk-read-cluster"]).unwrap(),
+        );
+        derive(&ms, &page(2_000.0), &page(2_000.0), &mut costs, &mut notes);
+        assert_eq!(costs["swap_read_request"].ns, 11_000.0 - 3_000.0);
+        assert_eq!(costs["swap_write_request"].ns, 9_000.0 - 3_000.0);
+        assert_eq!(costs["file_read_request"].ns, 11_000.0 - 2_000.0);
+        assert!(
+            costs["swap_read_request"]
+                .source
+                .contains("swap_page_transfer"),
+            "{}",
+            costs["swap_read_request"].source
+        );
     }
 
     #[test]

@@ -1350,8 +1350,16 @@ pub fn derive_device_requests(
 ) {
     let (r, w) = device_page_costs(&cal.costs);
     let (r, w) = (read_page.unwrap_or(r), write_page.unwrap_or(w));
-    cal.notes
-        .retain(|n| !n.starts_with("file_read_request") && !n.starts_with("file_write_request"));
+    cal.notes.retain(|n| {
+        ![
+            "file_read_request",
+            "file_write_request",
+            "swap_read_request",
+            "swap_write_request",
+        ]
+        .iter()
+        .any(|c| n.starts_with(c))
+    });
     devrate::derive(&cal.measurements, &r, &w, &mut cal.costs, &mut cal.notes);
 }
 
