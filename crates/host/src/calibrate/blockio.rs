@@ -26,7 +26,7 @@ pub struct BlockIo {
 }
 
 /// A xorshift step: the offsets are pseudo-random but the same every run.
-fn next(x: &mut u64) -> u64 {
+pub(super) fn next(x: &mut u64) -> u64 {
     *x ^= *x << 13;
     *x ^= *x >> 7;
     *x ^= *x << 17;
@@ -76,16 +76,22 @@ fn timed(
     Ok(ns_since(t) / reqs as f64)
 }
 
-/// Write a file of `file_pages` at `path`, then `samples` batches of `reqs` requests of each kind.
-pub fn measure(path: &Path, file_pages: usize, reqs: usize, samples: usize) -> Result<BlockIo> {
-    pin(0)?;
-    super::mem::write_data_file(path, file_pages, Data::Random)?;
-    let f = std::fs::OpenOptions::new()
+/// `path` opened for reading and writing with O_DIRECT (the page cache bypassed: every request
+/// reaches the device).
+pub(super) fn open_direct(path: &Path) -> Result<std::fs::File> {
+    std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .custom_flags(libc::O_DIRECT)
         .open(path)
-        .with_context(|| format!("opening {} with O_DIRECT", path.display()))?;
+        .with_context(|| format!("opening {} with O_DIRECT", path.display()))
+}
+
+/// Write a file of `file_pages` at `path`, then `samples` batches of `reqs` requests of each kind.
+pub fn measure(path: &Path, file_pages: usize, reqs: usize, samples: usize) -> Result<BlockIo> {
+    pin(0)?;
+    super::mem::write_data_file(path, file_pages, Data::Random)?;
+    let f = open_direct(path)?;
     let fd = f.as_raw_fd();
     // Page-aligned, as O_DIRECT needs.
     let buf = Region::anon(CLUSTER_PAGES)?;

@@ -10,6 +10,7 @@
 //! measured: the family's other benchmarks still run, a note says why, and the two request
 //! costs keep the profile's values.
 
+use super::blockio::{next, open_direct};
 use super::derive::Derived;
 use super::mem::{Data, Region, PAGE};
 use super::stats::Measurement;
@@ -19,7 +20,6 @@ use io_uring::{opcode, types, IoUring};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -90,14 +90,6 @@ pub struct Runs {
 pub struct Rates {
     pub read: Runs,
     pub write: Runs,
-}
-
-/// A xorshift step: pseudo-random page offsets, the same every run.
-fn next(x: &mut u64) -> u64 {
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    *x
 }
 
 /// Keep `depth` random one-page requests in flight for `dur`, then wait for the last.
@@ -188,12 +180,7 @@ pub fn measure(
          kernel.io_uring_disabled set)",
     )?;
     super::mem::write_data_file(path, file_pages, Data::Zero)?;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(path)
-        .with_context(|| format!("opening {} with O_DIRECT", path.display()))?;
+    let f = open_direct(path)?;
     // One page-aligned buffer per request in flight, faulted in before the clock starts.
     let bufs = Region::anon(depth)?;
     for i in 0..depth {

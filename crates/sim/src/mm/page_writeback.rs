@@ -335,18 +335,14 @@ impl Kernel {
         // request on top of its pages (`file_write_request`, with a request queue).
         let requests = self.cfg.writeback_queue_depth > 0;
         let new_request = !self.bio_merges(file, idx, n);
-        let fixed = if new_request && requests {
-            self.cost.file_write_request
-        } else {
-            0
-        };
-        let unwritten = self.block_unwritten(file, idx);
-        self.writepages_charge(cpu, new_request, unwritten);
         let service = if requests {
             self.cost.file_write_request
         } else {
             0
         };
+        let fixed = if new_request { service } else { 0 };
+        let unwritten = self.block_unwritten(file, idx);
+        self.writepages_charge(cpu, new_request, unwritten);
         let done = self.blk_submit(
             cpu,
             fixed,

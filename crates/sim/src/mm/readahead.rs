@@ -295,16 +295,22 @@ impl Kernel {
         self.charge(cpu, zero, Spent::ZeroPage);
         self.charge(cpu, fs, Spent::PageCache);
         if read > 0 {
-            let fixed = self.read_request_add(cpu, file, first, nr);
-            let done = self.blk_submit(
-                cpu,
-                fixed,
-                read,
-                self.cost.file_read_latency,
-                self.cost.file_read_request,
-            );
+            let done = self.file_read_submit(cpu, file, first, nr, read);
             self.io_wait_until(cpu, done);
         }
+    }
+
+    /// Submit the device read (`read` ns of transfer) of the folio of `nr` pages at `first`
+    /// of `file` from `cpu`, in the request being built or a new one; returns its completion.
+    fn file_read_submit(&mut self, cpu: CpuId, file: usize, first: u64, nr: u64, read: u64) -> u64 {
+        let fixed = self.read_request_add(cpu, file, first, nr);
+        self.blk_submit(
+            cpu,
+            fixed,
+            read,
+            self.cost.file_read_latency,
+            self.cost.file_read_request,
+        )
     }
 
     /// A new fault or readahead pass reads into a new plug: nothing merges with the
@@ -343,14 +349,7 @@ impl Kernel {
     /// the read completes.
     fn file_read_async(&mut self, cpu: CpuId, file: usize, first: u64, pfn: Pfn, read: u64) {
         let nr = self.folios.get(pfn).nr_pages();
-        let fixed = self.read_request_add(cpu, file, first, nr);
-        let done = self.blk_submit(
-            cpu,
-            fixed,
-            read,
-            self.cost.file_read_latency,
-            self.cost.file_read_request,
-        );
+        let done = self.file_read_submit(cpu, file, first, nr, read);
         let now = self.cpus[cpu].clock;
         let reads = &mut self.ra.reads_in_flight;
         if reads.len() >= 4096 {
