@@ -83,6 +83,14 @@ pub struct CostTable {
     pub local_flush_one: u64,
     /// Context switch (switch_mm_irqs_off + scheduler): ~2 us.
     pub context_switch: u64,
+    /// __schedule's interrupts-off section up to context_switch's enter_lazy_tlb when it
+    /// finds a task to run (a preemption): local_irq_disable, rq_lock, pick_next_task. A flush
+    /// call queued in it to a CPU switching to a kernel thread is taken after the switch,
+    /// lazy (flush_tlb_func then leaves for init_mm).
+    pub schedule_irqs_off: u64,
+    /// The same section when a task sleeps and the CPU goes idle: the dequeue and
+    /// pick_next_task_fair's new-idle balancing lengthen it.
+    pub schedule_irqs_off_idle: u64,
     /// MADV_POPULATE_READ per resident page: the GUP walk (follow_page_pte) and
     /// folio_mark_accessed, a few cache misses: ~100 ns (estimate).
     pub gup_page: u64,
@@ -335,6 +343,8 @@ impl CostTable {
             local_flush_all: 200,
             local_flush_one: 100,
             context_switch: 2000,
+            schedule_irqs_off: 1_280,
+            schedule_irqs_off_idle: 5_450,
             gup_page: 100,
             ttu_step: 150,
             pte_clear: 10,

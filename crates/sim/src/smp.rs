@@ -139,10 +139,12 @@ impl Smp {
         }
     }
 
-    /// Does a call-function interrupt on `cpu` enter its handler after `t`? (A call already
-    /// queued whose handler has not run yet; every call the model queues is a TLB flush.)
-    pub fn call_irq_after(&self, cpu: CpuId, t: u64) -> bool {
-        if self.latest_entry.get(cpu).is_none_or(|&e| e <= t) {
+    /// Was a call queued on `cpu` by `t` whose interrupt enters its handler after `from`
+    /// (`from` ≤ `t`)? With `from` the start of __schedule's interrupts-off section and `t` its
+    /// enter_lazy_tlb, such a call reached the CPU in the section or later and is taken after
+    /// the switch. (Every call the model queues is a TLB flush.)
+    pub fn call_irq_after(&self, cpu: CpuId, t: u64, from: u64) -> bool {
+        if self.latest_entry.get(cpu).is_none_or(|&e| e <= from) {
             return false;
         }
         // Only calls queued by `t`: one queued later came from a sender the engine ran ahead
@@ -150,7 +152,7 @@ impl Smp {
         // it lazy by then).
         let v = self.irqs[cpu].as_slice();
         let i = partition_point_back(v, |&(q, _)| q <= t);
-        v[..i].iter().rev().any(|(_, irq)| irq.entry > t)
+        v[..i].iter().rev().any(|(_, irq)| irq.entry > from)
     }
 
     /// The pending interrupt on `cpu` that a call queued at `queued` joins, if any (its index):
@@ -390,7 +392,7 @@ mod kernel_tests {
         );
         let mm = k.mm_alloc(64, Backing::Anon, true);
         for cpu in 0..3 {
-            k.x86_switch_mm(cpu, Some(mm));
+            k.x86_switch_mm(cpu, Some(mm), 0);
         }
         (k, mm)
     }

@@ -20,7 +20,7 @@ fn two_cpus() -> (Kernel, usize) {
     );
     let mm = k.mm_alloc(64, Backing::Anon, true);
     for cpu in 0..2 {
-        k.x86_switch_mm(cpu, Some(mm));
+        k.x86_switch_mm(cpu, Some(mm), 0);
         k.cpus[cpu].clock = 1000;
     }
     (k, mm)

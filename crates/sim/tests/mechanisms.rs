@@ -433,6 +433,40 @@ fn a_cpu_that_idles_before_its_flush_call_arrives_ends_on_init_mm() {
     assert_eq!(k.irq.tlb_shootdowns, vec![0, 1], "the lazy CPU is skipped");
 }
 
+#[test]
+fn a_flush_call_reaching_a_cpu_inside_scheduler_irqs_off_section_ends_it_on_init_mm() {
+    // __schedule disables interrupts well before context_switch's enter_lazy_tlb: a call that
+    // reaches CPU 1 inside that section (its task still ran when the sender looked) is taken
+    // after the switch, lazy, and sends the CPU to init_mm; one taken before the section was
+    // handled while the task ran, and the CPU idles lazily.
+    let section = {
+        let (k, _) = reclaimer_on_0_other_process_on_1();
+        k.cost.schedule_irqs_off_idle
+    };
+    assert!(section > 0);
+    for (before_switch, on_init_mm) in [(section / 2, true), (section * 2, false)] {
+        let (mut k, mm) = reclaimer_on_0_other_process_on_1();
+        k.cpus[0].clock = k.cpus[0].clock.max(k.cpus[1].clock) + 1_000_000;
+        let mut ubc = TlbUbc::new(k.arch, 2);
+        k.try_to_unmap(0, &mut ubc, pte_pfn(k.mms[mm].ptes[0]), TTU_BATCH_FLUSH);
+        // The interrupt is taken a send and a delivery after the flush starts; CPU 1's task
+        // sleeps `before_switch` ns after that.
+        let entry = k.cpus[0].clock + k.cost.ipi_send + k.cost.ipi_delivery;
+        k.cpus[1].clock = entry + before_switch;
+        k.try_to_unmap_flush(0, &mut ubc);
+        assert_eq!(k.irq.tlb_shootdowns, vec![0, 1]);
+        k.context_switch(1, None);
+        assert_eq!(
+            !k.cpus[1].is_lazy && k.cpus[1].loaded_mm.is_none(),
+            on_init_mm,
+            "taken {before_switch} ns before the switch, section {section} ns"
+        );
+        batch_flush(&mut k, mm, 1);
+        let expect = if on_init_mm { 2 } else { 1 };
+        assert_eq!(k.irq.tlb_shootdowns, vec![0, expect]);
+    }
+}
+
 /// An anon mm of `active` pages activated (written, then two populate reads) and `inactive`
 /// pages written once whose young bits are cleared, run on CPU 0 of a one-CPU kernel.
 fn active_and_inactive_anon(active: u64, inactive: u64) -> Kernel {

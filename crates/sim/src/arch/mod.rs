@@ -53,8 +53,13 @@ impl Kernel {
 
     /// switch_mm (next = Some) or enter_lazy_tlb (next = None, the idle task).
     pub fn switch_mm(&mut self, cpu: CpuId, next: Option<MmId>) {
+        self.schedule_switch_mm(cpu, next, 0);
+    }
+
+    /// switch_mm from __schedule's context_switch, `irqs_off` ns after it disabled interrupts.
+    pub fn schedule_switch_mm(&mut self, cpu: CpuId, next: Option<MmId>, irqs_off: u64) {
         match self.arch {
-            Arch::X86 => self.x86_switch_mm(cpu, next),
+            Arch::X86 => self.x86_switch_mm(cpu, next, irqs_off),
             Arch::Arm64 => self.arm64_switch_mm(cpu, next),
         }
     }

@@ -263,6 +263,11 @@ vm_event_items! {
     /// Context switches from a running workload task to a system workqueue kworker on its CPU
     /// (the kworker preempted it: wake-up preemption, a tick or a pick).
     KWORKER_PREEMPTIONS: ExtraNonzero = "kworker_preemptions",
+    /// x86: switches to the idle task or a kernel thread that left a user mm loaded, lazy
+    /// (enter_lazy_tlb), and those of them a flush call reached inside __schedule's
+    /// interrupts-off section, so that flush_tlb_func took the CPU to init_mm.
+    LAZY_TLB_SWITCHES: ExtraNonzero = "lazy_tlb_switches",
+    LAZY_TLB_SWITCHES_TO_INIT_MM: ExtraNonzero = "lazy_tlb_switches_to_init_mm",
 
     // The system workqueue (workqueue.rs) and vmpressure (mm/vmpressure.rs).
     /// Work items queued (a schedule_work that found the item not pending).

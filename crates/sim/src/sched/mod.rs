@@ -419,13 +419,27 @@ impl Kernel {
                 let mm = self.tasks[t].mm;
                 self.charge(cpu, self.cost.context_switch, Spent::ContextSwitch);
                 if self.tasks[t].kthread {
-                    // A kernel thread has no mm: enter_lazy_tlb keeps the previous one loaded.
-                    self.switch_mm(cpu, None);
+                    // A kernel thread has no mm: enter_lazy_tlb keeps the previous one loaded,
+                    // at the end of __schedule's interrupts-off section (a task to run found).
+                    let irqs_off = if prev_task.is_some() {
+                        self.cost.schedule_irqs_off
+                    } else {
+                        0
+                    };
+                    self.schedule_switch_mm(cpu, None, irqs_off);
                 } else {
                     self.switch_mm(cpu, Some(mm));
                 }
             }
-            None => self.switch_mm(cpu, None),
+            None => {
+                // To idle: the section holds the dequeue and new-idle balancing.
+                let irqs_off = if prev_task.is_some() {
+                    self.cost.schedule_irqs_off_idle
+                } else {
+                    0
+                };
+                self.schedule_switch_mm(cpu, None, irqs_off);
+            }
         }
     }
 

@@ -356,17 +356,28 @@ impl Kernel {
         self.cpus[cpu].is_lazy = false;
     }
 
-    /// switch_mm_irqs_off (next = Some) or enter_lazy_tlb (next = None, the idle task).
-    pub fn x86_switch_mm(&mut self, cpu: CpuId, next: Option<MmId>) {
+    /// switch_mm_irqs_off (next = Some) or enter_lazy_tlb (next = None: the idle task or a
+    /// kernel thread). `irqs_off` is how long __schedule has had interrupts off before it
+    /// (local_irq_disable to enter_lazy_tlb; 0 outside the scheduler).
+    pub fn x86_switch_mm(&mut self, cpu: CpuId, next: Option<MmId>, irqs_off: u64) {
         let Some(next) = next else {
-            // enter_lazy_tlb: nothing to do on init_mm (the CPU stays non-lazy there).
-            if self.cpus[cpu].loaded_mm.is_some() {
+            // enter_lazy_tlb: nothing to do on init_mm (the CPU stays non-lazy there), nor on
+            // a CPU already lazy (a kernel thread going idle: no call was sent to it since).
+            if self.cpus[cpu].loaded_mm.is_some() && !self.cpus[cpu].is_lazy {
                 self.cpus[cpu].is_lazy = true;
                 // A flush call queued while this CPU still ran a task (should_flush_tlb saw it
-                // non-lazy) whose handler runs only now finds it lazy: flush_tlb_func leaves
-                // the borrowed mm for init_mm, where the idle CPU stays non-lazy and takes
-                // every mm = NULL batch flush of the mms whose cpumask still holds it.
-                if self.smp.call_irq_after(cpu, self.cpus[cpu].clock) {
+                // non-lazy) whose interrupt would be taken after __schedule disabled
+                // interrupts is taken only after the switch and finds the CPU lazy:
+                // flush_tlb_func leaves the borrowed mm for init_mm, where the idle CPU stays
+                // non-lazy and takes every mm = NULL batch flush of the mms whose cpumask
+                // still holds it.
+                let now = self.cpus[cpu].clock;
+                self.vmstat.count_vm_event(LAZY_TLB_SWITCHES);
+                if self
+                    .smp
+                    .call_irq_after(cpu, now, now.saturating_sub(irqs_off))
+                {
+                    self.vmstat.count_vm_event(LAZY_TLB_SWITCHES_TO_INIT_MM);
                     self.switch_to_init_mm(cpu);
                 }
             }
