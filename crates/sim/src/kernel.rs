@@ -31,6 +31,8 @@ pub struct Cpu {
     pub loaded_mm: Option<MmId>,
     /// cpu_tlbstate_shared.is_lazy: running a kernel thread / idle on a borrowed mm.
     pub is_lazy: bool,
+    /// When it was not lazy (x86): what a sender behind this CPU's clock reads.
+    pub(crate) active: crate::arch::x86::lazy_history::LazyHistory,
     pub tlb: CpuTlb,
     pub next_tick: u64,
     /// The start of the earliest cross-CPU call handler owed to this CPU (smp.rs), u64::MAX
@@ -246,6 +248,7 @@ impl Kernel {
                 // Boot: the idle task runs on init_mm, not lazy (enter_lazy_tlb is a no-op there).
                 loaded_mm: None,
                 is_lazy: false,
+                active: Default::default(),
                 tlb: CpuTlb::new(cfg.tlb_entries, cfg.tlb_ways),
                 next_tick: cfg.tick_ns,
                 owed_at: u64::MAX,

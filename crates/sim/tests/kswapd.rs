@@ -270,6 +270,8 @@ fn lazy_kswapd_cpu_is_skipped_by_batched_flush() {
     let kswapd = k.kswapd.task.unwrap();
     k.context_switch(0, Some(kswapd));
     assert!(k.cpus[0].is_lazy && k.cpus[0].loaded_mm == Some(mms[0]));
+    // The next flush comes after the switch (a sender behind reads the state at its time).
+    k.cpus[1].clock = k.cpus[1].clock.max(k.cpus[0].clock) + 1;
     let mut b = ArchTlbBatch::new(k.arch, 2);
     k.arch_tlbbatch_add_pending(1, &mut b, mms[0], 0, 1);
     k.arch_tlbbatch_flush(1, &mut b);

@@ -181,6 +181,7 @@ fn lazy_cpu_gets_no_ipi_and_flushes_when_it_switches_back() {
     // CPU 1 goes idle: lazy TLB, mm stays loaded and in the mask.
     k.context_switch(1, None);
     assert!(k.cpus[1].is_lazy && k.cpus[1].loaded_mm == Some(mm));
+    after_all(&mut k, 0);
     let mut ubc = TlbUbc::new(k.arch, 2);
     let pfn = pte_pfn(k.mms[mm].ptes[2]);
     k.try_to_unmap(0, &mut ubc, pfn, TTU_BATCH_FLUSH);
@@ -229,6 +230,7 @@ fn idle_cpu_that_left_the_mm_for_init_mm_gets_batched_flush_ipis() {
     assert!(!k.cpus[2].is_lazy && k.cpus[2].loaded_mm.is_none());
     assert_eq!(k.mms[mm].cpumask.iter().collect::<Vec<_>>(), vec![1, 2]);
     let cal_before = k.irq.function_call_interrupts.clone();
+    after_all(&mut k, 0);
     let mut ubc = TlbUbc::new(k.arch, 3);
     let pfn = pte_pfn(k.mms[mm].ptes[2]);
     k.try_to_unmap(0, &mut ubc, pfn, TTU_BATCH_FLUSH);
@@ -379,8 +381,17 @@ fn reclaimer_on_0_other_process_on_1() -> (Kernel, usize) {
     (k, mm)
 }
 
-/// One reclaim batch (mm = NULL) from CPU 0 unmapping the mm's page `vp`.
+/// CPU `cpu`'s clock moved past every other CPU's: what it does next comes after what they
+/// did (a sender behind a target reads the target's state at its own time).
+fn after_all(k: &mut Kernel, cpu: usize) {
+    let latest = k.cpus.iter().map(|c| c.clock).max().unwrap();
+    k.cpus[cpu].clock = latest + 1;
+}
+
+/// One reclaim batch (mm = NULL) from CPU 0 unmapping the mm's page `vp`, after what every CPU
+/// has done so far.
 fn batch_flush(k: &mut Kernel, mm: usize, vp: usize) {
+    after_all(k, 0);
     let mut ubc = TlbUbc::new(k.arch, 2);
     k.try_to_unmap(0, &mut ubc, pte_pfn(k.mms[mm].ptes[vp]), TTU_BATCH_FLUSH);
     k.try_to_unmap_flush(0, &mut ubc);
@@ -464,6 +475,56 @@ fn a_flush_call_reaching_a_cpu_inside_scheduler_irqs_off_section_ends_it_on_init
         batch_flush(&mut k, mm, 1);
         let expect = if on_init_mm { 2 } else { 1 };
         assert_eq!(k.irq.tlb_shootdowns, vec![0, expect]);
+    }
+}
+
+#[test]
+fn a_sender_behind_a_target_reads_its_lazy_state_at_its_own_time() {
+    // CPU 1 (the other process's CPU, in the mm's cpumask) goes idle at `idle_at`, and the
+    // engine has simulated that before CPU 0, still behind, flushes a batch. At the sender's
+    // time CPU 1 ran a task (not lazy), so should_flush_tlb sent it the call: taken while it
+    // ran (it idles lazily), or, if due inside __schedule's interrupts-off section, after the
+    // switch (init_mm). A batch from after `idle_at` skips the lazy CPU.
+    let cases = |k: &Kernel| {
+        let section = k.cost.schedule_irqs_off_idle;
+        let due = k.cost.ipi_send + k.cost.ipi_delivery;
+        [
+            (section * 4 + due, Some(false)),
+            (section / 2 + due, Some(true)),
+            (0, None),
+        ]
+    };
+    let n = {
+        let (k, _) = reclaimer_on_0_other_process_on_1();
+        cases(&k).len()
+    };
+    for i in 0..n {
+        let (mut k, mm) = reclaimer_on_0_other_process_on_1();
+        let (lead, expect) = cases(&k)[i];
+        let idle_at = k.cpus[0].clock.max(k.cpus[1].clock) + 1_000_000;
+        k.cpus[1].clock = idle_at;
+        k.context_switch(1, None);
+        assert!(k.cpus[1].is_lazy);
+        k.cpus[0].clock = if expect.is_some() {
+            idle_at - lead
+        } else {
+            idle_at + 1
+        };
+        let mut ubc = TlbUbc::new(k.arch, 2);
+        k.try_to_unmap(0, &mut ubc, pte_pfn(k.mms[mm].ptes[0]), TTU_BATCH_FLUSH);
+        k.try_to_unmap_flush(0, &mut ubc);
+        match expect {
+            Some(init_mm) => {
+                assert_eq!(k.irq.tlb_shootdowns, vec![0, 1], "sent: CPU 1 ran then");
+                assert_eq!(
+                    !k.cpus[1].is_lazy && k.cpus[1].loaded_mm.is_none(),
+                    init_mm,
+                    "flush started {lead} ns before CPU 1 idled"
+                );
+            }
+            None => assert_eq!(k.irq.tlb_shootdowns, vec![0, 0], "lazy by then: skipped"),
+        }
+        assert!(k.check_invariants_tlb_only().is_empty());
     }
 }
 

@@ -6,6 +6,7 @@
 //! address spaces' entries alone, as PCID does. The per-CPU `local_gen[mm]` is
 //! `cpu_tlbstate.ctxs[asid].tlb_gen`; `Mm::tlb_gen` is mm->context.tlb_gen.
 
+use crate::arch::x86::lazy_history::{Active, StateAt};
 use crate::cpumask::CpuMask;
 use crate::cputime::Spent;
 use crate::kernel::{CpuId, Kernel, MmId};
@@ -193,6 +194,17 @@ pub struct FlushTlbInfo {
     pub trim_cpumask: bool,
 }
 
+/// What a flush does for one target of its mask (flush_target_at).
+enum Target {
+    Skip,
+    /// Skipped, but the engine already switched the target back in: flush its entries.
+    CatchUp,
+    /// Send, judged by the target's state now.
+    Now,
+    /// Send to a target that was not lazy at the sender's time and has changed since.
+    Past(Active),
+}
+
 impl Kernel {
     /// flush_tlb_mm_range: pages [start, end) of `mm`.
     pub fn x86_flush_tlb_mm_range(
@@ -250,6 +262,92 @@ impl Kernel {
         }
     }
 
+    /// should_flush_tlb as the sender would have read it at `at`: a target the engine has
+    /// simulated past `at` is judged by its state then (lazy_history.rs).
+    fn flush_target_at(&self, cpu: CpuId, info: &FlushTlbInfo, at: u64) -> Target {
+        let now_says = |k: &Kernel| {
+            if k.should_flush_tlb(cpu, info) {
+                Target::Now
+            } else {
+                Target::Skip
+            }
+        };
+        if self.cpus[cpu].clock <= at {
+            return now_says(self);
+        }
+        match self.cpus[cpu].active.at(at) {
+            StateAt::Unknown => now_says(self),
+            StateAt::Lazy => Target::CatchUp,
+            StateAt::Active(p) => {
+                let wanted = match info.mm {
+                    None => true,
+                    Some(m) => p.mm == Some(m) || info.trim_cpumask,
+                };
+                if !wanted {
+                    Target::CatchUp
+                } else if p.to == u64::MAX {
+                    now_says(self)
+                } else {
+                    Target::Past(p)
+                }
+            }
+        }
+    }
+
+    /// A target the engine has simulated past the sender's time and switched to an mm since:
+    /// in the kernel that switch found the mm's tlb_gen advanced by the sender's unmap and
+    /// flushed (switch_mm_irqs_off's need_flush). Its entries are flushed now, uncharged.
+    fn catch_up_tlb(&mut self, cpu: CpuId) {
+        let c = &self.cpus[cpu];
+        if c.is_lazy {
+            return;
+        }
+        let Some(mm) = c.loaded_mm else {
+            return;
+        };
+        let gen = self.mms[mm].tlb_gen;
+        if self.cpus[cpu].tlb.local_gen[mm] < gen {
+            self.cpus[cpu].tlb.flush_mm(mm);
+            self.cpus[cpu].tlb.local_gen[mm] = gen;
+        }
+    }
+
+    /// flush_tlb_func on a target that was not lazy at the sender's time but that the engine
+    /// has since simulated further (`p` is the stretch the sender saw). Its interrupt, due
+    /// after `queued` plus a delivery, was taken while it ran, or, if due after __schedule
+    /// disabled interrupts and the CPU is still in the lazy period that followed, after the
+    /// switch: lazy, so it left for init_mm.
+    fn flush_tlb_func_past(
+        &mut self,
+        cpu: CpuId,
+        info: &FlushTlbInfo,
+        p: &Active,
+        queued: u64,
+    ) -> u64 {
+        self.irq.tlb_shootdowns[cpu] += 1;
+        self.vmstat.count_vm_event(NR_TLB_REMOTE_FLUSH_RECEIVED);
+        let due = queued + self.cost.ipi_delivery;
+        if self.cpus[cpu].is_lazy && self.cpus[cpu].active.lazy_since(p) && due > p.section_from {
+            self.vmstat.count_vm_event(LAZY_TLB_SWITCHES_TO_INIT_MM);
+            self.switch_to_init_mm_at(cpu, p.to);
+            return 0;
+        }
+        // Taken while it ran `p.mm`: it flushed that mm's entries (a lazy CPU still holds them).
+        let Some(mm) = p.mm else {
+            return 0;
+        };
+        if info.mm.is_some_and(|m| m != mm) {
+            return 0;
+        }
+        let gen = self.mms[mm].tlb_gen;
+        if self.cpus[cpu].tlb.local_gen[mm] >= gen {
+            return 0;
+        }
+        self.cpus[cpu].tlb.flush_mm(mm);
+        self.cpus[cpu].tlb.local_gen[mm] = gen;
+        self.cost.local_flush_all
+    }
+
     /// native_flush_tlb_multi: on_each_cpu_cond_mask(should_flush_tlb, flush_tlb_func, wait).
     ///
     /// A call is queued to each target that passes the condition (`ipi_send` each: csd setup,
@@ -267,12 +365,30 @@ impl Kernel {
             if t == sender {
                 continue;
             }
-            if !info.freed_tables && !self.should_flush_tlb(t, info) {
-                continue;
-            }
+            let past = if info.freed_tables {
+                None
+            } else {
+                match self.flush_target_at(t, info, t0) {
+                    Target::Skip => continue,
+                    Target::CatchUp => {
+                        self.catch_up_tlb(t);
+                        continue;
+                    }
+                    Target::Now => None,
+                    Target::Past(p) => Some(p),
+                }
+            };
             sent += 1;
             let queued = t0 + sent * self.cost.ipi_send;
-            let work = self.flush_tlb_func(t, sender, info);
+            let work = match past {
+                None => self.flush_tlb_func(t, sender, info),
+                Some(p) => {
+                    let work = self.flush_tlb_func_past(t, info, &p, queued);
+                    // What it switched to since found the mm's tlb_gen advanced.
+                    self.catch_up_tlb(t);
+                    work
+                }
+            };
             let ack = self.smp_queue_call(t, queued, work);
             last_ack = last_ack.max(ack);
         }
@@ -352,8 +468,15 @@ impl Kernel {
     /// switch-away), and enter_lazy_tlb leaves a CPU on init_mm non-lazy, so an idle CPU in
     /// this state takes every mm = NULL flush (arch_tlbbatch_flush) whose mask holds its bit.
     pub fn switch_to_init_mm(&mut self, cpu: CpuId) {
+        let at = self.cpus[cpu].clock;
+        self.switch_to_init_mm_at(cpu, at);
+    }
+
+    /// `switch_to_init_mm` as of time `at`.
+    fn switch_to_init_mm_at(&mut self, cpu: CpuId, at: u64) {
         self.cpus[cpu].loaded_mm = None;
         self.cpus[cpu].is_lazy = false;
+        self.cpus[cpu].active.begin(at, None);
     }
 
     /// switch_mm_irqs_off (next = Some) or enter_lazy_tlb (next = None: the idle task or a
@@ -373,6 +496,7 @@ impl Kernel {
                 // still holds it.
                 let now = self.cpus[cpu].clock;
                 self.vmstat.count_vm_event(LAZY_TLB_SWITCHES);
+                self.cpus[cpu].active.end(now, now.saturating_sub(irqs_off));
                 if self
                     .smp
                     .call_irq_after(cpu, now, now.saturating_sub(irqs_off))
@@ -389,6 +513,8 @@ impl Kernel {
         if prev == Some(next) && !was_lazy {
             return;
         }
+        let now = self.cpus[cpu].clock;
+        self.cpus[cpu].active.begin(now, Some(next));
         // Set the cpumask bit before reading tlb_gen, as the kernel orders them.
         self.mms[next].cpumask.set(cpu);
         self.cpus[cpu].loaded_mm = Some(next);
