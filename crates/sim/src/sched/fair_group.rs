@@ -42,6 +42,9 @@ pub struct GroupLoad {
     pub tg_load: u64,
 }
 
+/// Groups whose sums `cpu_load` keeps on the stack in its one walk (more: a walk per group).
+const WALK_GROUPS: usize = 4;
+
 impl Kernel {
     /// Is `t` counted on `cpu`'s cfs_rqs (its task_cpu, and not finished)?
     fn on_cpu_rq(&self, t: TaskId, cpu: CpuId) -> bool {
@@ -178,17 +181,51 @@ impl Kernel {
     /// blocked there; a sleeping task's load stays on its last CPU and decays) plus each
     /// group entity's load.
     pub fn cpu_load(&self, cpu: CpuId, now: u64) -> u64 {
-        let root: u64 = (0..self.tasks.len())
-            .filter(|&t| self.on_cpu_rq(t, cpu) && self.task_group(t).is_none())
-            .map(|t| self.load_avg_at(t, now))
-            .sum();
-        if !self.sched.autogroup {
-            return root;
+        self.cpu_load_with(cpu, now, None).0
+    }
+
+    /// `cpu_load`, and group `want`'s `group_load` on `cpu` if asked: with few groups, the
+    /// root's tasks and every group's sums in one walk over the tasks.
+    fn cpu_load_with(&self, cpu: CpuId, now: u64, want: Option<usize>) -> (u64, GroupLoad) {
+        let nr_groups = self.sched.groups.len();
+        if !self.sched.autogroup || nr_groups > WALK_GROUPS {
+            let root: u64 = (0..self.tasks.len())
+                .filter(|&t| self.on_cpu_rq(t, cpu) && self.task_group(t).is_none())
+                .map(|t| self.load_avg_at(t, now))
+                .sum();
+            if !self.sched.autogroup {
+                return (root, GroupLoad::default());
+            }
+            let groups: u64 = (0..nr_groups)
+                .map(|g| self.group_se_load(g, &self.group_load(g, cpu, now)))
+                .sum();
+            let wanted = want.map(|g| self.group_load(g, cpu, now));
+            return (root + groups, wanted.unwrap_or_default());
         }
-        let groups: u64 = (0..self.sched.groups.len())
-            .map(|g| self.group_se_load(g, &self.group_load(g, cpu, now)))
+        let mut root = 0;
+        let mut loads = [GroupLoad::default(); WALK_GROUPS];
+        for t in 0..self.tasks.len() {
+            let se = &self.sched.se[t];
+            let Some(c) = se.last_cpu.filter(|_| !self.tasks[t].done) else {
+                continue;
+            };
+            match self.task_group(t) {
+                None if c == cpu => root += self.load_avg_at(t, now),
+                None => {}
+                Some(g) => {
+                    let load = self.load_avg_at(t, now);
+                    let l = &mut loads[g];
+                    l.tg_load += load;
+                    if c == cpu {
+                        l.here.add(load, se.weight, !se.sleeping);
+                    }
+                }
+            }
+        }
+        let groups: u64 = (0..nr_groups)
+            .map(|g| self.group_se_load(g, &loads[g]))
             .sum();
-        root + groups
+        (root + groups, want.map(|g| loads[g]).unwrap_or_default())
     }
 
     /// The sum of `cpu_load` over `cpus` (update_sg_lb_stats), with each group's cfs_rqs
@@ -237,8 +274,7 @@ impl Kernel {
         let (Some(g), Some(cpu)) = (self.task_group(t), self.sched.se[t].last_cpu) else {
             return avg;
         };
-        let l = self.group_load(g, cpu, now);
-        let root = self.cpu_load(cpu, now);
+        let (root, l) = self.cpu_load_with(cpu, now, Some(g));
         let h_load = root * self.group_se_load(g, &l) / (root + 1);
         avg * h_load / (l.here.load_avg + 1)
     }
@@ -270,7 +306,7 @@ mod tests {
                 avg: 97 * i % 1024,
                 last: i * PERIOD_NS / 3,
             };
-            k.tasks[t].kthread = i % 5 == 4;
+            k.tasks[t].kthread = i % 6 == 5 || i == 14;
             k.tasks[t].done = i == 13 || i == 14;
         }
         k
@@ -300,6 +336,52 @@ mod tests {
             let each: u64 = cpus.iter().map(|&c| k.cpu_load(c, now)).sum();
             assert!(each > 0);
             assert_eq!(k.cpus_load(&cpus, now), each, "{cpus:?}");
+        }
+    }
+
+    /// cpu_load and task_h_load, whether the walk keeps the groups' sums (few groups) or
+    /// walks once per group, are the sums of the table's entries.
+    #[test]
+    fn cpu_load_is_the_roots_tasks_and_the_group_entities() {
+        for extra_groups in [0, super::WALK_GROUPS] {
+            let mut k = kernel();
+            for _ in 0..extra_groups {
+                k.sched.groups.push(TaskGroup::new(0, k.nr_cpus()));
+            }
+            let now = 7 * PERIOD_NS + 3;
+            let tables: Vec<(Vec<GroupRq>, u64)> = (0..k.sched.groups.len())
+                .map(|g| {
+                    let rqs = k.group_rqs(g, now);
+                    let tg_load = rqs.iter().map(|r| r.load_avg).sum();
+                    (rqs, tg_load)
+                })
+                .collect();
+            let view = |g: usize, cpu: usize| GroupLoad {
+                here: tables[g].0[cpu],
+                tg_load: tables[g].1,
+            };
+            let mut both = 0;
+            for cpu in 0..k.nr_cpus() {
+                let root: u64 = (0..k.tasks.len())
+                    .filter(|&t| k.on_cpu_rq(t, cpu) && k.task_group(t).is_none())
+                    .map(|t| k.load_avg_at(t, now))
+                    .sum();
+                let groups: u64 = (0..tables.len())
+                    .map(|g| k.group_se_load(g, &view(g, cpu)))
+                    .sum();
+                assert_eq!(k.cpu_load(cpu, now), root + groups, "CPU {cpu}");
+                both += usize::from(root > 0 && groups > 0);
+            }
+            assert!(both > 0, "a CPU with root tasks and group tasks");
+            for t in 0..k.tasks.len() {
+                let (Some(g), Some(cpu)) = (k.task_group(t), k.sched.se[t].last_cpu) else {
+                    continue;
+                };
+                let root = k.cpu_load(cpu, now);
+                let h_load = root * k.group_se_load(g, &view(g, cpu)) / (root + 1);
+                let want = k.load_avg_at(t, now) * h_load / (view(g, cpu).here.load_avg + 1);
+                assert_eq!(k.task_h_load(t, now), want, "task {t}");
+            }
         }
     }
 
