@@ -190,10 +190,14 @@ pub(crate) struct ClockQueue {
 
 impl ClockQueue {
     fn rebuild(&mut self, items: impl Iterator<Item = (u64, CpuId)>) {
-        self.v.clear();
-        self.head = 0;
+        self.clear();
         self.v.extend(items.map(|(c, i)| clock_key(c, i)));
         self.v.sort_unstable();
+    }
+
+    fn clear(&mut self) {
+        self.v.clear();
+        self.head = 0;
     }
 
     /// The smallest clock queued (a lower bound: a CPU may have moved on).
@@ -384,7 +388,7 @@ impl Kernel {
                 queue.push((now, c));
             }
         }
-        queue.rebuild(std::iter::empty());
+        queue.clear();
         self.runner.window = queue;
         for c in parked.drain(..) {
             is_parked[c] = false;

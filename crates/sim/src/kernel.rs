@@ -357,6 +357,19 @@ impl Kernel {
     pub fn mm_of_file(&self, file: usize) -> Option<MmId> {
         self.file_mm.get(file).copied().flatten()
     }
+    /// A kernel of `cpus` CPUs with the default configuration, for unit tests.
+    #[cfg(test)]
+    pub(crate) fn for_test(cpus: usize) -> Kernel {
+        Kernel::new(
+            SimConfig::default(),
+            Policy::linux_6_18(),
+            cpus,
+            1 << 20,
+            1 << 10,
+            60,
+            1,
+        )
+    }
 
     pub fn task_new(&mut self, mm: MmId, pinned: Option<CpuId>, start: u64, end: u64) -> TaskId {
         self.tasks.push(Task {

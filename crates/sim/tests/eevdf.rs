@@ -145,7 +145,7 @@ fn a_group_entity_joins_with_a_request_at_the_weight_its_task_gives_it() {
     k.sched.autogroup = true;
     k.enqueue(&mut rqs, 1, 0, 0);
     k.enqueue(&mut rqs, 0, 1, 0);
-    let w = k.calc_group_shares(0, 0, &k.group_rqs(0, 0));
+    let w = k.calc_group_shares(0, &k.group_load(0, 0, 0));
     assert_eq!(w, 512);
     let g = &k.sched.groups[0];
     let request = g.se_deadline[0] - g.se_vruntime[0];

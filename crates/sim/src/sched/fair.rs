@@ -285,7 +285,7 @@ impl Kernel {
     /// update_sg_lb_stats for a group of CPUs.
     pub fn group_stats(&self, rqs: &RunQueues, cpus: &[CpuId], now: u64) -> SgStats {
         let nr_running = cpus.iter().map(|&c| self.nr_running(rqs, c)).sum::<usize>();
-        let load = cpus.iter().map(|&c| self.cpu_load(c, now)).sum::<u64>();
+        let load = self.cpus_load(cpus, now);
         let idle_cpus = cpus.iter().filter(|&&c| self.idle_cpu(rqs, c)).count();
         let weight = cpus.len();
         let ty = if nr_running > weight {

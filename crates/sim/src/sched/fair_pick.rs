@@ -133,11 +133,8 @@ impl Kernel {
                 Entity {
                     id: e,
                     vruntime: grp.se_vruntime[cpu],
-                    weight: self.calc_group_shares(
-                        g,
-                        cpu,
-                        &self.group_rqs(g, self.cpus[cpu].clock),
-                    ),
+                    weight: self
+                        .calc_group_shares(g, &self.group_load(g, cpu, self.cpus[cpu].clock)),
                     deadline: grp.se_deadline[cpu],
                 }
             }
@@ -253,8 +250,7 @@ impl Kernel {
             None => levels |= u8::from(own) * RESCHED_ROOT,
             Some(g) => {
                 levels |= u8::from(own) * RESCHED_GROUP;
-                let rqs = self.group_rqs(g, self.cpus[cpu].clock);
-                let w = self.calc_group_shares(g, cpu, &rqs);
+                let w = self.calc_group_shares(g, &self.group_load(g, cpu, now));
                 self.reweight_group_entity(g, cpu, w);
                 let grp = &mut self.sched.groups[g];
                 grp.se_vruntime[cpu] += calc_delta_fair(delta, w);

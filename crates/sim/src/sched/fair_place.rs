@@ -106,7 +106,7 @@ impl Kernel {
                 // reweights the group entity (update_cfs_group) before placing it: its weight,
                 // and so its request in virtual time, counts the joining task on `cpu`.
                 let now = self.cpus[cpu].clock;
-                let w = self.calc_group_shares(g, cpu, &self.group_rqs_joining(g, t, cpu, now));
+                let w = self.calc_group_shares(g, &self.group_load_joining(g, t, cpu, now));
                 let vslice = self.vslice(w);
                 let grp = &mut self.sched.groups[g];
                 grp.se_weight[cpu] = w;

@@ -791,7 +791,6 @@ impl Kernel {
 #[cfg(test)]
 mod tests {
     use super::RunQueues;
-    use crate::config::{Policy, SimConfig};
     use crate::kernel::Kernel;
 
     /// A task bound to one CPU is predicted to wake there, and the full placement
@@ -800,15 +799,7 @@ mod tests {
     #[test]
     fn bound_task_wake_target_is_the_placement() {
         let cpus = 8;
-        let mut k = Kernel::new(
-            SimConfig::default(),
-            Policy::linux_6_18(),
-            cpus,
-            1 << 20,
-            1 << 10,
-            60,
-            1,
-        );
+        let mut k = Kernel::for_test(cpus);
         let mut rqs = RunQueues::new(cpus);
         // Unbound tasks running on CPUs 1, 2 and 5, one more waiting on 5: some targets busy,
         // some idle.
