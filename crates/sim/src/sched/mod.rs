@@ -421,11 +421,7 @@ impl Kernel {
                 if self.tasks[t].kthread {
                     // A kernel thread has no mm: enter_lazy_tlb keeps the previous one loaded,
                     // at the end of __schedule's interrupts-off section (a task to run found).
-                    let irqs_off = if prev_task.is_some() {
-                        self.cost.schedule_irqs_off
-                    } else {
-                        0
-                    };
+                    let irqs_off = prev_task.map_or(0, |_| self.cost.schedule_irqs_off);
                     self.schedule_switch_mm(cpu, None, irqs_off);
                 } else {
                     self.switch_mm(cpu, Some(mm));
@@ -433,11 +429,7 @@ impl Kernel {
             }
             None => {
                 // To idle: the section holds the dequeue and new-idle balancing.
-                let irqs_off = if prev_task.is_some() {
-                    self.cost.schedule_irqs_off_idle
-                } else {
-                    0
-                };
+                let irqs_off = prev_task.map_or(0, |_| self.cost.schedule_irqs_off_idle);
                 self.schedule_switch_mm(cpu, None, irqs_off);
             }
         }

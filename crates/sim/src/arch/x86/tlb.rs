@@ -298,18 +298,22 @@ impl Kernel {
     /// in the kernel that switch found the mm's tlb_gen advanced by the sender's unmap and
     /// flushed (switch_mm_irqs_off's need_flush). Its entries are flushed now, uncharged.
     fn catch_up_tlb(&mut self, cpu: CpuId) {
-        let c = &self.cpus[cpu];
-        if c.is_lazy {
-            return;
+        if let (false, Some(mm)) = (self.cpus[cpu].is_lazy, self.cpus[cpu].loaded_mm) {
+            self.flush_if_stale(cpu, mm);
         }
-        let Some(mm) = c.loaded_mm else {
-            return;
-        };
+    }
+
+    /// Drop `cpu`'s entries of `mm` if its local generation is behind the mm's (a full flush
+    /// of that ASID, as flush_tlb_func or switch_mm_irqs_off do); returns whether it flushed.
+    fn flush_if_stale(&mut self, cpu: CpuId, mm: MmId) -> bool {
         let gen = self.mms[mm].tlb_gen;
-        if self.cpus[cpu].tlb.local_gen[mm] < gen {
-            self.cpus[cpu].tlb.flush_mm(mm);
-            self.cpus[cpu].tlb.local_gen[mm] = gen;
+        let tlb = &mut self.cpus[cpu].tlb;
+        if tlb.local_gen[mm] >= gen {
+            return false;
         }
+        tlb.flush_mm(mm);
+        tlb.local_gen[mm] = gen;
+        true
     }
 
     /// flush_tlb_func on a target that was not lazy at the sender's time but that the engine
@@ -336,15 +340,9 @@ impl Kernel {
         let Some(mm) = p.mm else {
             return 0;
         };
-        if info.mm.is_some_and(|m| m != mm) {
+        if info.mm.is_some_and(|m| m != mm) || !self.flush_if_stale(cpu, mm) {
             return 0;
         }
-        let gen = self.mms[mm].tlb_gen;
-        if self.cpus[cpu].tlb.local_gen[mm] >= gen {
-            return 0;
-        }
-        self.cpus[cpu].tlb.flush_mm(mm);
-        self.cpus[cpu].tlb.local_gen[mm] = gen;
         self.cost.local_flush_all
     }
 
@@ -495,12 +493,10 @@ impl Kernel {
                 // non-lazy and takes every mm = NULL batch flush of the mms whose cpumask
                 // still holds it.
                 let now = self.cpus[cpu].clock;
+                let section_from = now.saturating_sub(irqs_off);
                 self.vmstat.count_vm_event(LAZY_TLB_SWITCHES);
-                self.cpus[cpu].active.end(now, now.saturating_sub(irqs_off));
-                if self
-                    .smp
-                    .call_irq_after(cpu, now, now.saturating_sub(irqs_off))
-                {
+                self.cpus[cpu].active.end(now, section_from);
+                if self.smp.call_irq_after(cpu, now, section_from) {
                     self.vmstat.count_vm_event(LAZY_TLB_SWITCHES_TO_INIT_MM);
                     self.switch_to_init_mm(cpu);
                 }
@@ -522,13 +518,9 @@ impl Kernel {
             // choose_new_asid: a global ASID is always up to date (need_flush = 0).
             return;
         }
-        let gen = self.mms[next].tlb_gen;
-        let c = &mut self.cpus[cpu];
-        if c.tlb.local_gen[next] < gen {
+        if self.flush_if_stale(cpu, next) {
             // TLB_FLUSH_ON_TASK_SWITCH.
-            c.tlb.flush_mm(next);
-            c.tlb.local_gen[next] = gen;
-            c.clock += self.cost.local_flush_all;
+            self.cpus[cpu].clock += self.cost.local_flush_all;
             self.cpu_time
                 .add(Spent::TlbFlush, self.cost.local_flush_all);
         }
