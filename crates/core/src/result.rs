@@ -36,6 +36,11 @@ pub struct MachineInfo {
     /// "v1", "v2", or "sim".
     pub cgroup: String,
     pub swap: SwapInfo,
+    /// Host: the scheduler options on the kernel's command line (`sched_*` from
+    /// /proc/cmdline), which change placement (validate reads `sched_vcpu_pack`); absent
+    /// where none or not recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sched_cmdline: Vec<String>,
 }
 
 /// One repetition. `counters` are deltas over the measured run.

@@ -28,6 +28,21 @@ pub fn kernel_release() -> String {
         .unwrap_or_default()
 }
 
+/// The scheduler options on the kernel's command line (`sched_*` words of /proc/cmdline,
+/// before a `--` that ends the kernel's own options).
+pub fn sched_cmdline() -> Vec<String> {
+    let line = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
+    sched_options(&line)
+}
+
+fn sched_options(line: &str) -> Vec<String> {
+    line.split_whitespace()
+        .take_while(|w| *w != "--")
+        .filter(|w| w.starts_with("sched_"))
+        .map(str::to_string)
+        .collect()
+}
+
 pub fn bench(scn: &Scenario, opts: &BenchOptions) -> Result<ResultDoc> {
     let (cfg, root, mut wl) = prepare(scn)?;
     sweep_leftovers(&root, wl.as_ref(), opts);
@@ -186,6 +201,7 @@ fn result_doc(
             arch: std::env::consts::ARCH.into(),
             cgroup: root.version.as_str().into(),
             swap,
+            sched_cmdline: sched_cmdline(),
         },
         config: scn.to_json(),
         workload_command: wl.command(),
@@ -347,5 +363,15 @@ impl RunCtx<'_> {
             extra,
             foreign,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sched_options_are_the_kernels_own_sched_words() {
+        let line = "console=ttyS0 sched_vcpu_pack=15 quiet -- --sched_fake init";
+        assert_eq!(super::sched_options(line), vec!["sched_vcpu_pack=15"]);
+        assert!(super::sched_options("quiet\n").is_empty());
     }
 }

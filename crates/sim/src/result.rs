@@ -61,6 +61,7 @@ pub fn build(
                 bytes: scn.swap_bytes,
                 rotational: k.swap.block.as_ref().map(|_| k.swap.cluster_readahead()),
             },
+            sched_cmdline: Vec::new(),
         },
         config: scn.to_json(),
         workload_command: None,

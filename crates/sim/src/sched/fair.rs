@@ -97,8 +97,16 @@ impl Kernel {
         now: u64,
     ) -> CpuId {
         let share = self.cpus_share_cache(this, prev);
+        // wake_affine_idle: an idle waker means a wake-up from an interrupt. Mainline moves
+        // the task there only if its previous CPU is busy; a guest kernel booted with
+        // sched_vcpu_pack (not mainline) moves it there always: the waking vCPU is running,
+        // the previous one may be halted (measured: scripts/idle-waker-placement.py).
         if self.idle_cpu(rqs, this) && share {
-            return if self.idle_cpu(rqs, prev) { prev } else { this };
+            return if !self.sched.vcpu_pack && self.idle_cpu(rqs, prev) {
+                prev
+            } else {
+                this
+            };
         }
         if self.idle_cpu(rqs, prev) {
             return prev;

@@ -142,6 +142,9 @@ pub struct SchedConfig {
     pub autogroup: bool,
     /// `sched.sis_util`: select_idle_cpu's scan depth follows the LLC's utilisation.
     pub sis_util: bool,
+    /// `sched.vcpu_pack` (fair.rs wake_affine): not mainline; an interrupt on an idle CPU
+    /// places the task it wakes there even when the task's previous CPU is idle.
+    pub vcpu_pack: bool,
 }
 
 impl SchedConfig {
@@ -188,6 +191,7 @@ impl SchedConfig {
             kthreads: background::BackgroundLoad::kthreads_from_scenario(scn)?,
             autogroup: s.bool_or("sched.autogroup", true)?,
             sis_util: s.bool_or("sched.sis_util", true)?,
+            vcpu_pack: s.bool_or("sched.vcpu_pack", false)?,
         })
     }
 }
@@ -239,6 +243,8 @@ pub struct Sched {
     /// Per CPU: the last tick a direct reclaimer's cond_resched() acted on inside its step
     /// (cond_resched.rs), so that each tick preempts at most once there.
     pub reclaim_tick_seen: Vec<u64>,
+    /// `sched.vcpu_pack` (SchedConfig).
+    pub vcpu_pack: bool,
 }
 
 /// sysctl_sched_migration_cost: a task that ran within this long is cache-hot (0.5 ms).
@@ -278,6 +284,7 @@ impl Sched {
             // A machine idle before the run: every LLC scanned whole.
             nr_idle_scan: vec![nr_cpus; nr_cpus],
             reclaim_tick_seen: vec![0; nr_cpus],
+            vcpu_pack: cfg.vcpu_pack,
             ..Default::default()
         }
     }

@@ -195,6 +195,15 @@ pub fn host_and_sim(
             push_unless_set(&mut sets, "swap.rotational", &r.to_string());
         }
     }
+    // A guest kernel booted with sched_vcpu_pack places interrupt wake-ups on the idle waker.
+    if host
+        .machine
+        .sched_cmdline
+        .iter()
+        .any(|o| o.split('=').next() == Some("sched_vcpu_pack"))
+    {
+        push_unless_set(&mut sets, "sched.vcpu_pack", "true");
+    }
     // The host's memcg version (writeback_throttling_sane, the dirty domain), unless set.
     if matches!(host.machine.cgroup.as_str(), "v1" | "v2") {
         push_unless_set(&mut sets, "sim.cgroup", &host.machine.cgroup);
