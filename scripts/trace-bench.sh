@@ -2,10 +2,11 @@
 # trace-bench.sh OUTDIR "EVENTS" [BENCH ARGS...]: a bench run (default: the anon suite's
 # "1 process (limit 1/2)" row for 8 s on zram) with a tracefs instance recording the given
 # events (SUBSYSTEM/EVENT, space-separated) on every CPU for SPAN seconds (default 1) from SKIP
-# seconds in (default 4), clocked by the TSC between two trace_marker lines that carry
-# CLOCK_REALTIME ns. Writes OUTDIR/{bench.json,bench.log,trace.txt,stats.txt}. Run it as root
-# on a quiet machine; it removes its tracefs instance on exit, and unmounts tracefs if it
-# mounted it. RECLAIMLAB names the binary (default: reclaimlab on PATH).
+# seconds in (default 4), with two trace_marker lines that carry CLOCK_REALTIME ns; the trace
+# clock is TRACE_CLOCK (default local: seconds; x86-tsc for cycles, scaled by the markers).
+# Writes OUTDIR/{bench.json,bench.log,trace.txt,stats.txt}. Run it as root on a quiet machine;
+# it removes its tracefs instance on exit, and unmounts tracefs if it mounted it. RECLAIMLAB
+# names the binary (default: reclaimlab on PATH).
 set -u
 out=$1; events=$2; shift 2; mkdir -p "$out"
 if [ $# -eq 0 ]; then
@@ -23,7 +24,7 @@ trap cleanup EXIT
 mkdir $T
 echo 65536 > $T/buffer_size_kb
 echo 0 > $T/tracing_on
-echo x86-tsc > $T/trace_clock 2>/dev/null
+echo ${TRACE_CLOCK:-local} > $T/trace_clock
 for e in $events; do echo 1 > $T/events/$e/enable; done
 $B bench "$@" --json --out $out/bench.json > $out/bench.log 2>&1 &
 bp=$!

@@ -26,6 +26,14 @@ pub struct SwapInfo {
     /// nr_rotate_swap > 0) and slot allocation use one cursor; absent where not recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rotational: Option<bool>,
+    /// The I/O scheduler of the disk under the swap device (queue/scheduler's bracketed
+    /// entry: "mq-deadline", "none", ...); absent where not recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler: Option<String>,
+    /// The largest request that disk takes in 4 KiB pages of separate folios: the smaller of
+    /// queue/max_segments and queue/max_sectors_kb / 4; absent where not recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_pages: Option<u32>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]

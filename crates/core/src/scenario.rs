@@ -202,11 +202,13 @@ pub fn locate(name_or_path: &str) -> Result<(String, String), ScenarioError> {
 
 /// The keys that describe the simulated swap device (read by the simulator's config): the host
 /// swaps to the device it has or sets up (`--swap`), so `bench` skips them.
-pub const SIM_SWAP_KEYS: [&str; 4] = [
+pub const SIM_SWAP_KEYS: [&str; 6] = [
     "swap.device",
     "swap.irq_cpu",
     "swap.page_cluster",
     "swap.rotational",
+    "swap.scheduler",
+    "swap.request_pages",
 ];
 
 /// Whether a host run's swap was a block device (a swap file, or swap that was already on and
@@ -495,6 +497,8 @@ mod tests {
             devices: devs.iter().map(|d| d.to_string()).collect(),
             bytes: 1 << 30,
             rotational: None,
+            scheduler: None,
+            request_pages: None,
         };
         assert!(host_swap_is_block(&info(
             "file",

@@ -25,9 +25,9 @@ pub fn active() -> Vec<(String, u64)> {
     parse_proc_swaps(&std::fs::read_to_string("/proc/swaps").unwrap_or_default())
 }
 
-/// Whether the disk under a swap device or swap file is rotational: the device's own
-/// `queue/rotational`, or a partition's disk's (None when sysfs does not say).
-fn rotational(dev: &str) -> Option<bool> {
+/// A `queue/` attribute of the disk under a swap device or swap file: the device's own, or
+/// a partition's disk's (None when sysfs does not say).
+fn queue_attr(dev: &str, name: &str) -> Option<String> {
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
     let meta = std::fs::metadata(dev).ok()?;
     // A swap file lives on its filesystem's device; a swap partition is the device itself.
@@ -41,19 +41,25 @@ fn rotational(dev: &str) -> Option<bool> {
         libc::major(id),
         libc::minor(id)
     ));
-    [
-        sys.join("queue/rotational"),
-        sys.join("../queue/rotational"),
-    ]
-    .iter()
-    .find_map(|p| std::fs::read_to_string(p).ok())
-    .map(|t| t.trim() == "1")
+    [sys.join("queue"), sys.join("../queue")]
+        .iter()
+        .find_map(|q| std::fs::read_to_string(q.join(name)).ok())
 }
 
 /// nr_rotate_swap > 0: any active device rotational (None if one is unknown).
 fn any_rotational(devices: &[String]) -> Option<bool> {
-    let flags: Option<Vec<bool>> = devices.iter().map(|d| rotational(d)).collect();
+    let flags: Option<Vec<bool>> = devices
+        .iter()
+        .map(|d| queue_attr(d, "rotational").map(|t| t.trim() == "1"))
+        .collect();
     flags.map(|f| f.into_iter().any(|r| r))
+}
+
+/// The active entry of a queue/scheduler line ("none [mq-deadline] kyber bfq").
+fn active_scheduler(line: &str) -> Option<String> {
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix('[')?.strip_suffix(']'))
+        .map(str::to_string)
 }
 
 /// What swap the run has, for `machine.swap`.
@@ -66,6 +72,15 @@ pub fn info(kind: &str) -> SwapInfo {
         } else {
             any_rotational(&devices)
         },
+        // The first device's: the one a swap file or partition sits on.
+        scheduler: devices
+            .first()
+            .and_then(|d| queue_attr(d, "scheduler"))
+            .and_then(|l| active_scheduler(&l)),
+        request_pages: devices.first().and_then(|d| {
+            let num = |n| queue_attr(d, n)?.trim().parse::<u32>().ok();
+            Some(num("max_segments")?.min(num("max_sectors_kb")? / 4))
+        }),
         kind: if a.is_empty() {
             "none".into()
         } else {
@@ -332,9 +347,23 @@ mod tests {
 
     #[test]
     fn a_swap_device_sysfs_does_not_know_is_not_guessed() {
-        assert_eq!(rotational("/nonexistent/reclaimlab-swap"), None);
+        assert_eq!(
+            queue_attr("/nonexistent/reclaimlab-swap", "rotational"),
+            None
+        );
         assert_eq!(any_rotational(&["/nonexistent/x".into()]), None);
         assert_eq!(any_rotational(&[]), Some(false));
+    }
+
+    #[test]
+    fn the_active_scheduler_is_the_bracketed_one() {
+        let a = active_scheduler;
+        assert_eq!(
+            a("none [mq-deadline] kyber bfq\n").as_deref(),
+            Some("mq-deadline")
+        );
+        assert_eq!(a("[none] mq-deadline\n").as_deref(), Some("none"));
+        assert_eq!(a("none\n"), None);
     }
 
     #[test]

@@ -228,6 +228,8 @@ pub struct Kernel {
     /// vmpressure's sums (mm/vmpressure.rs) and the system workqueue (workqueue.rs).
     pub vmpressure: crate::mm::vmpressure::Vmpressures,
     pub workqueue: crate::workqueue::Workqueue,
+    /// kblockd's pools (kblockd.rs).
+    pub kblockd: crate::kblockd::Kblockd,
 }
 
 impl Kernel {
@@ -305,6 +307,7 @@ impl Kernel {
             cpu_time: Default::default(),
             vmpressure: Default::default(),
             workqueue: Default::default(),
+            kblockd: Default::default(),
             cfg,
             policy,
         }

@@ -13,6 +13,7 @@ pub mod drivers;
 pub mod engine;
 pub mod footprint;
 pub mod invariants;
+pub mod kblockd;
 pub mod kernel;
 pub mod locking;
 pub mod mm;

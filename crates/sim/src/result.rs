@@ -60,6 +60,8 @@ pub fn build(
                 }],
                 bytes: scn.swap_bytes,
                 rotational: k.swap.block.as_ref().map(|_| k.swap.cluster_readahead()),
+                scheduler: None,
+                request_pages: None,
             },
             sched_cmdline: Vec::new(),
         },
@@ -405,6 +407,8 @@ mod tests {
                 irq: IrqCpu::Submitter,
                 page_cluster: 3,
                 rotational: false,
+                scheduler: crate::mm::swap::Elevator::None,
+                request_pages: 0,
             },
             2,
         );

@@ -23,6 +23,7 @@ use std::collections::VecDeque;
 use crate::kernel::{CpuId, Kernel, TaskId};
 use crate::mm::vmpressure::Vmpr;
 use crate::mm::vmstat::VmEventItem::*;
+use crate::sched::background::BgSet;
 
 /// A work item the model queues.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,7 +47,7 @@ pub struct Workqueue {
     /// Per CPU: the pool's worklist.
     worklist: Vec<VecDeque<Work>>,
     /// Per CPU: the pool's kworker, once an item has been queued there.
-    pub worker: Vec<Option<TaskId>>,
+    pub worker: PoolWorkers,
     /// Per CPU: the item its kworker is executing.
     current: Vec<Option<Work>>,
     /// The state of vmpressure's items (memcg, root).
@@ -60,16 +61,20 @@ fn slot(w: Work) -> usize {
     }
 }
 
-impl Workqueue {
+/// Per CPU: a workqueue pool's kworker, once work was queued there.
+#[derive(Clone, Debug, Default)]
+pub struct PoolWorkers(pub Vec<Option<TaskId>>);
+
+impl PoolWorkers {
     /// Whether `t` is one of the pools' kworkers (the result's placement calls them so).
     pub fn is_worker_task(&self, t: TaskId) -> bool {
-        self.worker.contains(&Some(t))
+        self.0.contains(&Some(t))
     }
 
     /// Whether `t` is `cpu`'s pool's kworker.
     #[inline]
     pub fn is_worker(&self, cpu: CpuId, t: TaskId) -> bool {
-        self.worker.get(cpu) == Some(&Some(t))
+        self.0.get(cpu) == Some(&Some(t))
     }
 }
 
@@ -81,7 +86,7 @@ impl Kernel {
         let wq = &mut self.workqueue;
         if wq.worklist.is_empty() {
             wq.worklist = vec![VecDeque::new(); n];
-            wq.worker = vec![None; n];
+            wq.worker = PoolWorkers(vec![None; n]);
             wq.current = vec![None; n];
         }
         let st = &mut wq.state[slot(work)];
@@ -94,11 +99,11 @@ impl Kernel {
         wq.worklist[target].push_back(work);
         let first = wq.worklist[target].len() == 1;
         self.vmstat.count_vm_event(WORKQUEUE_ITEMS);
-        let t = match self.workqueue.worker[target] {
+        let t = match self.workqueue.worker.0[target] {
             Some(t) => t,
             None => {
-                let t = self.kworker_spawn(target);
-                self.workqueue.worker[target] = Some(t);
+                let t = self.kworker_spawn(target, 0, BgSet::Workqueue);
+                self.workqueue.worker.0[target] = Some(t);
                 t
             }
         };
@@ -142,7 +147,7 @@ impl Kernel {
         let Some(cpu) = self.tasks[t].pinned else {
             return;
         };
-        if self.workqueue.is_worker(cpu, t) && self.cpus[cpu].curr == Some(t) {
+        if self.workqueue.worker.is_worker(cpu, t) && self.cpus[cpu].curr == Some(t) {
             self.run_woken_kthread(cpu, None);
         }
     }

@@ -28,6 +28,8 @@ fn block_kernel_with(cpus: usize, irq: IrqCpu, cgroup_v1: bool, rotational: bool
             irq,
             page_cluster: 3,
             rotational,
+            scheduler: reclaimlab_sim::mm::swap::Elevator::None,
+            request_pages: 0,
         }),
     };
     let mut k = Kernel::new(cfg, Policy::linux_6_18(), cpus, 1024, 1 << 20, 60, 1);

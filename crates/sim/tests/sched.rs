@@ -547,6 +547,8 @@ fn block_machine_with_kthreads() -> (Kernel, RunQueues) {
         irq: IrqCpu::Cpu(1),
         page_cluster: 3,
         rotational: false,
+        scheduler: reclaimlab_sim::mm::swap::Elevator::None,
+        request_pages: 0,
     });
     // CPU 1's is kblockd's highpri worker (nice -20).
     let kthread = |cpu: usize| reclaimlab_sim::sched::background::BackgroundLoad {

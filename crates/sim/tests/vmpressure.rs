@@ -66,8 +66,8 @@ fn the_item_goes_to_the_reclaiming_cpus_pool_and_kworker() {
     k.vmpressure(1, Vmpr::Memcg, VMPRESSURE_WIN, 0);
     assert_eq!(k.worklist_len(1), 1);
     assert_eq!(k.worklist_len(0), 0);
-    let w = k.workqueue.worker[1].expect("CPU 1's kworker");
-    assert!(k.workqueue.worker[0].is_none());
+    let w = k.workqueue.worker.0[1].expect("CPU 1's kworker");
+    assert!(k.workqueue.worker.0[0].is_none());
     assert_eq!(k.tasks[w].pinned, Some(1));
     assert!(k.tasks[w].kthread);
     // kick_pool: its wake-up is due at the queueing CPU's time.

@@ -806,6 +806,8 @@ impl Kernel {
                 break;
             }
         }
+        // blk_finish_plug: the loop ran under the task's plug.
+        self.swap_plug_finish(cpu);
         let g = self.lrugen();
         g.max_dirty_bumped_pass = g.max_dirty_bumped_pass.max(gs.bumped);
         // Before seed 002: wake the flusher only when every file folio taken was dirty.

@@ -22,6 +22,10 @@
 //! interrupt runs on, as an interrupt steals it from whatever runs there
 //! (`swap_complete_irq`), at the request's submission rather than at its completion.
 //!
+//! With `swap.scheduler = "mq-deadline"` a write submitted while the device is busy waits in
+//! the scheduler until the next completion reruns the queue on kblockd (kblockd.rs), which
+//! costs the completion's CPU a kworker run; the device's order of service is unchanged.
+//!
 //! Not modelled: the device's request queue depth for swap (blk_mq_get_tag waits); a bio
 //! split where swap slots are not contiguous (one request per batch); cluster readahead for
 //! rotational disks.
@@ -29,7 +33,7 @@
 use crate::cputime::Spent;
 use crate::kernel::{CpuId, Kernel, MmId};
 use crate::mm::folio::{pg, Pfn};
-use crate::mm::swap::{IrqCpu, Read};
+use crate::mm::swap::{Elevator, IrqCpu, Read};
 use crate::mm::vmscan::SWAP_CLUSTER_MAX;
 use crate::mm::vmstat::VmEventItem::*;
 
@@ -61,8 +65,9 @@ impl Kernel {
             return;
         }
         let batch = std::mem::take(&mut b.write_batch);
+        let held = self.swap_write_held_until(self.cpus[cpu].clock);
         self.vmstat.count_vm_event(SWAP_WRITE_REQUESTS);
-        let requests = self.swap_submit_cpu(cpu, &batch);
+        let requests = self.swap_submit_cpu(cpu, &batch, Some(held));
         let pages: u64 = batch.iter().map(|&p| self.folios.get(p).nr_pages()).sum();
         let service = self.cost.swap_write_request;
         let done = self.blk_submit(
@@ -74,17 +79,49 @@ impl Kernel {
         );
         let irq = self.swap_irq_cpu(cpu);
         self.swap_complete_irq(irq, pages);
+        if let Some(c) = held.filter(|_| requests > 0) {
+            self.kblockd_run_hw_queue(irq, c);
+        }
         for pfn in batch {
             self.inflight_add(done, pfn);
         }
     }
 
+    /// Whether mq-deadline holds a write submitted at `now`: while the device has requests in
+    /// flight the submitter's run of the queue dispatches reads first (dd_dispatch_request),
+    /// and the write waits for the next completion to rerun the queue on kblockd, on the
+    /// completion's CPU (kblockd.rs). Returns that completion's time; None with no scheduler
+    /// or an idle device (the submitter dispatches the write itself).
+    fn swap_write_held_until(&self, now: u64) -> Option<u64> {
+        let b = self.swap.block.as_ref()?;
+        if b.cfg?.scheduler != Elevator::MqDeadline {
+            return None;
+        }
+        let ro = &b.read_order;
+        let read = ro
+            .get(ro.partition_point(|&(d, _)| d <= now))
+            .map(|&(d, _)| d);
+        let wi = &self.wb.inflight;
+        let write = wi
+            .get(wi.partition_point(|&(d, _)| d <= now))
+            .map(|&(d, _)| d);
+        match (read, write) {
+            (Some(r), Some(w)) => Some(r.min(w)),
+            (r, w) => r.or(w),
+        }
+    }
+
     /// The submitting CPU's work for swap I/O on `folios`: a bio each, and a request per run
     /// of adjacent slots (the plug merges a bio into the request before it when its slot
-    /// follows; blk_attempt_plug_merge), dispatched to the driver. Returns the requests: the
-    /// device serves each (`swap_read_request`, `swap_write_request`), but the batch completes
-    /// as one (`blk_submit`).
-    fn swap_submit_cpu(&mut self, cpu: CpuId, folios: &[Pfn]) -> u64 {
+    /// follows; blk_attempt_plug_merge), dispatched to the driver. Writes with
+    /// `swap.request_pages` also extend the last request of the task's plug from an earlier
+    /// bio. Returns the new requests: the device serves each (`swap_read_request`,
+    /// `swap_write_request`), but the batch completes as one (`blk_submit`).
+    ///
+    /// `write`: a write, with the completion whose rerun of the queue dispatches it if the
+    /// I/O scheduler holds it (`swap_write_held_until`): then it merges into any held request
+    /// it extends (the scheduler's insert merge, elv_attempt_insert_merge, from any CPU).
+    fn swap_submit_cpu(&mut self, cpu: CpuId, folios: &[Pfn], write: Option<Option<u64>>) -> u64 {
         let mut slots: Vec<u32> = match self.swap.block.as_ref().and_then(|b| b.map.as_ref()) {
             Some(map) => folios
                 .iter()
@@ -95,7 +132,23 @@ impl Kernel {
                 .collect(),
             None => Vec::new(),
         };
-        let requests = crate::mm::swapfile::plug_requests(&mut slots).max(1);
+        let max = self
+            .swap
+            .block
+            .as_ref()
+            .and_then(|b| b.cfg)
+            .map_or(0, |c| c.request_pages);
+        let now = self.cpus[cpu].clock;
+        let requests = match write {
+            Some(held) if max > 0 && !slots.is_empty() => {
+                let b = self.swap.block.as_mut().expect("a block swap device");
+                match held {
+                    Some(at) => b.elevator.insert_merge(&mut slots, max, now, at),
+                    None => crate::mm::swapfile::plug_merge(&mut slots, &mut b.plug_last[cpu], max),
+                }
+            }
+            _ => crate::mm::swapfile::plug_requests(&mut slots).max(1),
+        };
         let ns = folios.len() as u64 * self.cost.swap_submit_bio
             + requests * self.cost.swap_submit_request;
         self.charge(cpu, ns, Spent::Writeback);
@@ -132,7 +185,7 @@ impl Kernel {
     /// swap_read_submit → swap_bdev_submit_read for `folios`, read by one bio from `cpu`:
     /// they stay locked (reclaim skips them, a fault on one waits) until the bio completes.
     pub(crate) fn swap_read_submit(&mut self, cpu: CpuId, folios: &[Pfn]) -> Read {
-        let requests = self.swap_submit_cpu(cpu, folios);
+        let requests = self.swap_submit_cpu(cpu, folios, None);
         let pages: u64 = folios.iter().map(|&p| self.folios.get(p).nr_pages()).sum();
         let service = self.cost.swap_read_request;
         let done = self.blk_submit(
@@ -154,6 +207,19 @@ impl Kernel {
             b.read_order.push_back((done, pfn));
         }
         read
+    }
+
+    /// blk_finish_plug at the end of a shrink_lruvec on `cpu`: the plug's last request is
+    /// sent; the next write starts a new one.
+    pub(crate) fn swap_plug_finish(&mut self, cpu: CpuId) {
+        if let Some(last) = self
+            .swap
+            .block
+            .as_mut()
+            .and_then(|b| b.plug_last.get_mut(cpu))
+        {
+            *last = None;
+        }
     }
 
     /// swap_read_end for the reads completed by `now`: their folios are unlocked.

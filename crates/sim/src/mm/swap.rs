@@ -47,6 +47,25 @@ pub struct BlockConfig {
     /// nr_rotate_swap is then non-zero, swapin_readahead reads slot clusters
     /// (swap_cluster_readahead) instead of VMA windows (swap_use_vma_readahead).
     pub rotational: bool,
+    /// `swap.scheduler` (default "none"): the disk's I/O scheduler. With mq-deadline the
+    /// writes reclaim submits wait in the scheduler while the device is busy and kblockd
+    /// dispatches them after a completion (page_io.rs `swap_write_submit`).
+    pub scheduler: Elevator,
+    /// `swap.request_pages` (default 0): the largest request the disk takes, in pages
+    /// (queue/max_segments for separate 4 KiB folios, and max_sectors_kb / 4). With it, the
+    /// writes of one shrink_lruvec merge across write bios into requests of adjacent slots up
+    /// to that size, as its plug merges them (blk_attempt_plug_merge against the plug's last
+    /// request); 0: each write bio's requests stand alone.
+    pub request_pages: u32,
+}
+
+/// The disk's I/O scheduler, as far as the model tells them apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Elevator {
+    /// No scheduler: a submission dispatches to the driver from the submitting task.
+    None,
+    /// mq-deadline: reads are dispatched first; a write waits for a later run of the queue.
+    MqDeadline,
 }
 
 /// SWAP_RA_ORDER_CEILING on 64-bit.
@@ -68,7 +87,13 @@ impl SwapConfig {
                     .into())
             }
         };
-        for key in ["swap.irq_cpu", "swap.page_cluster", "swap.rotational"] {
+        for key in [
+            "swap.irq_cpu",
+            "swap.page_cluster",
+            "swap.rotational",
+            "swap.scheduler",
+            "swap.request_pages",
+        ] {
             if !block && s.has(key) {
                 return Err(s
                     .err(
@@ -108,11 +133,29 @@ impl SwapConfig {
             "vm.page-cluster is a power-of-two exponent (the kernel caps readahead at 2^5 pages)",
         )? as u32;
         let rotational = s.bool_or("swap.rotational", false)?;
+        let scheduler = match s.str_or("swap.scheduler", "none")?.as_str() {
+            "none" => Elevator::None,
+            "mq-deadline" => Elevator::MqDeadline,
+            o => {
+                return Err(s
+                    .err(
+                        "swap.scheduler",
+                        format!(
+                            "{}: the model knows none and mq-deadline",
+                            reclaimlab_core::units::clip(o)
+                        ),
+                    )
+                    .into())
+            }
+        };
+        let request_pages = s.u64_or("swap.request_pages", 0)?.min(u64::from(u32::MAX)) as u32;
         Ok(SwapConfig {
             block: Some(BlockConfig {
                 irq,
                 page_cluster,
                 rotational,
+                scheduler,
+                request_pages,
             }),
         })
     }
@@ -154,6 +197,11 @@ pub struct BlockSwap {
     /// swap_cluster_readahead's global state (swapin_nr_pages: prev_offset,
     /// last_readahead_pages, swapin_readahead_hits).
     pub cluster_ra: ClusterRa,
+    /// Per CPU: the last request in the reclaiming task's plug (its last slot, its pages),
+    /// which the next write bio of an adjacent slot extends (`swap.request_pages`).
+    pub plug_last: Vec<Option<(u32, u32)>>,
+    /// The writes mq-deadline holds (`swap.scheduler`, `swap.request_pages`).
+    pub elevator: crate::mm::swapfile::HeldWrites,
 }
 
 /// swapin_nr_pages's statics for swap_cluster_readahead.
@@ -197,6 +245,7 @@ impl SwapDevice {
         self.block = Some(BlockSwap {
             cfg: Some(cfg),
             map: Some(SwapMap::new(self.total, !cfg.rotational, cpus)),
+            plug_last: vec![None; cpus],
             ..Default::default()
         });
     }

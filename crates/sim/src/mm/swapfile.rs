@@ -287,15 +287,93 @@ pub fn plug_requests(slots: &mut [u32]) -> u64 {
     slots.windows(2).filter(|w| w[1] != w[0] + 1).count() as u64 + u64::from(!slots.is_empty())
 }
 
+/// The new requests a plug starts for write bios of `slots` when its last request is
+/// `last` (its last slot and pages) and a request holds at most `max` pages: a bio whose slot
+/// follows the last request's, with room, merges into it (blk_attempt_plug_merge tries the
+/// plug's last request only); any other starts a request. `last` is left at the plug's new
+/// last request.
+pub fn plug_merge(slots: &mut [u32], last: &mut Option<(u32, u32)>, max: u32) -> u64 {
+    slots.sort_unstable();
+    let mut new = 0;
+    for &s in slots.iter() {
+        *last = match *last {
+            Some((l, n)) if s == l.wrapping_add(1) && n < max => Some((s, n + 1)),
+            _ => {
+                new += 1;
+                Some((s, 1))
+            }
+        };
+    }
+    new
+}
+
+/// Write requests the I/O scheduler holds until a run of the queue dispatches them: each
+/// its last slot, its pages and when its dispatching run comes.
+#[derive(Clone, Debug, Default)]
+pub struct HeldWrites {
+    held: Vec<(u32, u32, u64)>,
+}
+
+impl HeldWrites {
+    /// Write bios for `slots` inserted at `now`, to be dispatched by the run at `at` if they
+    /// start requests: a bio whose slot follows a held request's last, with room in a request
+    /// of `max` pages, merges into it (elv_attempt_insert_merge); requests whose run came
+    /// by `now` have left. Returns the new requests.
+    pub fn insert_merge(&mut self, slots: &mut [u32], max: u32, now: u64, at: u64) -> u64 {
+        self.held.retain(|&(_, _, d)| d > now);
+        slots.sort_unstable();
+        let mut new = 0;
+        for &s in slots.iter() {
+            match self
+                .held
+                .iter_mut()
+                .find(|(l, n, _)| s == l.wrapping_add(1) && *n < max)
+            {
+                Some(r) => {
+                    r.0 = s;
+                    r.1 += 1;
+                }
+                None => {
+                    self.held.push((s, 1, at));
+                    new += 1;
+                }
+            }
+        }
+        new
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn held_writes_merge_with_any_held_request_they_extend_until_dispatched() {
+        let mut h = HeldWrites::default();
+        assert_eq!(h.insert_merge(&mut [10, 11], 8, 0, 100), 1);
+        assert_eq!(h.insert_merge(&mut [20], 8, 50, 100), 1);
+        // Another CPU's bio continues the first request.
+        assert_eq!(h.insert_merge(&mut [12, 21], 8, 60, 100), 0);
+        // After the run at 100 they are gone: a new request.
+        assert_eq!(h.insert_merge(&mut [13], 8, 101, 200), 1);
+    }
 
     #[test]
     fn a_plug_sends_one_request_per_run_of_adjacent_slots() {
         assert_eq!(plug_requests(&mut []), 0);
         assert_eq!(plug_requests(&mut [7, 5, 6, 8]), 1);
         assert_eq!(plug_requests(&mut [1, 3, 2, 10, 11, 40]), 3);
+    }
+
+    #[test]
+    fn a_plug_extends_its_last_request_across_bios_up_to_the_request_size() {
+        let mut last = None;
+        assert_eq!(plug_merge(&mut [3, 1, 2], &mut last, 4), 1);
+        assert_eq!(last, Some((3, 3)));
+        // The next bio's slots follow: one joins the open request, which is then full.
+        assert_eq!(plug_merge(&mut [4, 5], &mut last, 4), 1);
+        assert_eq!(last, Some((5, 1)));
+        assert_eq!(plug_merge(&mut [9], &mut last, 4), 1);
     }
 
     #[test]

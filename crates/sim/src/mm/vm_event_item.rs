@@ -276,4 +276,10 @@ vm_event_items! {
     WORKQUEUE_RUNS: ExtraNonzero = "workqueue_items_run",
     /// vmpressure_work_fn runs that took a window's sums (and signalled the levels).
     VMPRESSURE_EVENTS: ExtraNonzero = "vmpressure_events",
+
+    // kblockd (kblockd.rs).
+    /// Asynchronous runs of a hardware queue queued (not already pending).
+    KBLOCKD_QUEUED: ExtraNonzero = "kblockd_runs_queued",
+    /// blk_mq_run_work_fn runs (pending runs merged).
+    KBLOCKD_RUNS: ExtraNonzero = "kblockd_runs",
 }

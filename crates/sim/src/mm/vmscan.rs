@@ -361,6 +361,8 @@ impl Kernel {
         scan: &LruvecScan,
     ) {
         sc.nr_reclaimed += scan.nr_reclaimed;
+        // blk_finish_plug: the loop ran under the task's plug.
+        self.swap_plug_finish(cpu);
         if self.can_reclaim_anon_pages(sc) && self.inactive_is_low(LRU_INACTIVE_ANON) {
             self.shrink_active_list(cpu, SWAP_CLUSTER_MAX, LRU_ACTIVE_ANON);
         }

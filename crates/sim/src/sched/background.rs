@@ -65,6 +65,9 @@ pub enum BgSet {
     /// A system workqueue pool's kworker (workqueue.rs): it runs the items queued on its
     /// CPU, not bursts of a duty cycle.
     Workqueue,
+    /// A kblockd pool's kworker (kblockd.rs): it runs the hardware queue runs queued on its
+    /// CPU.
+    Kblockd,
 }
 
 impl Kernel {
@@ -165,20 +168,20 @@ impl Kernel {
         self.sched.timers.insert((first, t));
     }
 
-    /// A system workqueue pool's kworker for `cpu` (workqueue.rs): bound there, no mm, nice 0
-    /// in the root task group, asleep until an item is queued.
-    pub(crate) fn kworker_spawn(&mut self, cpu: CpuId) -> TaskId {
+    /// A workqueue pool's kworker for `cpu` (workqueue.rs, kblockd.rs): bound there, no mm, at
+    /// `nice` in the root task group, asleep until work is queued.
+    pub(crate) fn kworker_spawn(&mut self, cpu: CpuId, nice: i32, set: BgSet) -> TaskId {
         let t = self.task_new(usize::MAX, Some(cpu), 0, 1);
         self.tasks[t].kthread = true;
         let se = &mut self.sched.se[t];
         se.class = Class::Background;
         se.sleeping = true;
         se.avg.avg = 0;
-        se.weight = nice_to_weight(0);
+        se.weight = nice_to_weight(nice);
         se.last_cpu = Some(cpu);
         self.sched.bg_state.push(BgState {
             task: t,
-            set: BgSet::Workqueue,
+            set,
             ..Default::default()
         });
         t
@@ -199,17 +202,19 @@ impl Kernel {
             st.awake = true;
             st.left_ns = ns + if woke { self.cost.kworker_run } else { 0 };
         }
+        let run = self.background_slice(cpu, self.sched.bg_state[i].left_ns);
+        self.charge(cpu, run, Spent::Workqueue);
+        self.sched.bg_state[i].left_ns -= run;
+    }
+
+    /// How much of `left` ns a kernel thread's step runs: to the tick, in slices.
+    pub(crate) fn background_slice(&self, cpu: CpuId, left: u64) -> u64 {
         let now = self.cpus[cpu].clock;
         let to_tick = match self.cpus[cpu].next_tick.saturating_sub(now) {
             0 => BURST_SLICE_NS,
             d => d,
         };
-        let run = self.sched.bg_state[i]
-            .left_ns
-            .min(to_tick)
-            .min(BURST_SLICE_NS);
-        self.charge(cpu, run, Spent::Workqueue);
-        self.sched.bg_state[i].left_ns -= run;
+        left.min(to_tick).min(BURST_SLICE_NS)
     }
 
     /// One engine step of a background task: run until its burst ends or the tick, then
@@ -224,6 +229,7 @@ impl Kernel {
             .expect("background state");
         let b = match self.sched.bg_state[i].set {
             BgSet::Workqueue => return self.kworker_step(rqs, cpu, i),
+            BgSet::Kblockd => return self.kblockd_step(rqs, cpu, i),
             BgSet::Kthreads(set) => self.sched.kthreads[set].clone(),
             BgSet::Load => self.sched.background.clone().expect("background task"),
             BgSet::Other => self.sched.other.clone().expect("background task"),

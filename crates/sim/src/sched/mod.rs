@@ -404,7 +404,8 @@ impl Kernel {
             if !se.sleeping
                 && se.class == Class::Worker
                 && !self.tasks[prev].kthread
-                && self.workqueue.is_worker(cpu, t)
+                && (self.workqueue.worker.is_worker(cpu, t)
+                    || self.kblockd.worker.is_worker(cpu, t))
             {
                 self.vmstat.count_vm_event(KWORKER_PREEMPTIONS);
             }

@@ -19,7 +19,12 @@ pub fn report(k: &Kernel, secs: f64) -> Value {
                 Class::Worker if k.tasks[t].helper => "helper",
                 Class::Worker => "worker",
                 Class::Kthread => "kthread",
-                Class::Background if k.workqueue.is_worker_task(t) => "kworker",
+                Class::Background
+                    if k.workqueue.worker.is_worker_task(t)
+                        || k.kblockd.worker.is_worker_task(t) =>
+                {
+                    "kworker"
+                }
                 Class::Background => "background",
                 Class::Starter => "helper",
             };

@@ -194,6 +194,14 @@ pub fn host_and_sim(
         if let Some(r) = host.machine.swap.rotational {
             push_unless_set(&mut sets, "swap.rotational", &r.to_string());
         }
+        // The disk's I/O scheduler: mq-deadline holds swap writes for kblockd (page_io.rs).
+        if let Some(e) = &host.machine.swap.scheduler {
+            push_unless_set(&mut sets, "swap.scheduler", e);
+        }
+        // The disk's largest request: the plug merges adjacent writes up to it.
+        if let Some(n) = host.machine.swap.request_pages {
+            push_unless_set(&mut sets, "swap.request_pages", &n.to_string());
+        }
     }
     // A guest kernel booted with sched_vcpu_pack places interrupt wake-ups on the idle waker.
     if host
