@@ -16,7 +16,8 @@ use crate::config::SimConfig;
 pub const DEFAULT_MAX_MODEL_BYTES: u64 = 4 << 30;
 
 /// Host bytes per element, from the structs' layouts (kernel.rs Mm::ptes and File::cache
-/// hold a u64 per page; mm/folio.rs Folio is 24 bytes plus its LRU links; arch/x86/tlb.rs
+/// hold a u64 per page; mm/folio.rs Folio is 16 bytes, plus its LRU list slot in mm/lru.rs
+/// (4 bytes, up to 4 times that with the holes and the room the lists keep); arch/x86/tlb.rs
 /// holds an 8-byte key and a 12-byte Entry per way plus a victim byte per set).
 const PTE_BYTES: u64 = 8;
 const CACHE_SLOT_BYTES: u64 = 8;

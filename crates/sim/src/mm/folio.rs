@@ -52,7 +52,7 @@ pub const LRU_GEN_BASE: u8 = NR_LRU_LISTS as u8;
 pub const MAX_NR_GENS: u64 = 4;
 pub const NR_ALL_LISTS: usize = NR_LRU_LISTS + 2 * MAX_NR_GENS as usize;
 
-/// 20 bytes per frame.
+/// 16 bytes per frame.
 #[derive(Clone, Copy, Debug)]
 pub struct Folio {
     pub flags: u16,
@@ -62,8 +62,8 @@ pub struct Folio {
     pub owner: u32,
     /// Page index in the owner (virtual page in the mm, or file page offset).
     pub index: u32,
-    pub prev: Pfn,
-    pub next: Pfn,
+    /// While on an LRU list: its slot's sequence number there (mm/lru.rs).
+    pub pos: u32,
 }
 
 impl Folio {
@@ -123,8 +123,7 @@ impl FolioTable {
             lru: LRU_NONE,
             owner,
             index,
-            prev: NO_PFN,
-            next: NO_PFN,
+            pos: 0,
         };
         self.nr_allocated += f.nr_pages();
         match self.free.pop() {

@@ -14,6 +14,10 @@ use crate::mm::vmpressure::Vmpr;
 use crate::mm::vmstat::VmEventItem::*;
 
 pub const SWAP_CLUSTER_MAX: u64 = 32;
+/// How many folios ahead of the one it takes isolate_lru_folios prefetches (a hint for the
+/// host's cache; no effect on any result). 16 rather than 8: the isolation's share of a
+/// profile fell from 5.8% to 4.1% (docs/results/2026-11-27-speed-10.md).
+const ISOLATE_PREFETCH: usize = 16;
 pub const DEF_PRIORITY: i32 = 12;
 /// The lru_note_cost weight of one page of I/O.
 const SWAP_COST: u64 = SWAP_CLUSTER_MAX;
@@ -387,11 +391,17 @@ impl Kernel {
         let mut out = self.take_list();
         out.reserve(nr as usize);
         let mut taken = 0;
+        // The list gives the next folios at once: their records load while earlier ones are
+        // taken (mm/lru.rs).
+        self.lruvec
+            .prefetch_tail(&self.folios, lru, ISOLATE_PREFETCH);
         while taken < nr {
-            let Some(pfn) = self.lruvec.tail(lru) else {
+            let Some(pfn) = self
+                .lruvec
+                .del_tail(&mut self.folios, lru, ISOLATE_PREFETCH)
+            else {
                 break;
             };
-            self.lruvec.del(&mut self.folios, pfn);
             taken += self.folios.get(pfn).nr_pages();
             out.push(pfn);
         }
