@@ -3,7 +3,7 @@
 //! one node: one lruvec.
 //!
 //! The kernel threads its lists through the folios (`folio->lru`). Here each list is an array
-//! in list order instead ([`SlotList`]), with the same operations and the same order: a folio
+//! in list order instead (`SlotList`), with the same operations and the same order: a folio
 //! keeps its slot's sequence number, and a deletion from the middle leaves a hole that the
 //! list's ends drop as they reach it. Isolation takes folios from the tail; with links in the
 //! folios each next folio is known only after loading the one before, a chain of cache misses
