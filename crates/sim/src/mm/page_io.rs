@@ -37,6 +37,16 @@ use crate::mm::swap::{Elevator, IrqCpu, Read};
 use crate::mm::vmscan::SWAP_CLUSTER_MAX;
 use crate::mm::vmstat::VmEventItem::*;
 
+/// What `swap_submit_cpu` submits.
+#[derive(Clone, Copy)]
+enum Io {
+    Read,
+    /// A write, and the completion that dispatches it if the I/O scheduler holds it.
+    Write {
+        held: Option<u64>,
+    },
+}
+
 impl Kernel {
     /// __swap_writepage for a device without SWP_SYNCHRONOUS_IO: the folio goes under
     /// writeback and joins the write bio being built; a full bio is submitted at once.
@@ -67,7 +77,7 @@ impl Kernel {
         let batch = std::mem::take(&mut b.write_batch);
         let held = self.swap_write_held_until(self.cpus[cpu].clock);
         self.vmstat.count_vm_event(SWAP_WRITE_REQUESTS);
-        let requests = self.swap_submit_cpu(cpu, &batch, Some(held));
+        let requests = self.swap_submit_cpu(cpu, &batch, Io::Write { held });
         let pages: u64 = batch.iter().map(|&p| self.folios.get(p).nr_pages()).sum();
         let service = self.cost.swap_write_request;
         let done = self.blk_submit(
@@ -118,10 +128,10 @@ impl Kernel {
     /// bio. Returns the new requests: the device serves each (`swap_read_request`,
     /// `swap_write_request`), but the batch completes as one (`blk_submit`).
     ///
-    /// `write`: a write, with the completion whose rerun of the queue dispatches it if the
-    /// I/O scheduler holds it (`swap_write_held_until`): then it merges into any held request
-    /// it extends (the scheduler's insert merge, elv_attempt_insert_merge, from any CPU).
-    fn swap_submit_cpu(&mut self, cpu: CpuId, folios: &[Pfn], write: Option<Option<u64>>) -> u64 {
+    /// A write the I/O scheduler holds (`Io::Write` with `held`: the completion whose rerun of
+    /// the queue dispatches it) merges into any held request it extends instead (the
+    /// scheduler's insert merge, elv_attempt_insert_merge, from any CPU).
+    fn swap_submit_cpu(&mut self, cpu: CpuId, folios: &[Pfn], io: Io) -> u64 {
         let mut slots: Vec<u32> = match self.swap.block.as_ref().and_then(|b| b.map.as_ref()) {
             Some(map) => folios
                 .iter()
@@ -139,8 +149,8 @@ impl Kernel {
             .and_then(|b| b.cfg)
             .map_or(0, |c| c.request_pages);
         let now = self.cpus[cpu].clock;
-        let requests = match write {
-            Some(held) if max > 0 && !slots.is_empty() => {
+        let requests = match io {
+            Io::Write { held } if max > 0 && !slots.is_empty() => {
                 let b = self.swap.block.as_mut().expect("a block swap device");
                 match held {
                     Some(at) => b.elevator.insert_merge(&mut slots, max, now, at),
@@ -185,7 +195,7 @@ impl Kernel {
     /// swap_read_submit → swap_bdev_submit_read for `folios`, read by one bio from `cpu`:
     /// they stay locked (reclaim skips them, a fault on one waits) until the bio completes.
     pub(crate) fn swap_read_submit(&mut self, cpu: CpuId, folios: &[Pfn]) -> Read {
-        let requests = self.swap_submit_cpu(cpu, folios, None);
+        let requests = self.swap_submit_cpu(cpu, folios, Io::Read);
         let pages: u64 = folios.iter().map(|&p| self.folios.get(p).nr_pages()).sum();
         let service = self.cost.swap_read_request;
         let done = self.blk_submit(
