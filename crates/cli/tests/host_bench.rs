@@ -722,5 +722,7 @@ fn a_sigkilled_benchs_foreign_load_dies_with_it() {
     // What SIGKILL left (the memcg, the data file) goes with the next bench.
     let o = bin().args(MMAP_RW).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // What the next bench says it undid, shown if the machine is not clean.
+    eprintln!("{}", String::from_utf8_lossy(&o.stderr));
     assert_clean(&before, &cg, &pids);
 }

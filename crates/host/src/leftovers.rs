@@ -144,6 +144,24 @@ fn take_down_dead_swap() -> Vec<String> {
     said
 }
 
+/// How long a dead bench's trace instance may stay busy: its processes die with it
+/// (PR_SET_PDEATHSIG) but not at once, and one that still holds an instance file open makes
+/// rmdir say EBUSY (the instance's trace_array is still referenced).
+pub const INSTANCE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// rmdir `path`, again while it is busy, for up to `patience`.
+fn remove_dir_patiently(path: &Path, patience: std::time::Duration) -> std::io::Result<()> {
+    let t = std::time::Instant::now();
+    loop {
+        match std::fs::remove_dir(path) {
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) && t.elapsed() < patience => {
+                std::thread::sleep(std::time::Duration::from_millis(50))
+            }
+            r => return r,
+        }
+    }
+}
+
 /// Remove the trace instances (`reclaimlab-<pid>`, `reclaimlab-<pid>-sched`, ...) of dead
 /// benches under the tracefs mounted at `tracefs`.
 pub fn sweep_trace_instances(tracefs: &Path) -> Vec<String> {
@@ -152,7 +170,7 @@ pub fn sweep_trace_instances(tracefs: &Path) -> Vec<String> {
         if let Some(pid) = dead_owner(&name) {
             // Every event of the instance, whichever it traced.
             let _ = std::fs::write(path.join("events/enable"), "0");
-            said.push(match std::fs::remove_dir(&path) {
+            said.push(match remove_dir_patiently(&path, INSTANCE_PATIENCE) {
                 Ok(()) => format!(
                     "removed trace instance {} left by a killed bench (pid {pid})",
                     path.display()

@@ -10,7 +10,7 @@ use nix::sys::wait::{waitid, waitpid, Id, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 use std::ffi::CString;
 use std::fs::File;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -146,6 +146,20 @@ impl JoinMemcg {
     }
 }
 
+/// In a forked child: close every descriptor above stderr except `keep` (close_range(2),
+/// Linux 5.9). No allocation: async-signal-safe.
+fn close_inherited_except(keep: [RawFd; 2]) {
+    let (a, b) = (keep[0].min(keep[1]), keep[0].max(keep[1]));
+    let mut first: libc::c_uint = 3;
+    for upto in [a as libc::c_uint, b as libc::c_uint, libc::c_uint::MAX] {
+        if upto > first {
+            // SAFETY: a plain syscall; the range holds no descriptor the child still uses.
+            unsafe { libc::syscall(libc::SYS_close_range, first, upto - 1, 0) };
+        }
+        first = first.max(upto.saturating_add(1));
+    }
+}
+
 /// A forked worker process with a pipe each way.
 pub struct Forked {
     pub proc: Started,
@@ -179,6 +193,15 @@ pub enum ChildSetup {
 }
 
 impl ChildSetup {
+    /// Whether the child drops every descriptor it inherited but stdio and its pipes. The
+    /// foreign load does: without exec, O_CLOEXEC does not apply, and a load process that
+    /// kept bench's tracefs files open would keep a killed bench's trace instance busy (rmdir
+    /// says EBUSY while an instance file is open) for as long as the load takes to die.
+    /// Workload children keep theirs: some bodies use descriptors their closure captured.
+    fn closes_inherited(&self) -> bool {
+        matches!(self, ChildSetup::Session)
+    }
+
     /// In the child after fork. Only async-signal-safe calls.
     fn in_child(&self) -> std::io::Result<()> {
         match self {
@@ -228,6 +251,9 @@ pub fn fork_child(
                             for fd in parent_fds {
                                 // SAFETY: the parent's ends, unused in the child.
                                 unsafe { libc::close(fd) };
+                            }
+                            if setup.closes_inherited() {
+                                close_inherited_except([c_rd.as_raw_fd(), c_wr.as_raw_fd()]);
                             }
                             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                                 body(File::from(c_rd), File::from(c_wr))
@@ -335,5 +361,40 @@ mod tests {
         assert_eq!(end, None);
         undo.run().unwrap();
         assert!(!std::path::Path::new(&format!("/proc/{}", p.pid)).exists());
+    }
+
+    /// Whether each of `fds` is open in a forked child of the given set-up.
+    fn open_in_child(setup: ChildSetup, fds: Vec<RawFd>) -> String {
+        let c = Cleanup::new();
+        let (mut f, undo) = fork_child(setup, &c, "fd probe", move |_, mut to| {
+            use std::io::Write;
+            let open: Vec<String> = fds
+                .iter()
+                // SAFETY: F_GETFD only asks; EBADF when the descriptor is closed.
+                .map(|&fd| (unsafe { libc::fcntl(fd, libc::F_GETFD) } >= 0).to_string())
+                .collect();
+            writeln!(to, "{}", open.join(" "))?;
+            Ok(())
+        })
+        .unwrap();
+        let mut line = String::new();
+        std::io::Read::read_to_string(&mut f.from_child, &mut line).unwrap();
+        f.proc
+            .wait_until(Instant::now() + Duration::from_secs(10), &mut || {})
+            .unwrap();
+        undo.run().unwrap();
+        line.trim().to_string()
+    }
+
+    #[test]
+    fn a_session_child_drops_the_descriptors_it_inherited_but_stdio() {
+        // Opened with O_CLOEXEC, as std opens everything: a fork without exec keeps it anyway.
+        let file = File::open("/proc/self/stat").unwrap();
+        let fd = file.as_raw_fd();
+        assert_eq!(
+            open_in_child(ChildSetup::Session, vec![0, 2, fd]),
+            "true true false"
+        );
+        drop(file);
     }
 }
