@@ -34,6 +34,11 @@ pub struct SwapInfo {
     /// queue/max_segments and queue/max_sectors_kb / 4; absent where not recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_pages: Option<u32>,
+    /// A virtio-blk disk's ring: its descriptors and whether a request takes one
+    /// (VIRTIO_RING_F_INDIRECT_DESC) rather than one per segment and two; absent for another
+    /// driver or where not recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub virtio_ring: Option<(u32, bool)>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]

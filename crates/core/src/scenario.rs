@@ -202,13 +202,15 @@ pub fn locate(name_or_path: &str) -> Result<(String, String), ScenarioError> {
 
 /// The keys that describe the simulated swap device (read by the simulator's config): the host
 /// swaps to the device it has or sets up (`--swap`), so `bench` skips them.
-pub const SIM_SWAP_KEYS: [&str; 6] = [
+pub const SIM_SWAP_KEYS: [&str; 8] = [
     "swap.device",
     "swap.irq_cpu",
     "swap.page_cluster",
     "swap.rotational",
     "swap.scheduler",
     "swap.request_pages",
+    "swap.ring_descriptors",
+    "swap.indirect_desc",
 ];
 
 /// Whether a host run's swap was a block device (a swap file, or swap that was already on and
@@ -499,6 +501,7 @@ mod tests {
             rotational: None,
             scheduler: None,
             request_pages: None,
+            virtio_ring: None,
         };
         assert!(host_swap_is_block(&info(
             "file",

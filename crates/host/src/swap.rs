@@ -28,6 +28,12 @@ pub fn active() -> Vec<(String, u64)> {
 /// A `queue/` attribute of the disk under a swap device or swap file: the device's own, or
 /// a partition's disk's (None when sysfs does not say).
 fn queue_attr(dev: &str, name: &str) -> Option<String> {
+    disk_attr(dev, &format!("queue/{name}"))
+}
+
+/// An attribute (a path under the disk's sysfs directory) of the disk under a swap device or
+/// swap file: the device's own, or a partition's disk's.
+fn disk_attr(dev: &str, rel: &str) -> Option<String> {
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
     let meta = std::fs::metadata(dev).ok()?;
     // A swap file lives on its filesystem's device; a swap partition is the device itself.
@@ -41,9 +47,32 @@ fn queue_attr(dev: &str, name: &str) -> Option<String> {
         libc::major(id),
         libc::minor(id)
     ));
-    [sys.join("queue"), sys.join("../queue")]
+    [sys.clone(), sys.join("..")]
         .iter()
-        .find_map(|q| std::fs::read_to_string(q.join(name)).ok())
+        .find_map(|d| std::fs::read_to_string(d.join(rel)).ok())
+}
+
+/// VIRTIO_RING_F_INDIRECT_DESC, a bit of the virtio feature word.
+const VIRTIO_RING_F_INDIRECT_DESC: usize = 28;
+
+/// A virtio-blk disk's ring: (descriptors, indirect descriptors) from its negotiated features
+/// (`device/features`, one character per bit) and its tags (`mq/0/nr_tags`). virtblk_probe
+/// gives a device without indirect descriptors half its ring as tags (two descriptors a
+/// request at least); with them a request takes one, and the tags bound the ring's use.
+/// None for another driver or where sysfs does not say.
+fn virtio_ring(dev: &str) -> Option<(u32, bool)> {
+    let driver = disk_attr(dev, "device/uevent")?;
+    if !driver.lines().any(|l| l == "DRIVER=virtio_blk") {
+        return None;
+    }
+    let features = disk_attr(dev, "device/features")?;
+    let indirect = features
+        .trim()
+        .as_bytes()
+        .get(VIRTIO_RING_F_INDIRECT_DESC)?
+        == &b'1';
+    let tags: u32 = disk_attr(dev, "mq/0/nr_tags")?.trim().parse().ok()?;
+    Some((if indirect { tags } else { 2 * tags }, indirect))
 }
 
 /// nr_rotate_swap > 0: any active device rotational (None if one is unknown).
@@ -81,6 +110,7 @@ pub fn info(kind: &str) -> SwapInfo {
             let num = |n| queue_attr(d, n)?.trim().parse::<u32>().ok();
             Some(num("max_segments")?.min(num("max_sectors_kb")? / 4))
         }),
+        virtio_ring: devices.first().and_then(|d| virtio_ring(d)),
         kind: if a.is_empty() {
             "none".into()
         } else {

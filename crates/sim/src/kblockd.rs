@@ -2,26 +2,28 @@
 //! hardware queue asynchronously: blk_mq_run_hw_queue(hctx, true) queues hctx->run_work,
 //! whose blk_mq_run_work_fn dispatches what the I/O scheduler holds.
 //!
-//! On a one-queue disk with mq-deadline (virtio-blk's default), the writes reclaim submits
-//! while the device is busy stay in the scheduler: the submitter's own run of the queue
-//! dispatches reads first, and the writes go when a completion reruns the queue
-//! (blk_mq_sched_restart when the freed request's hctx was marked for restart, or
-//! virtblk_done's blk_mq_start_stopped_hw_queues for a queue stopped on a full virtqueue),
-//! both with async = true, on the completion's CPU: kblockd_mod_delayed_work_on with
-//! WORK_CPU_UNBOUND queues on the local CPU's pool. The pool's kworker
-//! (kworker/N:xH-kblockd) is bound there and runs at nice -20, so it usually preempts what
-//! runs there (check_preempt_wakeup_fair), after the completion's softirq has woken the
-//! task that waited for it.
+//! A task's own run of the queue dispatches what it submits. A write that finds virtio-blk's
+//! ring full stops the queue (drivers/virtio_blk.rs), and waits with every later request
+//! until a completion restarts it: virtblk_done's blk_mq_start_stopped_hw_queues, with
+//! async = true, on the completion's CPU (kblockd_mod_delayed_work_on with WORK_CPU_UNBOUND
+//! queues on the local CPU's pool; one hardware queue: blk_mq_hctx_next_cpu gives
+//! WORK_CPU_UNBOUND). The pool's kworker (kworker/N:xH-kblockd) is bound there and runs at
+//! nice -20, so it usually preempts what runs there (check_preempt_wakeup_fair), after the
+//! completion's softirq has woken the task that waited for it.
 //!
-//! The model keeps each CPU's pending runs as the completion times that queue them; a run
-//! queued while one is pending is the same run (WORK_STRUCT_PENDING), so a wake-up takes
-//! every run due by then. Each run costs `kblockd_run` (the dispatch of the held requests,
-//! the driver's queue_rq and the device notification) plus `kworker_run` after a sleep.
-//! Which of the held writes a run dispatches, and when the device starts them, the model does
-//! not change: the device serves requests in submission order (page_writeback.rs
-//! `blk_submit`).
+//! The model keeps each CPU's pending runs as the completion times that queue them, with the
+//! requests each dispatches; a run queued while one is pending is the same run
+//! (WORK_STRUCT_PENDING), so a wake-up takes every run due by then. A run costs
+//! `kblockd_run`, `blk_dispatch_request` per request (the submitter paid the rest of
+//! `swap_submit_request`) and `kworker_run` after a sleep. When the device starts the
+//! requests the model does not change: it serves them in submission order
+//! (page_writeback.rs `blk_submit`).
+//!
+//! Not modelled: runs queued by a plug flushed when its task sleeps (blk_flush_plug from
+//! schedule runs the queue asynchronously, on the sleeping task's CPU) and restarts from the
+//! BLOCK softirq (blk_mq_sched_restart after a dispatch that ran out of tags or budget).
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 use crate::cputime::Spent;
 use crate::kernel::{CpuId, Kernel, TaskId};
@@ -35,24 +37,27 @@ use crate::workqueue::PoolWorkers;
 pub struct Kblockd {
     /// Per CPU: the pool's kworker, once a run was queued there.
     pub worker: PoolWorkers,
-    /// Per CPU: when the queued runs fall due (the completions that queued them).
-    due: Vec<BTreeSet<u64>>,
+    /// Per CPU: when the queued runs fall due (the completions that queued them), and the
+    /// requests each dispatches.
+    due: Vec<BTreeMap<u64, u64>>,
     /// Per CPU: the wake-up timer armed for a sleeping worker.
     armed: Vec<Option<u64>>,
 }
 
 impl Kernel {
     /// blk_mq_run_hw_queue(hctx, async = true) from a completion on `cpu` at `at`: a run of
-    /// the queue on `cpu`'s kblockd pool.
-    pub fn kblockd_run_hw_queue(&mut self, cpu: CpuId, at: u64) {
+    /// the queue on `cpu`'s kblockd pool, which dispatches `requests` more.
+    pub fn kblockd_run_hw_queue(&mut self, cpu: CpuId, at: u64, requests: u64) {
         let n = self.nr_cpus();
         let kb = &mut self.kblockd;
         if kb.worker.0.is_empty() {
             kb.worker = PoolWorkers(vec![None; n]);
-            kb.due = vec![BTreeSet::new(); n];
+            kb.due = vec![BTreeMap::new(); n];
             kb.armed = vec![None; n];
         }
-        if !kb.due[cpu].insert(at) {
+        let queued = !kb.due[cpu].contains_key(&at);
+        *kb.due[cpu].entry(at).or_insert(0) += requests;
+        if !queued {
             return;
         }
         self.vmstat.count_vm_event(KBLOCKD_QUEUED);
@@ -72,7 +77,7 @@ impl Kernel {
 
     /// A sleeping worker's one timer: at its earliest pending run.
     fn kblockd_arm(&mut self, cpu: CpuId, t: TaskId) {
-        let next = self.kblockd.due[cpu].first().copied();
+        let next = self.kblockd.due[cpu].keys().next().copied();
         if next == self.kblockd.armed[cpu] {
             return;
         }
@@ -93,6 +98,7 @@ impl Kernel {
             let due = &mut self.kblockd.due[cpu];
             let later = due.split_off(&(now + 1));
             let ran = !due.is_empty();
+            let requests: u64 = due.values().sum();
             *due = later;
             let woke = !self.sched.bg_state[i].awake;
             if !ran {
@@ -106,7 +112,9 @@ impl Kernel {
             self.vmstat.count_vm_event(KBLOCKD_RUNS);
             let st = &mut self.sched.bg_state[i];
             st.awake = true;
-            st.left_ns = self.cost.kblockd_run + if woke { self.cost.kworker_run } else { 0 };
+            st.left_ns = self.cost.kblockd_run
+                + requests * self.cost.blk_dispatch_request
+                + if woke { self.cost.kworker_run } else { 0 };
         }
         let run = self.background_slice(cpu, self.sched.bg_state[i].left_ns);
         self.charge(cpu, run, Spent::Workqueue);

@@ -62,6 +62,7 @@ pub fn build(
                 rotational: k.swap.block.as_ref().map(|_| k.swap.cluster_readahead()),
                 scheduler: None,
                 request_pages: None,
+                virtio_ring: None,
             },
             sched_cmdline: Vec::new(),
         },
@@ -409,6 +410,8 @@ mod tests {
                 rotational: false,
                 scheduler: crate::mm::swap::Elevator::None,
                 request_pages: 0,
+                ring_descriptors: 0,
+                indirect_desc: false,
             },
             2,
         );

@@ -30,6 +30,8 @@ fn block_kernel_with(cpus: usize, irq: IrqCpu, cgroup_v1: bool, rotational: bool
             rotational,
             scheduler: reclaimlab_sim::mm::swap::Elevator::None,
             request_pages: 0,
+            ring_descriptors: 0,
+            indirect_desc: false,
         }),
     };
     let mut k = Kernel::new(cfg, Policy::linux_6_18(), cpus, 1024, 1 << 20, 60, 1);

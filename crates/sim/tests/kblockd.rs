@@ -1,5 +1,6 @@
-//! kblockd (kblockd.rs) and the swap writes mq-deadline holds (mm/page_io.rs); the plug's and
-//! the scheduler's request merging are tested in mm/swapfile.rs.
+//! kblockd (kblockd.rs) and the swap writes that wait on a queue stopped by a full virtqueue
+//! (drivers/virtio_blk.rs, mm/page_io.rs); the plug's and the scheduler's request merging are
+//! tested in mm/swapfile.rs.
 
 mod common;
 
@@ -25,21 +26,40 @@ fn extra_u64(doc: &reclaimlab_core::ResultDoc, key: &str) -> u64 {
 }
 
 #[test]
-fn mq_deadline_dispatches_held_swap_writes_from_kblockd_on_the_interrupt_cpu() {
-    let none = sim_with("anon-sweep", BASE, &[]);
+fn writes_that_find_the_ring_full_are_dispatched_by_kblockd() {
+    let unlimited = sim_with("anon-sweep", BASE, &["swap.scheduler=mq-deadline"]);
     assert_eq!(
-        extra_u64(&none, "kblockd_runs"),
+        extra_u64(&unlimited, "kblockd_runs"),
         0,
-        "no scheduler: no kblockd"
+        "no ring size: the submitters dispatch everything"
     );
-    let mq = sim_with("anon-sweep", BASE, &["swap.scheduler=mq-deadline"]);
-    let runs = extra_u64(&mq, "kblockd_runs");
-    assert!(runs > 0, "held writes need kblockd runs");
-    assert!(extra_u64(&mq, "kblockd_runs_queued") >= runs);
-    // The kworker runs on CPU 1 only, and the workers see it there.
+    let ring = sim_with(
+        "anon-sweep",
+        BASE,
+        &["swap.scheduler=mq-deadline", "swap.ring_descriptors=256"],
+    );
+    let runs = extra_u64(&ring, "kblockd_runs");
+    let held = extra_u64(&ring, "swap_write_requests_held");
     assert!(
-        extra_u64(&mq, "kworker_preemptions") > extra_u64(&none, "kworker_preemptions"),
-        "kblockd preempts the workers on the interrupt CPU"
+        runs > 0 && held > 0,
+        "a 256-descriptor ring fills: {runs} runs, {held} held"
+    );
+    assert!(extra_u64(&ring, "kblockd_runs_queued") >= runs);
+    // Every held request waits for a run; a run takes all that waited for its completion.
+    assert!(held >= runs, "{held} held requests in {runs} runs");
+    // With indirect descriptors a request takes one slot of the ring, not one per page and two.
+    let indirect = sim_with(
+        "anon-sweep",
+        BASE,
+        &[
+            "swap.scheduler=mq-deadline",
+            "swap.ring_descriptors=256",
+            "swap.indirect_desc=true",
+        ],
+    );
+    assert!(
+        extra_u64(&indirect, "swap_write_requests_held") < held,
+        "indirect descriptors: fewer writes wait"
     );
 }
 

@@ -549,6 +549,8 @@ fn block_machine_with_kthreads() -> (Kernel, RunQueues) {
         rotational: false,
         scheduler: reclaimlab_sim::mm::swap::Elevator::None,
         request_pages: 0,
+        ring_descriptors: 0,
+        indirect_desc: false,
     });
     // CPU 1's is kblockd's highpri worker (nice -20).
     let kthread = |cpu: usize| reclaimlab_sim::sched::background::BackgroundLoad {

@@ -22,13 +22,17 @@
 //! interrupt runs on, as an interrupt steals it from whatever runs there
 //! (`swap_complete_irq`), at the request's submission rather than at its completion.
 //!
-//! With `swap.scheduler = "mq-deadline"` a write submitted while the device is busy waits in
-//! the scheduler until the next completion reruns the queue on kblockd (kblockd.rs), which
-//! costs the completion's CPU a kworker run; the device's order of service is unchanged.
+//! With `swap.ring_descriptors` the disk's virtqueue has that many descriptors
+//! (drivers/virtio_blk.rs): a write that finds too few free stops the queue and waits, with
+//! every write after it, for the next completion to restart the queue on kblockd
+//! (kblockd.rs), which costs the completion's CPU a kworker run and the requests' dispatch;
+//! the device's order of service is unchanged. Reads take descriptors but do not wait.
+//! `swap.scheduler = "mq-deadline"` merges a waiting write into an adjacent waiting request.
 //!
-//! Not modelled: the device's request queue depth for swap (blk_mq_get_tag waits); a bio
-//! split where swap slots are not contiguous (one request per batch); cluster readahead for
-//! rotational disks.
+//! Not modelled: the device's tags for swap (blk_mq_get_tag waits; the ring fills first on a
+//! device without indirect descriptors); reads waiting on a stopped queue; a bio split where
+//! swap slots are not contiguous (one request per batch); cluster readahead for rotational
+//! disks.
 
 use crate::cputime::Spent;
 use crate::kernel::{CpuId, Kernel, MmId};
@@ -75,7 +79,19 @@ impl Kernel {
             return;
         }
         let batch = std::mem::take(&mut b.write_batch);
-        let held = self.swap_write_held_until(self.cpus[cpu].clock);
+        let now = self.cpus[cpu].clock;
+        // Whether the driver takes the write now (its descriptors estimated before the plug
+        // merges the batch's first request into an earlier one).
+        let runs = crate::mm::swapfile::plug_requests(&mut self.swap_slots(&batch)).max(1);
+        let indirect = self.swap_indirect_desc();
+        let guess = crate::drivers::virtio_blk::descriptors(runs, batch.len() as u64, indirect);
+        let held = self
+            .swap
+            .block
+            .as_mut()
+            .expect("a block swap device")
+            .virtqueue
+            .would_hold(now, guess);
         self.vmstat.count_vm_event(SWAP_WRITE_REQUESTS);
         let requests = self.swap_submit_cpu(cpu, &batch, Io::Write { held });
         let pages: u64 = batch.iter().map(|&p| self.folios.get(p).nr_pages()).sum();
@@ -87,37 +103,46 @@ impl Kernel {
             self.cost.swap_write_latency,
             service,
         );
+        let descs = crate::drivers::virtio_blk::descriptors(requests, batch.len() as u64, indirect);
+        self.swap
+            .block
+            .as_mut()
+            .expect("a block swap device")
+            .virtqueue
+            .queue_rq(now, descs, done, held);
         let irq = self.swap_irq_cpu(cpu);
         self.swap_complete_irq(irq, pages);
-        if let Some(c) = held.filter(|_| requests > 0) {
-            self.kblockd_run_hw_queue(irq, c);
+        if let Some(c) = held {
+            // virtblk_done's blk_mq_start_stopped_hw_queues: kblockd on the interrupt's CPU.
+            self.vmstat
+                .count_vm_events(SWAP_WRITE_REQUESTS_HELD, requests);
+            self.kblockd_run_hw_queue(irq, c, requests);
         }
         for pfn in batch {
             self.inflight_add(done, pfn);
         }
     }
 
-    /// Whether mq-deadline holds a write submitted at `now`: while the device has requests in
-    /// flight the submitter's run of the queue dispatches reads first (dd_dispatch_request),
-    /// and the write waits for the next completion to rerun the queue on kblockd, on the
-    /// completion's CPU (kblockd.rs). Returns that completion's time; None with no scheduler
-    /// or an idle device (the submitter dispatches the write itself).
-    fn swap_write_held_until(&self, now: u64) -> Option<u64> {
-        let b = self.swap.block.as_ref()?;
-        if b.cfg?.scheduler != Elevator::MqDeadline {
-            return None;
-        }
-        let ro = &b.read_order;
-        let read = ro
-            .get(ro.partition_point(|&(d, _)| d <= now))
-            .map(|&(d, _)| d);
-        let wi = &self.wb.inflight;
-        let write = wi
-            .get(wi.partition_point(|&(d, _)| d <= now))
-            .map(|&(d, _)| d);
-        match (read, write) {
-            (Some(r), Some(w)) => Some(r.min(w)),
-            (r, w) => r.or(w),
+    /// VIRTIO_RING_F_INDIRECT_DESC on the swap disk (`swap.indirect_desc`).
+    fn swap_indirect_desc(&self) -> bool {
+        self.swap
+            .block
+            .as_ref()
+            .and_then(|b| b.cfg)
+            .is_some_and(|c| c.indirect_desc)
+    }
+
+    /// The swap slots of `folios` (those that have one).
+    fn swap_slots(&self, folios: &[Pfn]) -> Vec<u32> {
+        match self.swap.block.as_ref().and_then(|b| b.map.as_ref()) {
+            Some(map) => folios
+                .iter()
+                .filter_map(|&p| {
+                    let f = self.folios.get(p);
+                    map.slot_of(f.owner as MmId, u64::from(f.index))
+                })
+                .collect(),
+            None => Vec::new(),
         }
     }
 
@@ -132,35 +157,31 @@ impl Kernel {
     /// the queue dispatches it) merges into any held request it extends instead (the
     /// scheduler's insert merge, elv_attempt_insert_merge, from any CPU).
     fn swap_submit_cpu(&mut self, cpu: CpuId, folios: &[Pfn], io: Io) -> u64 {
-        let mut slots: Vec<u32> = match self.swap.block.as_ref().and_then(|b| b.map.as_ref()) {
-            Some(map) => folios
-                .iter()
-                .filter_map(|&p| {
-                    let f = self.folios.get(p);
-                    map.slot_of(f.owner as MmId, u64::from(f.index))
-                })
-                .collect(),
-            None => Vec::new(),
-        };
-        let max = self
-            .swap
-            .block
-            .as_ref()
-            .and_then(|b| b.cfg)
-            .map_or(0, |c| c.request_pages);
+        let mut slots = self.swap_slots(folios);
+        let cfg = self.swap.block.as_ref().and_then(|b| b.cfg);
+        let max = cfg.map_or(0, |c| c.request_pages);
+        // Only an I/O scheduler merges into what waits (blk_mq_sched_try_insert_merge).
+        let elevator = cfg.is_some_and(|c| c.scheduler == Elevator::MqDeadline);
         let now = self.cpus[cpu].clock;
         let requests = match io {
             Io::Write { held } if max > 0 && !slots.is_empty() => {
                 let b = self.swap.block.as_mut().expect("a block swap device");
-                match held {
+                match held.filter(|_| elevator) {
                     Some(at) => b.elevator.insert_merge(&mut slots, max, now, at),
                     None => crate::mm::swapfile::plug_merge(&mut slots, &mut b.plug_last[cpu], max),
                 }
             }
             _ => crate::mm::swapfile::plug_requests(&mut slots).max(1),
         };
-        let ns = folios.len() as u64 * self.cost.swap_submit_bio
-            + requests * self.cost.swap_submit_request;
+        // A request that waits on a stopped queue is dispatched by kblockd (kblockd.rs).
+        let per_request = match io {
+            Io::Write { held: Some(_) } => self
+                .cost
+                .swap_submit_request
+                .saturating_sub(self.cost.blk_dispatch_request),
+            _ => self.cost.swap_submit_request,
+        };
+        let ns = folios.len() as u64 * self.cost.swap_submit_bio + requests * per_request;
         self.charge(cpu, ns, Spent::Writeback);
         self.vmstat.count_vm_events(SWAP_SUBMIT_REQUESTS, requests);
         requests
@@ -205,6 +226,16 @@ impl Kernel {
             self.cost.swap_read_latency,
             service,
         );
+        let descs = crate::drivers::virtio_blk::descriptors(
+            requests,
+            folios.len() as u64,
+            self.swap_indirect_desc(),
+        );
+        let now = self.cpus[cpu].clock;
+        // Reads take ring descriptors too; the model does not hold them on a stopped queue.
+        if let Some(b) = self.swap.block.as_mut() {
+            b.virtqueue.queue_rq(now, descs, done, None);
+        }
         let read = Read {
             done,
             irq: self.swap_irq_cpu(cpu),

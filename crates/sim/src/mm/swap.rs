@@ -47,9 +47,9 @@ pub struct BlockConfig {
     /// nr_rotate_swap is then non-zero, swapin_readahead reads slot clusters
     /// (swap_cluster_readahead) instead of VMA windows (swap_use_vma_readahead).
     pub rotational: bool,
-    /// `swap.scheduler` (default "none"): the disk's I/O scheduler. With mq-deadline the
-    /// writes reclaim submits wait in the scheduler while the device is busy and kblockd
-    /// dispatches them after a completion (page_io.rs `swap_write_submit`).
+    /// `swap.scheduler` (default "none"): the disk's I/O scheduler. With mq-deadline a write
+    /// that waits on a stopped queue merges into a waiting request it extends
+    /// (page_io.rs `swap_submit_cpu`).
     pub scheduler: Elevator,
     /// `swap.request_pages` (default 0): the largest request the disk takes, in pages
     /// (queue/max_segments for separate 4 KiB folios, and max_sectors_kb / 4). With it, the
@@ -57,6 +57,13 @@ pub struct BlockConfig {
     /// to that size, as its plug merges them (blk_attempt_plug_merge against the plug's last
     /// request); 0: each write bio's requests stand alone.
     pub request_pages: u32,
+    /// `swap.ring_descriptors` (default 0: no limit): the disk's virtqueue size. A request
+    /// that finds too few free waits, with every later one, for the next completion's
+    /// restart of the queue on kblockd (drivers/virtio_blk.rs).
+    pub ring_descriptors: u32,
+    /// `swap.indirect_desc` (default false): VIRTIO_RING_F_INDIRECT_DESC, a request takes
+    /// one ring descriptor whatever its segments.
+    pub indirect_desc: bool,
 }
 
 /// The disk's I/O scheduler, as far as the model tells them apart.
@@ -64,7 +71,7 @@ pub struct BlockConfig {
 pub enum Elevator {
     /// No scheduler: a submission dispatches to the driver from the submitting task.
     None,
-    /// mq-deadline: reads are dispatched first; a write waits for a later run of the queue.
+    /// mq-deadline: waiting writes merge (elv_attempt_insert_merge).
     MqDeadline,
 }
 
@@ -93,6 +100,8 @@ impl SwapConfig {
             "swap.rotational",
             "swap.scheduler",
             "swap.request_pages",
+            "swap.ring_descriptors",
+            "swap.indirect_desc",
         ] {
             if !block && s.has(key) {
                 return Err(s
@@ -149,6 +158,10 @@ impl SwapConfig {
             }
         };
         let request_pages = s.u64_or("swap.request_pages", 0)?.min(u64::from(u32::MAX)) as u32;
+        let ring_descriptors = s
+            .u64_or("swap.ring_descriptors", 0)?
+            .min(u64::from(u32::MAX)) as u32;
+        let indirect_desc = s.bool_or("swap.indirect_desc", false)?;
         Ok(SwapConfig {
             block: Some(BlockConfig {
                 irq,
@@ -156,6 +169,8 @@ impl SwapConfig {
                 rotational,
                 scheduler,
                 request_pages,
+                ring_descriptors,
+                indirect_desc,
             }),
         })
     }
@@ -202,6 +217,8 @@ pub struct BlockSwap {
     pub plug_last: Vec<Option<(u32, u32)>>,
     /// The writes mq-deadline holds (`swap.scheduler`, `swap.request_pages`).
     pub elevator: crate::mm::swapfile::HeldWrites,
+    /// The disk's virtqueue (`swap.ring_descriptors`).
+    pub virtqueue: crate::drivers::virtio_blk::VirtQueue,
 }
 
 /// swapin_nr_pages's statics for swap_cluster_readahead.
@@ -246,6 +263,7 @@ impl SwapDevice {
             cfg: Some(cfg),
             map: Some(SwapMap::new(self.total, !cfg.rotational, cpus)),
             plug_last: vec![None; cpus],
+            virtqueue: crate::drivers::virtio_blk::VirtQueue::new(cfg.ring_descriptors),
             ..Default::default()
         });
     }

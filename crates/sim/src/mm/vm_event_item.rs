@@ -282,4 +282,6 @@ vm_event_items! {
     KBLOCKD_QUEUED: ExtraNonzero = "kblockd_runs_queued",
     /// blk_mq_run_work_fn runs (pending runs merged).
     KBLOCKD_RUNS: ExtraNonzero = "kblockd_runs",
+    /// Swap write requests that waited on a stopped queue (a full virtqueue) for kblockd.
+    SWAP_WRITE_REQUESTS_HELD: ExtraNonzero = "swap_write_requests_held",
 }

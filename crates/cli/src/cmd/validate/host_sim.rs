@@ -202,6 +202,11 @@ pub fn host_and_sim(
         if let Some(n) = host.machine.swap.request_pages {
             push_unless_set(&mut sets, "swap.request_pages", &n.to_string());
         }
+        // A full virtio ring stops the queue: kblockd dispatches what waited.
+        if let Some((descs, indirect)) = host.machine.swap.virtio_ring {
+            push_unless_set(&mut sets, "swap.ring_descriptors", &descs.to_string());
+            push_unless_set(&mut sets, "swap.indirect_desc", &indirect.to_string());
+        }
     }
     // A guest kernel booted with sched_vcpu_pack places interrupt wake-ups on the idle waker.
     if host
