@@ -61,17 +61,24 @@ const VIRTIO_RING_F_INDIRECT_DESC: usize = 28;
 /// request at least); with them a request takes one, and the tags bound the ring's use.
 /// None for another driver or where sysfs does not say.
 fn virtio_ring(dev: &str) -> Option<(u32, bool)> {
-    let driver = disk_attr(dev, "device/uevent")?;
-    if !driver.lines().any(|l| l == "DRIVER=virtio_blk") {
+    ring_from(
+        &disk_attr(dev, "device/uevent")?,
+        &disk_attr(dev, "device/features")?,
+        &disk_attr(dev, "mq/0/nr_tags")?,
+    )
+}
+
+/// [`virtio_ring`] from the text of `device/uevent`, `device/features` and `mq/0/nr_tags`.
+fn ring_from(uevent: &str, features: &str, nr_tags: &str) -> Option<(u32, bool)> {
+    if !uevent.lines().any(|l| l == "DRIVER=virtio_blk") {
         return None;
     }
-    let features = disk_attr(dev, "device/features")?;
     let indirect = features
         .trim()
         .as_bytes()
         .get(VIRTIO_RING_F_INDIRECT_DESC)?
         == &b'1';
-    let tags: u32 = disk_attr(dev, "mq/0/nr_tags")?.trim().parse().ok()?;
+    let tags: u32 = nr_tags.trim().parse().ok()?;
     Some((if indirect { tags } else { 2 * tags }, indirect))
 }
 
@@ -374,6 +381,24 @@ pub fn setup_zram_block(cleanup: &Cleanup, bytes: u64) -> Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_virtio_disks_ring_comes_from_its_features_and_tags() {
+        let uevent = "DRIVER=virtio_blk\nMODALIAS=virtio:d00000002v00001AF4\n";
+        // This machine's vda: bit 28 (VIRTIO_RING_F_INDIRECT_DESC) clear, 128 tags.
+        let no_indirect = "0010001001100100000000000000010010000000000000000000000000000000\n";
+        assert_eq!(ring_from(uevent, no_indirect, "128\n"), Some((256, false)));
+        let mut with = no_indirect.as_bytes().to_vec();
+        with[VIRTIO_RING_F_INDIRECT_DESC] = b'1';
+        let with = String::from_utf8(with).unwrap();
+        assert_eq!(ring_from(uevent, &with, "128\n"), Some((128, true)));
+        assert_eq!(ring_from("DRIVER=nvme\n", no_indirect, "1023"), None);
+        assert_eq!(
+            ring_from(uevent, "0101", "128"),
+            None,
+            "too few feature bits"
+        );
+    }
 
     #[test]
     fn a_swap_device_sysfs_does_not_know_is_not_guessed() {
