@@ -201,7 +201,8 @@ pub fn locate(name_or_path: &str) -> Result<(String, String), ScenarioError> {
 }
 
 /// The keys that describe the simulated swap device (read by the simulator's config): the host
-/// swaps to the device it has or sets up (`--swap`), so `bench` skips them.
+/// swaps to the device it has or sets up (`--swap`), so `bench` skips them. `swap.device`
+/// first: the others apply to a block device only.
 pub const SIM_SWAP_KEYS: [&str; 8] = [
     "swap.device",
     "swap.irq_cpu",

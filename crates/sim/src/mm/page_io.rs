@@ -80,18 +80,16 @@ impl Kernel {
         }
         let batch = std::mem::take(&mut b.write_batch);
         let now = self.cpus[cpu].clock;
-        // Whether the driver takes the write now (its descriptors estimated before the plug
-        // merges the batch's first request into an earlier one).
-        let runs = crate::mm::swapfile::plug_requests(&mut self.swap_slots(&batch)).max(1);
         let indirect = self.swap_indirect_desc();
-        let guess = crate::drivers::virtio_blk::descriptors(runs, batch.len() as u64, indirect);
-        let held = self
-            .swap
-            .block
-            .as_mut()
-            .expect("a block swap device")
-            .virtqueue
-            .would_hold(now, guess);
+        // Whether the driver takes the write now (its descriptors estimated before the plug
+        // merges the batch's first request into an earlier one); always without a ring size.
+        let held = if self.swap_virtqueue().size > 0 {
+            let runs = crate::mm::swapfile::plug_requests(&mut self.swap_slots(&batch)).max(1);
+            let guess = crate::drivers::virtio_blk::descriptors(runs, batch.len() as u64, indirect);
+            self.swap_virtqueue().would_hold(now, guess)
+        } else {
+            None
+        };
         self.vmstat.count_vm_event(SWAP_WRITE_REQUESTS);
         let requests = self.swap_submit_cpu(cpu, &batch, Io::Write { held });
         let pages: u64 = batch.iter().map(|&p| self.folios.get(p).nr_pages()).sum();
@@ -104,12 +102,7 @@ impl Kernel {
             service,
         );
         let descs = crate::drivers::virtio_blk::descriptors(requests, batch.len() as u64, indirect);
-        self.swap
-            .block
-            .as_mut()
-            .expect("a block swap device")
-            .virtqueue
-            .queue_rq(now, descs, done, held);
+        self.swap_virtqueue().queue_rq(now, descs, done, held);
         let irq = self.swap_irq_cpu(cpu);
         self.swap_complete_irq(irq, pages);
         if let Some(c) = held {
@@ -121,6 +114,16 @@ impl Kernel {
         for pfn in batch {
             self.inflight_add(done, pfn);
         }
+    }
+
+    /// The swap disk's virtqueue.
+    fn swap_virtqueue(&mut self) -> &mut crate::drivers::virtio_blk::VirtQueue {
+        &mut self
+            .swap
+            .block
+            .as_mut()
+            .expect("a block swap device")
+            .virtqueue
     }
 
     /// VIRTIO_RING_F_INDIRECT_DESC on the swap disk (`swap.indirect_desc`).

@@ -94,15 +94,8 @@ impl SwapConfig {
                     .into())
             }
         };
-        for key in [
-            "swap.irq_cpu",
-            "swap.page_cluster",
-            "swap.rotational",
-            "swap.scheduler",
-            "swap.request_pages",
-            "swap.ring_descriptors",
-            "swap.indirect_desc",
-        ] {
+        // Every key of the simulated swap device but the device's kind.
+        for &key in &reclaimlab_core::scenario::SIM_SWAP_KEYS[1..] {
             if !block && s.has(key) {
                 return Err(s
                     .err(
@@ -157,10 +150,10 @@ impl SwapConfig {
                     .into())
             }
         };
-        let request_pages = s.u64_or("swap.request_pages", 0)?.min(u64::from(u32::MAX)) as u32;
-        let ring_descriptors = s
-            .u64_or("swap.ring_descriptors", 0)?
-            .min(u64::from(u32::MAX)) as u32;
+        let u32_or_0 =
+            |key| -> anyhow::Result<u32> { Ok(s.u64_or(key, 0)?.min(u64::from(u32::MAX)) as u32) };
+        let request_pages = u32_or_0("swap.request_pages")?;
+        let ring_descriptors = u32_or_0("swap.ring_descriptors")?;
         let indirect_desc = s.bool_or("swap.indirect_desc", false)?;
         Ok(SwapConfig {
             block: Some(BlockConfig {
