@@ -18,6 +18,10 @@ pub const MAX_TASKS: u64 = 4096;
 pub const LOAD_KEY: &str = "machine.background_load";
 /// The machine's other user tasks' keys (the simulator only).
 pub const OTHER_KEY: &str = "machine.background_other";
+/// The kernel threads' keys (the simulator only): per-CPU shares of kernel-thread time.
+pub const KTHREADS_KEY: &str = "machine.background_kthreads";
+/// Kernel threads woken by timer-wheel timers (the simulator only).
+pub const TIMER_KTHREADS_KEY: &str = "machine.timer_kthreads";
 /// What bench names its load tasks' threads (`rl-load-0`, `rl-load-1`, ...): how the host's
 /// foreign-load record tells them from the machine's other tasks.
 pub const LOAD_COMM_PREFIX: &str = "rl-load-";
@@ -125,8 +129,20 @@ impl BackgroundLoad {
     /// mean run per wake-up, 50us) and `nice` (0). One bound task per CPU with a share, each
     /// waking every `slice / share`.
     pub fn kthreads_from_scenario(scn: &Scenario) -> anyhow::Result<Vec<BackgroundLoad>> {
+        Self::kthreads_from_keys(scn, KTHREADS_KEY)
+    }
+
+    /// Read `machine.timer_kthreads.*`, the same keys as `machine.background_kthreads`:
+    /// kernel threads that sleep on timer-wheel timers (schedule_timeout: the RCU
+    /// grace-period kthread, kcompactd), so their wake-ups run in the timer softirq of their
+    /// CPU even where that CPU takes a disk's interrupts.
+    pub fn timer_kthreads_from_scenario(scn: &Scenario) -> anyhow::Result<Vec<BackgroundLoad>> {
+        Self::kthreads_from_keys(scn, TIMER_KTHREADS_KEY)
+    }
+
+    /// Read a kernel-thread load's keys under `p`.
+    fn kthreads_from_keys(scn: &Scenario, p: &str) -> anyhow::Result<Vec<BackgroundLoad>> {
         let s = &scn.source;
-        let p = "machine.background_kthreads";
         let key = format!("{p}.duty");
         let list = s.str_or(&key, "")?;
         let slice = s.duration_ns_or(&format!("{p}.slice"), 50_000)?;

@@ -236,7 +236,7 @@ impl BackgroundFromHost {
             ]);
         }
         if let Some(k) = &self.kthreads {
-            let p = "machine.background_kthreads";
+            let p = crate::background::KTHREADS_KEY;
             let duty: Vec<String> = k.duty.iter().map(|d| format!("{d:.6}")).collect();
             v.extend([
                 format!("{p}.duty={}", duty.join(",")),

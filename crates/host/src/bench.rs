@@ -79,7 +79,8 @@ fn prepare(scn: &Scenario) -> Result<(HostConfig, MemcgRoot, Box<dyn HostWorkloa
     scn.skip_section("machine.topology");
     // Kernel threads and the other user tasks are the machine's own (the simulator's
     // stand-ins for them).
-    scn.skip_section("machine.background_kthreads");
+    scn.skip_section(reclaimlab_core::background::KTHREADS_KEY);
+    scn.skip_section(reclaimlab_core::background::TIMER_KTHREADS_KEY);
     scn.skip_section(reclaimlab_core::background::OTHER_KEY);
     // ... and its own sched_autogroup_enabled.
     scn.skip_section("sched");

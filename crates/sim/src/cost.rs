@@ -322,6 +322,13 @@ pub struct CostTable {
     /// plug, blk_mq_run_work_fn on kblockd for a request that waited on a stopped queue).
     /// ~1.2 µs. Estimate.
     pub blk_dispatch_request: u64,
+    /// A TIMER_SOFTIRQ round at a tick that fires a timer-wheel timer waking a kernel thread
+    /// (softirq.rs): run_timer_softirq, the expired timer's wake-up, and the tick's other
+    /// softirqs (RCU, SCHED) that usually run with it. ~5 µs. Estimate.
+    pub softirq_timer: u64,
+    /// ksoftirqd's own time per run beyond the softirq handlers it runs (softirq.rs):
+    /// smpboot_thread_fn's loop and the pending softirqs' dispatch. ~2 µs. Estimate.
+    pub ksoftirqd_run: u64,
 }
 
 impl CostTable {
@@ -406,6 +413,8 @@ impl CostTable {
             kworker_run: 1_000,
             kblockd_run: 1_000,
             blk_dispatch_request: 1_200,
+            softirq_timer: 5_000,
+            ksoftirqd_run: 2_000,
         }
     }
 

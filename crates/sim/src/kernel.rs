@@ -230,6 +230,8 @@ pub struct Kernel {
     pub workqueue: crate::workqueue::Workqueue,
     /// kblockd's pools (kblockd.rs).
     pub kblockd: crate::kblockd::Kblockd,
+    /// Softirq rounds and ksoftirqd (softirq.rs).
+    pub softirq: crate::softirq::Softirq,
 }
 
 impl Kernel {
@@ -308,6 +310,7 @@ impl Kernel {
             vmpressure: Default::default(),
             workqueue: Default::default(),
             kblockd: Default::default(),
+            softirq: Default::default(),
             cfg,
             policy,
         }

@@ -23,6 +23,7 @@ pub mod replay;
 pub mod result;
 pub mod sched;
 pub mod smp;
+pub mod softirq;
 pub mod timeline;
 pub mod watchdog;
 pub mod workload;

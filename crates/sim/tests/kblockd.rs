@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::sim_with;
+use common::{extra_u64, sim_with};
 
 /// Two unpinned processes swapping to a one-queue disk whose interrupt is on CPU 1.
 const BASE: &[&str] = &[
@@ -16,14 +16,6 @@ const BASE: &[&str] = &[
     "swap.device=block",
     "swap.irq_cpu=1",
 ];
-
-fn extra_u64(doc: &reclaimlab_core::ResultDoc, key: &str) -> u64 {
-    doc.runs[0]
-        .extra
-        .get(key)
-        .and_then(|v| v.as_u64())
-        .unwrap_or(0)
-}
 
 #[test]
 fn writes_that_find_the_ring_full_are_dispatched_by_kblockd() {

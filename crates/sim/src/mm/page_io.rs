@@ -244,6 +244,7 @@ impl Kernel {
             irq: self.swap_irq_cpu(cpu),
         };
         self.swap_complete_irq(read.irq, pages);
+        self.softirq_block_queued(read.irq, done, pages);
         let b = self.swap.block.as_mut().expect("a block swap device");
         self.vmstat.count_vm_event(SWAP_READ_REQUESTS);
         for &pfn in folios {

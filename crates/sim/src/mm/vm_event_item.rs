@@ -284,4 +284,17 @@ vm_event_items! {
     KBLOCKD_RUNS: ExtraNonzero = "kblockd_runs",
     /// Swap write requests that waited on a stopped queue (a full virtqueue) for kblockd.
     SWAP_WRITE_REQUESTS_HELD: ExtraNonzero = "swap_write_requests_held",
+
+    // Softirqs (softirq.rs).
+    /// Completions and timers raised inside a round that had set need_resched: left to
+    /// ksoftirqd.
+    SOFTIRQ_LEFT_TO_KSOFTIRQD: ExtraNonzero = "softirqs_left_to_ksoftirqd",
+    /// Ticks inside the rest of such a round: their softirqs left to ksoftirqd.
+    SOFTIRQ_TICKS_LEFT_TO_KSOFTIRQD: ExtraNonzero = "softirq_ticks_left_to_ksoftirqd",
+    /// ksoftirqd wake-ups (wakeup_softirqd on a sleeping ksoftirqd).
+    KSOFTIRQD_WAKEUPS: ExtraNonzero = "ksoftirqd_wakeups",
+    /// ksoftirqd runs (a wake-up's, or more work found after one).
+    KSOFTIRQD_RUNS: ExtraNonzero = "ksoftirqd_runs",
+    /// Tasks woken from ksoftirqd (their completion's softirq was left to it).
+    KSOFTIRQD_TASK_WAKEUPS: ExtraNonzero = "ksoftirqd_task_wakeups",
 }

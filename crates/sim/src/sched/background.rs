@@ -68,6 +68,8 @@ pub enum BgSet {
     /// A kblockd pool's kworker (kblockd.rs): it runs the hardware queue runs queued on its
     /// CPU.
     Kblockd,
+    /// ksoftirqd (softirq.rs): it runs the softirqs left pending on its CPU.
+    Ksoftirqd,
 }
 
 impl Kernel {
@@ -83,7 +85,7 @@ impl Kernel {
             let t = self.task_new(usize::MAX, Some(cpu), 0, 1);
             self.tasks[t].kthread = true;
             self.background_task_init(t, &b, cpu, BgSet::Kthreads(set), 0);
-            if self.swap_irq_fixed_cpu() == Some(cpu) {
+            if self.swap_irq_fixed_cpu() == Some(cpu) && set < self.sched.timer_kthreads_from {
                 // Armed from time 0; the first completion on its CPU wakes it.
                 self.sched.timers.remove(&(0, t));
                 self.sched
@@ -230,6 +232,7 @@ impl Kernel {
         let b = match self.sched.bg_state[i].set {
             BgSet::Workqueue => return self.kworker_step(rqs, cpu, i),
             BgSet::Kblockd => return self.kblockd_step(rqs, cpu, i),
+            BgSet::Ksoftirqd => return self.ksoftirqd_step(rqs, cpu, i),
             BgSet::Kthreads(set) => self.sched.kthreads[set].clone(),
             BgSet::Load => self.sched.background.clone().expect("background task"),
             BgSet::Other => self.sched.other.clone().expect("background task"),
@@ -303,7 +306,7 @@ impl Kernel {
     /// first). How often the queue needs the
     /// restart the model does not know: the kworker keeps its share and slice, only the start
     /// of each run is tied to a completion.
-    pub(crate) fn kblockd_wake(&mut self, rqs: &mut RunQueues, cpu: CpuId, now: u64) {
+    pub(crate) fn kblockd_wake(&mut self, rqs: &mut RunQueues, cpu: CpuId, now: u64) -> bool {
         let Some(t) = self
             .sched
             .bg_state
@@ -316,7 +319,7 @@ impl Kernel {
             })
             .map(|s| s.task)
         else {
-            return;
+            return false;
         };
         self.try_to_wake_up(rqs, t, cpu, now);
         let fresh = self.cpus[cpu]
@@ -328,5 +331,6 @@ impl Kernel {
             self.cancel_protect_slice(cpu);
             self.resched(rqs, cpu, true);
         }
+        true
     }
 }

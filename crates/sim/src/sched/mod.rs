@@ -138,6 +138,8 @@ pub struct SchedConfig {
     pub other: Option<background::BackgroundLoad>,
     /// `machine.background_kthreads`: one bound kernel thread per CPU with a share.
     pub kthreads: Vec<background::BackgroundLoad>,
+    /// `machine.timer_kthreads`: the same, woken by their timers only (softirq.rs).
+    pub timer_kthreads: Vec<background::BackgroundLoad>,
     /// `sched.autogroup` (sched_autogroup_enabled): every session is a task group.
     pub autogroup: bool,
     /// `sched.sis_util`: select_idle_cpu's scan depth follows the LLC's utilisation.
@@ -189,6 +191,7 @@ impl SchedConfig {
             background: background::BackgroundLoad::from_scenario(scn)?,
             other: background::BackgroundLoad::others_from_scenario(scn)?,
             kthreads: background::BackgroundLoad::kthreads_from_scenario(scn)?,
+            timer_kthreads: background::BackgroundLoad::timer_kthreads_from_scenario(scn)?,
             autogroup: s.bool_or("sched.autogroup", true)?,
             sis_util: s.bool_or("sched.sis_util", true)?,
             vcpu_pack: s.bool_or("sched.vcpu_pack", false)?,
@@ -218,7 +221,9 @@ pub struct Sched {
     pub busy_ns: Vec<u64>,
     pub background: Option<background::BackgroundLoad>,
     pub other: Option<background::BackgroundLoad>,
+    /// `machine.background_kthreads`, then `machine.timer_kthreads` from `timer_kthreads_from`.
     pub kthreads: Vec<background::BackgroundLoad>,
+    pub timer_kthreads_from: usize,
     pub bg_state: Vec<background::BgState>,
     /// Per CPU: the levels whose update_curr asked for a reschedule (a used-up request or an
     /// ended protection; fair_pick::RESCHED_ROOT, RESCHED_GROUP), read by need_resched.
@@ -277,7 +282,13 @@ impl Sched {
             need_resched: vec![0; nr_cpus],
             background: cfg.background.clone(),
             other: cfg.other.clone(),
-            kthreads: cfg.kthreads.clone(),
+            kthreads: cfg
+                .kthreads
+                .iter()
+                .chain(&cfg.timer_kthreads)
+                .cloned()
+                .collect(),
+            timer_kthreads_from: cfg.kthreads.len(),
             autogroup: cfg.autogroup,
             groups,
             sis_util: cfg.sis_util,
@@ -536,10 +547,36 @@ impl Kernel {
             }
             self.sched.io_wakeups[waker] += 1;
         }
-        self.try_to_wake_up(rqs, t, waker, at);
-        if io {
-            self.kblockd_wake(rqs, waker, at);
+        // The completion's BLOCK softirq, or the timer wheel's TIMER softirq for a kernel
+        // thread's timer (softirq.rs); it may be left to ksoftirqd.
+        let softirq = io || self.timer_wheel_kthread(t);
+        if softirq && !self.softirq_raise(rqs, waker, at, io) {
+            self.softirq_defer_wakeup(waker, t);
+        } else {
+            let idle = self.cpus[waker].curr.is_none();
+            self.try_to_wake_up(rqs, t, waker, at);
+            let landed = self.sched.se[t].last_cpu == Some(waker)
+                && (idle || self.cpus[waker].curr == Some(t));
+            if softirq && landed {
+                self.softirq_woke(waker, at);
+            }
         }
+        // The kworker a completion wakes on its CPU (nice -20): need_resched in the round.
+        if io && self.kblockd_wake(rqs, waker, at) {
+            self.softirq_woke(waker, at);
+        }
+    }
+
+    /// Whether `t` is a kernel thread of `machine.background_kthreads`, whose sleeps end by a
+    /// timer-wheel timer (schedule_timeout): its wake-up runs in TIMER_SOFTIRQ.
+    fn timer_wheel_kthread(&self, t: TaskId) -> bool {
+        self.tasks[t].kthread
+            && self.sched.se[t].class == Class::Background
+            && self
+                .sched
+                .bg_state
+                .iter()
+                .any(|s| s.task == t && matches!(s.set, background::BgSet::Kthreads(_)))
     }
 
     /// The CPU task `t`'s timer wakes it from: a device completion's interrupt CPU, else the

@@ -25,6 +25,7 @@ pub fn report(k: &Kernel, secs: f64) -> Value {
                 {
                     "kworker"
                 }
+                Class::Background if k.softirq.is_ksoftirqd(t) => "ksoftirqd",
                 Class::Background => "background",
                 Class::Starter => "helper",
             };

@@ -55,6 +55,16 @@ pub fn same_twice(name: &str, sets: &[&str]) -> String {
     a
 }
 
+/// A whole-number counter of the first run's `extra` (0 when absent).
+#[allow(dead_code)]
+pub fn extra_u64(doc: &ResultDoc, key: &str) -> u64 {
+    doc.runs[0]
+        .extra
+        .get(key)
+        .and_then(|v| v.as_u64())
+        .unwrap_or(0)
+}
+
 /// Like `sim_with`, returning the error's text instead of panicking on bad input.
 #[allow(dead_code)]
 pub fn try_sim_with(name: &str, base: &[&str], sets: &[&str]) -> Result<ResultDoc, String> {

@@ -176,7 +176,8 @@ fn check_configs(suite: &Suite, cli_sets: &[String]) -> Result<()> {
                 // Read by the sim backend (the scheduler model) when it runs.
                 s.skip_section("machine.topology");
                 s.skip_section("machine.background_load");
-                s.skip_section("machine.background_kthreads");
+                s.skip_section(reclaimlab_core::background::KTHREADS_KEY);
+                s.skip_section(reclaimlab_core::background::TIMER_KTHREADS_KEY);
                 s.skip_section(reclaimlab_core::background::OTHER_KEY);
                 s.skip_section("sched");
                 s.finish()
