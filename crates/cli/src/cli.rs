@@ -280,8 +280,9 @@ pub struct ValidateArgs {
     /// runs' `foreign` records: machine.background_load from the user tasks outside the
     /// run's memcg (how many ran, their CPU time, how often they ran, their sessions and
     /// nice) and machine.background_kthreads from the kernel threads (each CPU's share of
-    /// time in them, their mean run, their nice: bound per-CPU threads without an mm).
-    /// A configuration that sets machine.background_load keeps it (bench ran that load on
+    /// time in them, their mean run, their nice: bound per-CPU threads without an mm), the
+    /// RCU grace-period threads apart as machine.timer_kthreads (their wake-ups run in the
+    /// timer softirq). A configuration that sets machine.background_load keeps it (bench ran that load on
     /// the host): its tasks (rl-load-N) are taken out of the record and the rest of the user
     /// tasks goes to machine.background_other, a second foreign load the simulator runs
     /// beside it. Printed with each table. Off by default: the simulated machine is quiet

@@ -86,7 +86,28 @@ pub struct ForeignLoad {
     pub unaccounted_busy_seconds: f64,
     /// Processes forked in the window, machine-wide (`/proc/stat` `processes`).
     pub forks: u64,
+    /// The kernel threads that sleep on timer-wheel timers ([`TIMER_KTHREAD_COMMS`]), each on
+    /// its own (they are in `kthreads` too).
+    #[serde(default)]
+    pub timer_kthreads: Vec<ForeignThread>,
 }
+
+/// One thread of a foreign record.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct ForeignThread {
+    pub comm: String,
+    /// Its run time in the window (schedstat's first field), seconds.
+    pub cpu_seconds: f64,
+    /// Times it was put on a CPU in the window (schedstat's third field).
+    pub timeslices: u64,
+    /// The CPU it was last on at the second scan (`stat` field 39).
+    pub last_cpu: usize,
+}
+
+/// Kernel threads that wake by their own timer-wheel timers (schedule_timeout), recorded
+/// apart for `machine.timer_kthreads`: the RCU grace-period kthreads (rcu_gp_fqs_loop waits
+/// jiffies_till_next_fqs between force-quiescent-state scans).
+pub const TIMER_KTHREAD_COMMS: &[&str] = &["rcu_preempt", "rcu_sched"];
 
 /// Fields of `machine.background_load` derived from a foreign record.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -106,6 +127,9 @@ pub struct BackgroundFromHost {
     /// The kernel threads, as `machine.background_kthreads` (None: none ran).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kthreads: Option<KthreadsFromHost>,
+    /// The timer-wheel kernel threads, as `machine.timer_kthreads` (None: none ran).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timer_kthreads: Option<KthreadsFromHost>,
 }
 
 /// Fields of `machine.background_kthreads` derived from a foreign record.
@@ -142,9 +166,14 @@ pub const MIN_PERIOD_NS: u64 = 100_000;
 /// With `kthreads` from [`kthreads_load`]; when only kernel threads ran, `tasks` is 0.
 pub fn background_load(f: &ForeignLoad) -> Option<BackgroundFromHost> {
     let kthreads = kthreads_load(f);
+    let timer_kthreads = timer_kthreads_load(f);
     match user_load(f) {
-        Some(b) => Some(BackgroundFromHost { kthreads, ..b }),
-        None => kthreads.map(|k| BackgroundFromHost {
+        Some(b) => Some(BackgroundFromHost {
+            kthreads,
+            timer_kthreads,
+            ..b
+        }),
+        None if kthreads.is_some() || timer_kthreads.is_some() => Some(BackgroundFromHost {
             tasks: 0,
             duty: 0.0,
             period_ns: MIN_PERIOD_NS,
@@ -153,9 +182,36 @@ pub fn background_load(f: &ForeignLoad) -> Option<BackgroundFromHost> {
             group_nice: 0,
             tasks_on_host: 0,
             beside_load: false,
-            kthreads: Some(k),
+            kthreads,
+            timer_kthreads,
         }),
+        None => None,
     }
+}
+
+/// The timer-wheel kernel threads of `f` ([`TIMER_KTHREAD_COMMS`]), or None when none ran:
+/// per CPU, the run time of those last on it over the window; the slice is their CPU time
+/// over their timeslices. A thread that moved between CPUs is counted where it ended.
+pub fn timer_kthreads_load(f: &ForeignLoad) -> Option<KthreadsFromHost> {
+    let ts = &f.timer_kthreads;
+    let slices: u64 = ts.iter().map(|t| t.timeslices).sum();
+    let cpu: f64 = ts.iter().map(|t| t.cpu_seconds).sum();
+    if slices == 0 || cpu <= 0.0 || f.window_seconds <= 0.0 {
+        return None;
+    }
+    let ncpu = f
+        .cpu_busy_seconds
+        .len()
+        .max(1 + ts.iter().map(|t| t.last_cpu).max()?);
+    let mut duty = vec![0.0; ncpu];
+    for t in ts {
+        duty[t.last_cpu] += t.cpu_seconds / f.window_seconds;
+    }
+    Some(KthreadsFromHost {
+        duty: duty.into_iter().map(|d| d.clamp(0.0, 1.0)).collect(),
+        slice_ns: (cpu / slices as f64 * 1e9).clamp(1_000.0, 1e9).round() as u64,
+        nice: 0,
+    })
 }
 
 /// The kernel threads of `f`, or None when none ran: per CPU, their run time (by the CPU
@@ -163,18 +219,28 @@ pub fn background_load(f: &ForeignLoad) -> Option<BackgroundFromHost> {
 /// the modelled threads run as long and as often in total as the host's.
 pub fn kthreads_load(f: &ForeignLoad) -> Option<KthreadsFromHost> {
     let k = &f.kthreads;
-    if k.timeslices == 0 || k.cpu_seconds <= 0.0 || f.window_seconds <= 0.0 {
+    // Less the timer-wheel threads, which go to machine.timer_kthreads.
+    let timer_cpu: f64 = f.timer_kthreads.iter().map(|t| t.cpu_seconds).sum();
+    let timer_slices: u64 = f.timer_kthreads.iter().map(|t| t.timeslices).sum();
+    let cpu_seconds = k.cpu_seconds - timer_cpu;
+    let timeslices = k.timeslices.saturating_sub(timer_slices);
+    if timeslices == 0 || cpu_seconds <= 0.0 || f.window_seconds <= 0.0 {
         return None;
     }
-    let duty: Vec<f64> = k
-        .cpu_seconds_by_last_cpu
+    let mut by_cpu = k.cpu_seconds_by_last_cpu.clone();
+    for t in &f.timer_kthreads {
+        if let Some(c) = by_cpu.get_mut(t.last_cpu) {
+            *c = (*c - t.cpu_seconds).max(0.0);
+        }
+    }
+    let duty: Vec<f64> = by_cpu
         .iter()
         .map(|s| (s / f.window_seconds).clamp(0.0, 1.0))
         .collect();
     if duty.iter().all(|&d| d == 0.0) {
         return None;
     }
-    let slice = (k.cpu_seconds / k.timeslices as f64 * 1e9).clamp(1_000.0, 1e9);
+    let slice = (cpu_seconds / timeslices as f64 * 1e9).clamp(1_000.0, 1e9);
     Some(KthreadsFromHost {
         duty,
         slice_ns: slice.round() as u64,
@@ -208,6 +274,7 @@ fn user_load(f: &ForeignLoad) -> Option<BackgroundFromHost> {
         tasks_on_host: on_host,
         beside_load: false,
         kthreads: None,
+        timer_kthreads: None,
     })
 }
 
@@ -235,14 +302,18 @@ impl BackgroundFromHost {
                 format!("{p}.group_nice={}", self.group_nice),
             ]);
         }
-        if let Some(k) = &self.kthreads {
-            let p = crate::background::KTHREADS_KEY;
-            let duty: Vec<String> = k.duty.iter().map(|d| format!("{d:.6}")).collect();
-            v.extend([
-                format!("{p}.duty={}", duty.join(",")),
-                format!("{p}.slice={}ns", k.slice_ns),
-                format!("{p}.nice={}", k.nice),
-            ]);
+        for (p, k) in [
+            (crate::background::KTHREADS_KEY, &self.kthreads),
+            (crate::background::TIMER_KTHREADS_KEY, &self.timer_kthreads),
+        ] {
+            if let Some(k) = k {
+                let duty: Vec<String> = k.duty.iter().map(|d| format!("{d:.6}")).collect();
+                v.extend([
+                    format!("{p}.duty={}", duty.join(",")),
+                    format!("{p}.slice={}ns", k.slice_ns),
+                    format!("{p}.nice={}", k.nice),
+                ]);
+            }
         }
         v
     }
@@ -264,18 +335,22 @@ impl BackgroundFromHost {
             self.nice,
             self.group_nice
         );
-        match &self.kthreads {
-            None => user,
-            Some(k) => {
+        let mut out = user;
+        for (what, k) in [
+            ("kernel threads", &self.kthreads),
+            ("timer kernel threads", &self.timer_kthreads),
+        ] {
+            if let Some(k) = k {
                 let duty: Vec<String> = k.duty.iter().map(|d| format!("{d:.4}")).collect();
-                format!(
-                    "{user}; kernel threads: duty per CPU {}, slice {:.0} us, nice {}",
+                out = format!(
+                    "{out}; {what}: duty per CPU {}, slice {:.0} us, nice {}",
                     duty.join("/"),
                     k.slice_ns as f64 / 1e3,
                     k.nice
-                )
+                );
             }
         }
+        out
     }
 
     /// One line for a table header.
@@ -327,6 +402,36 @@ pub fn median(records: &[&ForeignLoad]) -> Option<ForeignLoad> {
                     .unwrap_or(0.0)
             })
         })
+        .collect();
+    // Each timer-wheel thread by name: its medians (0 where a record lacks it), on the CPU
+    // most records left it on (the lowest of a tie).
+    let mut comms: Vec<&str> = records
+        .iter()
+        .flat_map(|r| r.timer_kthreads.iter().map(|t| t.comm.as_str()))
+        .collect();
+    comms.sort_unstable();
+    comms.dedup();
+    out.timer_kthreads = comms
+        .into_iter()
+        .map(|comm| {
+            let of = |r: &ForeignLoad| r.timer_kthreads.iter().find(|t| t.comm == comm).cloned();
+            let mut on = vec![0usize; cpus.max(1)];
+            for t in records.iter().filter_map(|r| of(r)) {
+                if let Some(n) = on.get_mut(t.last_cpu) {
+                    *n += 1;
+                }
+            }
+            let last_cpu = (0..on.len())
+                .max_by_key(|&c| (on[c], usize::MAX - c))
+                .unwrap_or(0);
+            ForeignThread {
+                comm: comm.to_string(),
+                cpu_seconds: m(&|r| of(r).map_or(0.0, |t| t.cpu_seconds)),
+                timeslices: m(&|r| of(r).map_or(0.0, |t| t.timeslices as f64)).round() as u64,
+                last_cpu,
+            }
+        })
+        .filter(|t| t.timeslices > 0)
         .collect();
     Some(out)
 }
@@ -451,19 +556,25 @@ mod tests {
         assert_eq!(b.period_ns, 200_000_000);
     }
 
-    #[test]
-    fn kernel_threads_become_bound_bursts_per_cpu() {
-        // 0.4 CPU-s of kernel threads in 10 s, 0.1 s last on CPU 0 and 0.3 s on CPU 1, in
-        // 8 000 runs: shares 0.01 and 0.03, 50 us a run.
+    /// 0.4 CPU-s of kernel threads in 10 s, 0.1 s last on CPU 0 and 0.3 s on CPU 1, in 8 000
+    /// runs, and no user task.
+    fn kthreads_rec() -> ForeignLoad {
         let mut r = rec(0, 0.0, 0, 10.0);
         r.kthreads = ForeignClass {
             tasks_ran: 5,
             cpu_seconds: 0.4,
             timeslices: 8_000,
-            median_nice: -20,
             cpu_seconds_by_last_cpu: vec![0.1, 0.3],
             ..Default::default()
         };
+        r
+    }
+
+    #[test]
+    fn kernel_threads_become_bound_bursts_per_cpu() {
+        // Shares 0.01 and 0.03, 50 us a run.
+        let mut r = kthreads_rec();
+        r.kthreads.median_nice = -20;
         let b = background_load(&r).expect("kernel threads alone are a load");
         assert_eq!(b.tasks, 0);
         let k = b.kthreads.as_ref().unwrap();
@@ -483,6 +594,44 @@ mod tests {
         let m = median(&[&r, &r, &both]).unwrap();
         assert_eq!(m.kthreads.cpu_seconds_by_last_cpu, vec![0.1, 0.3]);
         assert_eq!(m.kthreads.median_nice, -20);
+    }
+
+    #[test]
+    fn the_rcu_grace_period_thread_becomes_a_timer_kthread_of_its_cpu() {
+        // rcu_preempt's 0.008 s of the kernel threads' time in 700 runs, last on CPU 1:
+        // 0.0008 of CPU 1 in 11.4-us runs; the others keep the rest.
+        let mut r = kthreads_rec();
+        r.cpu_busy_seconds = vec![1.0, 1.0];
+        r.timer_kthreads = vec![ForeignThread {
+            comm: "rcu_preempt".into(),
+            cpu_seconds: 0.008,
+            timeslices: 700,
+            last_cpu: 1,
+        }];
+        let b = background_load(&r).unwrap();
+        let t = b.timer_kthreads.as_ref().expect("rcu_preempt ran");
+        assert_eq!(t.duty.len(), 2);
+        assert!(t.duty[0] == 0.0 && (t.duty[1] - 0.0008).abs() < 1e-12);
+        assert_eq!(t.slice_ns, 11_429);
+        let k = b.kthreads.as_ref().unwrap();
+        assert!((k.duty[1] - 0.0292).abs() < 1e-12, "{:?}", k.duty);
+        assert_eq!(k.slice_ns, (0.392 / 7_300.0 * 1e9_f64).round() as u64);
+        let sets = b.sets();
+        assert!(sets.contains(&"machine.timer_kthreads.duty=0.000000,0.000800".into()));
+        assert!(sets.contains(&"machine.timer_kthreads.slice=11429ns".into()));
+        // The median of three records: the thread's medians, on the CPU two of them say.
+        let mut other = r.clone();
+        other.timer_kthreads[0].last_cpu = 0;
+        other.timer_kthreads[0].timeslices = 900;
+        let mut none = r.clone();
+        none.timer_kthreads.clear();
+        let m = median(&[&r, &other, &r]).unwrap();
+        assert_eq!(
+            (m.timer_kthreads[0].last_cpu, m.timer_kthreads[0].timeslices),
+            (1, 700)
+        );
+        let m = median(&[&none, &other, &none]).unwrap();
+        assert!(m.timer_kthreads.is_empty(), "ran in one of three: median 0");
     }
 
     #[test]

@@ -10,7 +10,9 @@
 //! recorded: they lie outside the window except for the part of bench's own threads' time read
 //! mid-scan.
 
-use reclaimlab_core::foreign::{ForeignClass, ForeignLoad, TOP};
+use reclaimlab_core::foreign::{
+    ForeignClass, ForeignLoad, ForeignThread, TIMER_KTHREAD_COMMS, TOP,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Instant;
@@ -303,6 +305,7 @@ pub fn record(before: &Scan, after: &Scan, own_pid: i32) -> ForeignLoad {
         workload_cpu_seconds: workload_cpu,
         cpu_busy_seconds: busy,
         forks: after.forks.saturating_sub(before.forks),
+        timer_kthreads: living.timer_kthreads,
     }
 }
 
@@ -320,6 +323,8 @@ struct Living {
     workload_ns: u64,
     /// Per user process: its living threads' run time in the window.
     threads_ns: BTreeMap<i32, u64>,
+    /// The timer-wheel kernel threads that ran (TIMER_KTHREAD_COMMS).
+    timer_kthreads: Vec<ForeignThread>,
 }
 
 impl Window<'_> {
@@ -330,6 +335,7 @@ impl Window<'_> {
             workload_tasks: 0,
             workload_ns: 0,
             threads_ns: BTreeMap::new(),
+            timer_kthreads: vec![],
         };
         for (tid, a) in &self.after.tasks {
             let b = self.before.tasks.get(tid).filter(|b| b.pid == a.pid);
@@ -346,6 +352,13 @@ impl Window<'_> {
             }
             if !a.kthread {
                 *living.threads_ns.entry(a.pid).or_default() += dr;
+            } else if (dr > 0 || ds > 0) && TIMER_KTHREAD_COMMS.contains(&a.comm.as_str()) {
+                living.timer_kthreads.push(ForeignThread {
+                    comm: a.comm.clone(),
+                    cpu_seconds: dr as f64 / 1e9,
+                    timeslices: ds,
+                    last_cpu: a.cpu,
+                });
             }
             let acc = if a.kthread { &mut *kth } else { &mut *user };
             acc.add_task(a, (dr, dw, ds), self.after);
@@ -625,6 +638,22 @@ mod tests {
         // 12 busy − 9 workload − 0.7 − 1.28 − 0.1.
         assert!((r.unaccounted_busy_seconds - 0.92).abs() < 1e-9);
         assert_eq!(r.user.top[0].0, "t1");
+        assert!(
+            r.timer_kthreads.is_empty(),
+            "no RCU grace-period thread ran"
+        );
+        // The same kernel thread named rcu_preempt is also recorded on its own.
+        let mut named = (a.clone(), b.clone());
+        for s in [&mut named.0, &mut named.1] {
+            s.tasks.get_mut(&3).unwrap().comm = "rcu_preempt".into();
+        }
+        let t = record(&named.0, &named.1, 999).timer_kthreads;
+        assert_eq!(t.len(), 1);
+        assert_eq!(
+            (t[0].comm.as_str(), t[0].timeslices, t[0].last_cpu),
+            ("rcu_preempt", 40, 1)
+        );
+        assert!((t[0].cpu_seconds - 0.1).abs() < 1e-9);
         // Our own reaped children are the workload's, not foreign.
         let r = record(&a, &b, 2);
         assert!((r.user.exited_cpu_seconds - 0.28).abs() < 1e-9);
