@@ -454,7 +454,7 @@ impl Kernel {
         if at > until || head.is_some_and(|h| at > h) {
             return false;
         }
-        let target = self.wake_target(&self.runner.rqs, t, self.timer_waker(t), at);
+        let target = self.wake_target(&self.runner.rqs, t, self.timer_waker(t, at), at);
         target != reclaimer && self.cpus[target].curr.is_none()
     }
 

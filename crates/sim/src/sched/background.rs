@@ -82,10 +82,12 @@ impl Kernel {
                 .and_then(|l| l.first().copied())
                 .unwrap_or(0);
             // A per-CPU worker: bound to its CPU, no mm (kthreads run on the borrowed one).
-            let t = self.task_new(usize::MAX, Some(cpu), 0, 1);
+            // A timer-wheel thread (the RCU grace-period kthread) is unbound: it starts there.
+            let timer = set >= self.sched.timer_kthreads_from;
+            let t = self.task_new(usize::MAX, (!timer).then_some(cpu), 0, 1);
             self.tasks[t].kthread = true;
             self.background_task_init(t, &b, cpu, BgSet::Kthreads(set), 0);
-            if self.swap_irq_fixed_cpu() == Some(cpu) && set < self.sched.timer_kthreads_from {
+            if self.swap_irq_fixed_cpu() == Some(cpu) && !timer {
                 // Armed from time 0; the first completion on its CPU wakes it.
                 self.sched.timers.remove(&(0, t));
                 self.sched

@@ -53,7 +53,7 @@ impl Kernel {
         if self.sched.io_waker.contains_key(&t) {
             return None;
         }
-        let target = self.wake_target(&self.runner.rqs, t, self.timer_waker(t), at);
+        let target = self.wake_target(&self.runner.rqs, t, self.timer_waker(t, at), at);
         let here = match self.cpus[target].curr {
             _ if target == reclaimer => cond_resched,
             // A user task of the load runs beside another CPU's steps only from its own
@@ -119,7 +119,7 @@ impl Kernel {
         // inside another CPU's window has no window of its own to fire their timers).
         while let Some((at, t)) = self.background_timer_due_on(cpu) {
             self.sched.timers.remove(&(at, t));
-            self.with_rqs(|k, rqs| k.try_to_wake_up(rqs, t, k.timer_waker(t), at));
+            self.with_rqs(|k, rqs| k.try_to_wake_up(rqs, t, k.timer_waker(t, at), at));
             self.run_in_reclaim(cpu, reclaimer);
         }
         let Some(at) = self.tick_due_in_step(cpu) else {
@@ -156,7 +156,7 @@ impl Kernel {
             .find(|&&(at, t)| {
                 self.runs_at_tick_in_place(t)
                     && !self.sched.io_waker.contains_key(&t)
-                    && self.wake_target(&self.runner.rqs, t, self.timer_waker(t), at) == cpu
+                    && self.wake_target(&self.runner.rqs, t, self.timer_waker(t, at), at) == cpu
             })
             .copied()
     }

@@ -539,7 +539,7 @@ impl Kernel {
         let Some((at, t)) = self.sched.timers.pop_first() else {
             return;
         };
-        let waker = self.timer_waker(t);
+        let waker = self.timer_waker(t, at);
         let io = self.sched.io_waker.remove(&t).is_some();
         if io {
             if self.sched.io_wakeups.len() <= waker {
@@ -579,13 +579,36 @@ impl Kernel {
                 .any(|s| s.task == t && matches!(s.set, background::BgSet::Kthreads(_)))
     }
 
-    /// The CPU task `t`'s timer wakes it from: a device completion's interrupt CPU, else the
-    /// CPU it slept on.
-    pub(crate) fn timer_waker(&self, t: TaskId) -> CpuId {
+    /// The CPU task `t`'s timer, due at `at`, wakes it from: a device completion's interrupt
+    /// CPU, else the CPU it slept on; an unbound timer-wheel kthread's timer is a global one
+    /// and fires where timer migration puts it (tmigr_cpu).
+    pub(crate) fn timer_waker(&self, t: TaskId, at: u64) -> CpuId {
         match self.sched.io_waker.get(&t) {
             Some(&w) => w,
-            None => self.sched.se[t].last_cpu.unwrap_or(0),
+            None => {
+                let last = self.sched.se[t].last_cpu.unwrap_or(0);
+                if self.tasks[t].pinned.is_none() && self.timer_wheel_kthread(t) {
+                    self.tmigr_cpu(last, at)
+                } else {
+                    last
+                }
+            }
         }
+    }
+
+    /// kernel/time/timer_migration.c: a CPU that stops its tick in idle hands its global
+    /// (non-pinned) timers to the hierarchy, and an active CPU expires them. A CPU counts as
+    /// active here while it runs a task or went idle less than a tick ago (a short idle keeps
+    /// the tick, tick_nohz_idle_retain_tick); the timer stays on `last` if it is active, else
+    /// goes to the first active CPU, else stays (the last CPU to go idle wakes for it).
+    fn tmigr_cpu(&self, last: CpuId, at: u64) -> CpuId {
+        let active = |c: CpuId| {
+            self.cpus[c].curr.is_some() || at.saturating_sub(self.cpus[c].clock) < self.cfg.tick_ns
+        };
+        if active(last) {
+            return last;
+        }
+        (0..self.nr_cpus()).find(|&c| active(c)).unwrap_or(last)
     }
 
     /// select_task_rq_fair for waking `t` from `waker`: its previous CPU, else the waker's.
