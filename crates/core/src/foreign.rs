@@ -88,7 +88,7 @@ pub struct ForeignLoad {
     pub forks: u64,
     /// The kernel threads that sleep on timer-wheel timers ([`TIMER_KTHREAD_COMMS`]), each on
     /// its own (they are in `kthreads` too).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub timer_kthreads: Vec<ForeignThread>,
 }
 
