@@ -209,7 +209,7 @@ pub fn timer_kthreads_load(f: &ForeignLoad) -> Option<KthreadsFromHost> {
     }
     Some(KthreadsFromHost {
         duty: duty.into_iter().map(|d| d.clamp(0.0, 1.0)).collect(),
-        slice_ns: (cpu / slices as f64 * 1e9).clamp(1_000.0, 1e9).round() as u64,
+        slice_ns: mean_slice_ns(cpu, slices),
         nice: 0,
     })
 }
@@ -240,12 +240,18 @@ pub fn kthreads_load(f: &ForeignLoad) -> Option<KthreadsFromHost> {
     if duty.iter().all(|&d| d == 0.0) {
         return None;
     }
-    let slice = (cpu_seconds / timeslices as f64 * 1e9).clamp(1_000.0, 1e9);
     Some(KthreadsFromHost {
         duty,
-        slice_ns: slice.round() as u64,
+        slice_ns: mean_slice_ns(cpu_seconds, timeslices),
         nice: k.median_nice.clamp(-20, 19),
     })
+}
+
+/// Kernel threads' mean run: `cpu_seconds` over `timeslices`, in ns, within 1 µs..1 s.
+fn mean_slice_ns(cpu_seconds: f64, timeslices: u64) -> u64 {
+    (cpu_seconds / timeslices as f64 * 1e9)
+        .clamp(1_000.0, 1e9)
+        .round() as u64
 }
 
 /// The foreign user tasks of `f` (see [`background_load`]).

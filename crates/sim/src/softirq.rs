@@ -91,9 +91,13 @@ impl Kernel {
     /// reads nobody waited for, are dropped.
     fn softirq_block_work(&mut self, cpu: CpuId, at: u64) -> u64 {
         let m = &mut self.softirq.block_work[cpu];
-        let later = m.split_off(&(at + 1));
-        let work = m.get(&at).copied().unwrap_or(0);
-        *m = later;
+        let mut work = 0;
+        while let Some(e) = m.first_entry().filter(|e| *e.key() <= at) {
+            let (done, w) = e.remove_entry();
+            if done == at {
+                work = w;
+            }
+        }
         work
     }
 

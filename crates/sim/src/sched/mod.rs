@@ -567,16 +567,15 @@ impl Kernel {
         }
     }
 
-    /// Whether `t` is a kernel thread of `machine.background_kthreads`, whose sleeps end by a
+    /// Whether `t` is a kernel thread of `machine.timer_kthreads`, whose sleeps end by a
     /// timer-wheel timer (schedule_timeout): its wake-up runs in TIMER_SOFTIRQ.
     fn timer_wheel_kthread(&self, t: TaskId) -> bool {
+        let from = self.sched.timer_kthreads_from;
         self.tasks[t].kthread
             && self.sched.se[t].class == Class::Background
-            && self
-                .sched
-                .bg_state
-                .iter()
-                .any(|s| s.task == t && matches!(s.set, background::BgSet::Kthreads(_)))
+            && self.sched.bg_state.iter().any(|s| {
+                s.task == t && matches!(s.set, background::BgSet::Kthreads(i) if i >= from)
+            })
     }
 
     /// The CPU task `t`'s timer, due at `at`, wakes it from: a device completion's interrupt
@@ -587,7 +586,7 @@ impl Kernel {
             Some(&w) => w,
             None => {
                 let last = self.sched.se[t].last_cpu.unwrap_or(0);
-                if self.tasks[t].pinned.is_none() && self.timer_wheel_kthread(t) {
+                if self.timer_wheel_kthread(t) {
                     self.tmigr_cpu(last, at)
                 } else {
                     last
