@@ -160,7 +160,7 @@ pub struct CostTable {
     /// lruvec/memcg stat updates): the mirror of `isolate_folio`'s list_del, so the same
     /// ~50 ns. Estimate, not measured.
     pub lru_lock_putback_per_folio: u64,
-    /// lru_lock hold per folio in an lru_add folio_batch drain (folio_batch_move_lru →
+    /// lru_lock hold per folio in an lru_add folio_batch move (folio_batch_move_lru →
     /// lru_add: folio_set_lru, lruvec_add_folio, the same lruvec so no relock): ~50 ns, as
     /// `lru_lock_putback_per_folio`. Estimate, not measured.
     pub lru_lock_add_per_folio: u64,

@@ -2,7 +2,7 @@
 //! and the accounting that ties PTEs, folios, swap slots and the memcg together.
 
 use crate::kernel::{Backing, Kernel};
-use crate::mm::folio::{pg, LRU_NONE, MAX_NR_GENS, NR_ALL_LISTS};
+use crate::mm::folio::{pg, LRU_FBATCH, LRU_NONE, MAX_NR_GENS, NR_ALL_LISTS};
 use crate::mm::pgtable::*;
 use crate::mm::vmstat::VmEventItem::*;
 
@@ -49,8 +49,9 @@ impl Kernel {
         errs
     }
 
-    /// Every allocated folio is on exactly one LRU list (nothing is isolated between steps),
-    /// the list sizes add up, and MGLRU's folios lie in live generations.
+    /// Every allocated folio is on exactly one LRU list or in one CPU's lru_add batch (nothing
+    /// is isolated between steps), the list sizes add up, and MGLRU's folios lie in live
+    /// generations.
     fn check_lru_lists(&self, errs: &mut Vec<String>) {
         let mut on_list = vec![false; self.folios.folios.len()];
         for lru in 0..NR_ALL_LISTS as u8 {
@@ -74,6 +75,12 @@ impl Kernel {
                     self.lruvec.size(lru)
                 ));
             }
+        }
+        for &pfn in self.cpu_fbatches.iter().flatten() {
+            if on_list[pfn as usize] || self.folios.get(pfn).lru != LRU_FBATCH {
+                errs.push(format!("batched folio {pfn} is on a list or another batch"));
+            }
+            on_list[pfn as usize] = true;
         }
         for (pfn, f) in self.folios.folios.iter().enumerate() {
             if f.test(pg::ALLOCATED) && (!on_list[pfn] || f.lru == LRU_NONE) {

@@ -222,6 +222,8 @@ pub struct Kernel {
     /// Shared spinlocks as queues (locking.rs) and cross-CPU calls with interrupts-off
     /// windows (smp.rs).
     pub locks: crate::locking::Locks,
+    /// Each CPU's lru_add folio batch (mm/cpu_fbatches.rs).
+    pub cpu_fbatches: Vec<Vec<crate::mm::folio::Pfn>>,
     pub smp: crate::smp::Smp,
     /// CPU time by what it was spent on (cputime.rs).
     pub cpu_time: crate::cputime::CpuTime,
@@ -305,6 +307,7 @@ impl Kernel {
             ra: Default::default(),
             sched: crate::sched::Sched::new(&cfg.sched, nr_cpus),
             locks: crate::locking::Locks::new(nr_cpus),
+            cpu_fbatches: vec![Vec::new(); nr_cpus],
             smp: crate::smp::Smp::new(nr_cpus),
             cpu_time: Default::default(),
             vmpressure: Default::default(),

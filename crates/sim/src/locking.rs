@@ -66,9 +66,6 @@ pub const PAGE_CACHE_DELETE_LINES: u64 = 4;
 /// Lines __filemap_add_folio's xas_lock_irq section writes: the xa_lock with xa_head, and
 /// nrpages with the mapping's other counters. Estimate from the source, not measured.
 pub const PAGE_CACHE_INSERT_LINES: u64 = 2;
-/// folio_batch capacity (PAGEVEC_SIZE, include/linux/pagevec.h): the per-CPU lru_add batch
-/// takes lru_lock once per this many folios.
-pub const FOLIO_BATCH_SIZE: u32 = 31;
 
 /// CPUs from which a lock's holds are kept in blocks (below, in one vector): with few CPUs a
 /// new hold lands near the latest, where one vector is cheapest; with many, a lagging CPU's
@@ -267,7 +264,7 @@ pub enum LockId {
     PrivateLock(usize),
 }
 
-/// The model's shared locks and the per-CPU lru_add batches.
+/// The model's shared locks.
 #[derive(Default)]
 pub struct Locks {
     /// lruvec->lru_lock of the (single) memcg lruvec, taken with spin_lock_irq.
@@ -276,8 +273,6 @@ pub struct Locks {
     pub i_pages: Vec<SpinLock>,
     /// Each file's mapping->i_private_lock (spin_lock, interrupts on), by file index.
     pub i_private: Vec<SpinLock>,
-    /// Folios added to each CPU's lru_add folio_batch since its last drain.
-    pub lru_add_pending: Vec<u32>,
 }
 
 impl Locks {
@@ -286,7 +281,6 @@ impl Locks {
             lru_lock: SpinLock::new(nr_cpus),
             i_pages: Vec::new(),
             i_private: Vec::new(),
-            lru_add_pending: vec![0; nr_cpus],
         }
     }
 
@@ -355,21 +349,6 @@ impl Kernel {
         let hold = self.cost.page_cache_insert_locked;
         let hold = (hold, Spent::PageCache);
         self.lock_irq_section(cpu, LockId::IPages(file), hold, PAGE_CACHE_INSERT_LINES);
-    }
-
-    /// folio_batch_add_and_move for the lru_add batch (mm/swap.c): `nr` folios join this CPU's
-    /// batch; each time it fills, folio_batch_move_lru takes lru_lock once for the whole batch
-    /// (lru_add per folio under the lock). The model puts a folio on its list at once (the list
-    /// order and counters are unchanged); only the lock traffic is batched, so the batch's
-    /// lock hold lands on the fault that fills it.
-    pub fn lru_add_batch(&mut self, cpu: CpuId, nr: u32) {
-        let p = &mut self.locks.lru_add_pending[cpu];
-        *p += nr;
-        if *p >= FOLIO_BATCH_SIZE {
-            let n = u64::from(*p);
-            *p = 0;
-            self.lru_lock_irq_section(cpu, n * self.cost.lru_lock_add_per_folio, Spent::LruAdd);
-        }
     }
 
     /// move_folios_to_lru (and MGLRU's putback in evict_folios): `nr` folios back on their

@@ -48,6 +48,8 @@ fn dirty_mm_on(k: &mut Kernel, cpu: usize, pages: u64) -> (usize, usize) {
     for vp in 0..pages {
         assert_eq!(k.user_access(cpu, mm, vp, true), Access::Fault);
     }
+    // Its folios on the LRU, as once its CPU's lru_add batch has moved.
+    k.lru_add_drain(cpu);
     (mm, t)
 }
 
@@ -210,10 +212,15 @@ fn swap_in_reads_ahead_and_the_faulting_task_sleeps() {
     assert!(until > now);
     assert_eq!(waker, Some(1));
     assert_eq!(k.vmstat[PSWPIN] - pswpin, 1);
+    // Read without a window, its folio waits in CPU 1's lru_add batch, off the LRU.
+    let on_lru = |k: &Kernel, vp: usize| k.folios.get(pte_pfn(k.mms[mm].ptes[vp])).test(pg::LRU);
+    assert!(!on_lru(&k, 0));
     // An adjacent fault: a window of two (page 1 and page 2 ahead).
     let _ = fault(&mut k, 1);
     assert_eq!(k.vmstat[PSWPIN] - pswpin, 3);
     assert_eq!((k.vmstat[SWAP_RA], k.vmstat[SWAP_RA_HIT]), (1, 0));
+    // swap_cluster_readahead drains the batch after the window: page 0's folio too.
+    assert!(on_lru(&k, 0) && on_lru(&k, 1));
     // Page 2 is in the swap cache, its read still in flight: a minor fault that sleeps on it.
     let majflt = k.vmstat[PGMAJFAULT];
     let (_, sleep) = fault(&mut k, 2);

@@ -602,6 +602,8 @@ fn a_pmd_range_that_once_held_ptes_maps_a_pmd_sized_folio_with_ptes() {
     // A clean order-0 page in the first 2 MiB: mapped by a PTE (a page table under the PMD),
     // then reclaimed: its PTE goes, the table stays.
     k.user_access(0, mm, 5, false);
+    // A lone folio waits in the CPU's lru_add batch, where reclaim's scan counts never see it.
+    k.lru_add_drain(0);
     for _ in 0..8 {
         if k.files[0].cache[5] & PTE_SWPCACHE == 0 {
             break;

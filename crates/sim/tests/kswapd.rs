@@ -284,7 +284,7 @@ fn lazy_kswapd_cpu_is_skipped_by_batched_flush() {
     assert!(k.cpus[0].tlb.local_gen[mms[0]] > flushes);
 }
 
-/// Fill the node from both CPUs (pages interleaved on the LRU), wake kswapd on CPU 0 and let it
+/// Fill the node from both CPUs (on the LRU in runs of one CPU's lru_add batch), wake kswapd on CPU 0 and let it
 /// balance the node. Returns (IPIs CPU 1 took, mm 1 pages kswapd unmapped, IPIs CPU 0 took).
 fn kswapd_unmaps(policy: Policy) -> (u64, u64, u64) {
     let (mut k, mms) = node(4096, 8192);
@@ -324,13 +324,13 @@ fn unbatched_kswapd_sends_an_ipi_per_remote_page_batched_one_per_batch() {
     old.settings.free_batch = 15;
     old.settings.range_flush_freed_tables = false;
     let (ipis, unmapped, own) = kswapd_unmaps(old);
-    assert!(unmapped > 20, "kswapd unmapped {unmapped} pages of mm 1");
+    assert!(unmapped > 10, "kswapd unmapped {unmapped} pages of mm 1");
     // 4.2: ptep_clear_flush per PTE; mm 1 runs on CPU 1, so each page is one IPI there.
     assert_eq!(ipis, unmapped);
     // kswapd's own CPU is lazy on mm 0: its pages are flushed locally (leaving the mm).
     assert_eq!(own, 0);
     let (ipis, unmapped, own) = kswapd_unmaps(Policy::linux_6_18());
-    assert!(unmapped > 20);
+    assert!(unmapped > 10, "kswapd unmapped {unmapped} pages of mm 1");
     // 6.18: one IPI per flush of the deferred batch (free batch of 31, end of the list).
     assert!(ipis * 8 <= unmapped, "{ipis} IPIs for {unmapped} pages");
     assert!(ipis >= 1);
@@ -391,13 +391,15 @@ fn batched_flush_sends_fewer_ipis_per_reclaimed_page() {
 }
 
 #[test]
-fn without_readahead_batches_span_more_mms() {
-    // Readahead adds 32-page runs of one file to the LRU; without it the readers' pages
-    // interleave page by page and a flush batch reaches more CPUs.
+fn without_readahead_the_lru_add_batch_still_keeps_one_readers_pages_together() {
+    // Readahead adds 32-page runs of one file to the LRU; without it each fault adds one page,
+    // but through its CPU's lru_add batch, which reaches the list 31 folios at a time: a flush
+    // batch still spans few mms. (Before the model had the batch, the readers' pages
+    // interleaved page by page without readahead and the ratio was over twice this.)
     let ra = sim("6.18", &[]);
     let no = sim("6.18", &["workload.readahead_pages=0"]);
     let per = |d: &ResultDoc| extra(d, "tlb_shootdowns_per_pgsteal");
-    assert!(per(&no) > 2.0 * per(&ra), "{} vs {}", per(&no), per(&ra));
+    assert!(per(&no) < 1.5 * per(&ra), "{} vs {}", per(&no), per(&ra));
 }
 
 #[test]

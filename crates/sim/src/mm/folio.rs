@@ -46,6 +46,8 @@ pub const LRU_INACTIVE_FILE: u8 = 2;
 pub const LRU_ACTIVE_FILE: u8 = 3;
 pub const NR_LRU_LISTS: usize = 4;
 pub const LRU_NONE: u8 = u8::MAX;
+/// Not on a list yet: queued in a CPU's lru_add batch (mm/cpu_fbatches.rs).
+pub const LRU_FBATCH: u8 = u8::MAX - 1;
 /// MGLRU's lists (`lrugen->folios[gen][type]`, one zone): list LRU_GEN_BASE + gen * 2 + type
 /// (type 0 anon, 1 file), gen = seq % MAX_NR_GENS. They share the lruvec's intrusive lists.
 pub const LRU_GEN_BASE: u8 = NR_LRU_LISTS as u8;

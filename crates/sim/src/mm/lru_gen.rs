@@ -73,7 +73,7 @@ pub fn lru_gen_from_seq(seq: u64) -> u64 {
 
 /// folio_lru_gen: the generation of the list the folio is on.
 pub fn folio_lru_gen(f: &Folio) -> Option<u64> {
-    (f.lru != LRU_NONE && f.lru >= LRU_GEN_BASE).then(|| ((f.lru - LRU_GEN_BASE) / 2) as u64)
+    (f.lru < LRU_FBATCH && f.lru >= LRU_GEN_BASE).then(|| ((f.lru - LRU_GEN_BASE) / 2) as u64)
 }
 
 /// folio_lru_refs: accesses through file descriptors, PG_referenced included.
@@ -792,6 +792,7 @@ impl Kernel {
         let mut gs = GenScan::default();
         let mut scanned = 0;
         self.vmstat.count_vm_event(MGLRU_PASSES);
+        self.lru_add_drain(cpu);
         loop {
             let nr_to_scan = self.get_nr_to_scan(cpu, sc, swappiness);
             if nr_to_scan <= 0 {
@@ -874,12 +875,12 @@ impl Kernel {
         }
     }
 
-    /// folio_add_lru from a page fault: under MGLRU (lru_gen_in_fault) the folio is set active,
-    /// so it enters a young generation.
-    pub fn lru_add_fault(&mut self, pfn: Pfn) {
+    /// folio_add_lru from a page fault on `cpu`: under MGLRU (lru_gen_in_fault) the folio is
+    /// set active, so it enters a young generation when its batch reaches the lists.
+    pub fn lru_add_fault(&mut self, cpu: CpuId, pfn: Pfn) {
         if self.lruvec.lrugen.enabled {
             self.folios.get_mut(pfn).set(pg::ACTIVE);
         }
-        self.lruvec.add(&mut self.folios, pfn);
+        self.folio_add_lru(cpu, pfn);
     }
 }

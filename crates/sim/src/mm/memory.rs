@@ -149,10 +149,22 @@ impl Kernel {
             f.set(pg::REFERENCED);
             return;
         }
-        if f.test(pg::ACTIVE) || !f.test(pg::LRU) {
+        if f.test(pg::ACTIVE) {
             return;
         }
         let n = f.nr_pages();
+        if self.folio_in_lru_add_batch(pfn) {
+            // __lru_cache_activate_folio: still in the lru_add batch, so it is only marked
+            // active and goes on the active list when the batch moves.
+            let f = self.folios.get_mut(pfn);
+            f.set(pg::ACTIVE);
+            f.clear(pg::REFERENCED);
+            self.workingset_age_nonresident(n);
+            return;
+        }
+        if !self.folios.get(pfn).test(pg::LRU) {
+            return;
+        }
         self.lruvec.del(&mut self.folios, pfn);
         let f = self.folios.get_mut(pfn);
         f.set(pg::ACTIVE);
@@ -311,8 +323,7 @@ impl Kernel {
                 ],
             );
             self.workingset_refault(pfn, pte & PTE_LOW_MASK);
-            self.lru_add_fault(pfn);
-            self.lru_add_batch(cpu, 1);
+            self.lru_add_fault(cpu, pfn);
             if self.swap.synchronous_io {
                 // SWP_SYNCHRONOUS_IO (zram) and __swap_count(entry) == 1 (an unshared anon
                 // page): "skip swapcache". The page is read straight into a new folio that is
@@ -338,8 +349,7 @@ impl Kernel {
                     (self.cost.zero_page, Spent::ZeroPage),
                 ],
             );
-            self.lru_add_fault(pfn);
-            self.lru_add_batch(cpu, 1);
+            self.lru_add_fault(cpu, pfn);
             self.set_pte(mm, vp, pfn, true, write);
         }
         true
@@ -455,8 +465,7 @@ impl Kernel {
         if slot & PTE_SWP != 0 {
             self.file_refault(cpu, pfn, slot & PTE_LOW_MASK);
         }
-        self.lru_add_fault(pfn);
-        self.lru_add_batch(cpu, 1);
+        self.lru_add_fault(cpu, pfn);
         self.page_cache_insert_locked(cpu, file);
         for p in start..start + nr {
             self.files[file].cache[p as usize] = PTE_SWPCACHE | pfn;

@@ -1,4 +1,5 @@
 //! Memory management (mm/).
+pub mod cpu_fbatches;
 pub mod filemap;
 pub mod folio;
 pub mod huge_memory;

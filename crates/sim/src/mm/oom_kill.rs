@@ -98,9 +98,10 @@ impl Kernel {
                     self.memcg.uncharge(1);
                     self.folios.free(pfn);
                 } else {
-                    // Isolated by reclaim (preempted with `sim.interleave = "folio"`): the zap
-                    // drops only the mapping's reference; reclaim's last put frees the folio,
-                    // its charge and its swap slot (free_folio_batch, move_folios_to_lru).
+                    // Isolated by reclaim (preempted with `sim.interleave = "folio"`) or still in
+                    // a CPU's lru_add batch: the zap drops only the mapping's reference; the
+                    // holder's last put frees the folio, its charge and its swap slot
+                    // (free_folio_batch, move_folios_to_lru, folio_batch_move_lru).
                     f.set(pg::ORPHAN);
                     if f.test(pg::SWAPCACHE) {
                         self.swap.orphan_slot(mm, vp as u64, pfn);

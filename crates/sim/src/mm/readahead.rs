@@ -651,8 +651,7 @@ impl Kernel {
                 self.file_refault(cpu, pfn, slot & PTE_LOW_MASK);
             }
             // filemap_add_folio → folio_add_lru: through this CPU's lru_add batch.
-            self.lruvec.add(&mut self.folios, pfn);
-            self.lru_add_batch(cpu, 1);
+            self.folio_add_lru(cpu, pfn);
             self.page_cache_insert_locked(cpu, file);
             for p in first..first + nr {
                 self.files[file].cache[p as usize] = PTE_SWPCACHE | pfn;

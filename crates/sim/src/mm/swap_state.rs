@@ -102,17 +102,16 @@ impl Kernel {
     /// swap_cluster_readahead's window for a fault on `vp` of `mm` (a rotational device): the
     /// pages in the slots of the page-cluster-aligned block around its slot, whoever's they
     /// are (swapin_nr_pages sizes the block from the device-wide readahead hits and the
-    /// previous fault's slot); the faulting page itself is left out.
-    fn swap_cluster_ra_win(&mut self, mm: MmId, vp: u64) -> Vec<(MmId, u64)> {
+    /// previous fault's slot); the faulting page itself is left out. Also how many of them lie
+    /// before its slot. None when no window is read (swapin_nr_pages gives one page).
+    fn swap_cluster_ra_win(&mut self, mm: MmId, vp: u64) -> Option<(Vec<(MmId, u64)>, usize)> {
         let b = self.swap.block.as_mut().expect("a block swap device");
         let cluster = b.cfg.map_or(3, |c| c.page_cluster);
         let map = b.map.as_ref().expect("a block device's slot map");
-        let Some(off) = map.slot_of(mm, vp).map(u64::from) else {
-            return Vec::new();
-        };
+        let off = map.slot_of(mm, vp).map(u64::from)?;
         let max_pages = 1u64 << cluster.min(31);
         if max_pages <= 1 {
-            return Vec::new();
+            return None;
         }
         let ra = &mut b.cluster_ra;
         let hits = std::mem::take(&mut ra.hits);
@@ -123,15 +122,16 @@ impl Kernel {
         ra.last_pages = pages;
         let mask = pages - 1;
         if mask == 0 {
-            return Vec::new();
+            return None;
         }
         // The first slot is the swap header.
         let start = (off & !mask).max(1);
         let end = (off | mask).min(u64::from(map.max()) - 1);
-        (start..=end)
-            .filter(|&s| s != off)
-            .filter_map(|s| map.owner(s as u32))
-            .collect()
+        let owned = |r: std::ops::Range<u64>| r.filter_map(|s| map.owner(s as u32));
+        let mut pages: Vec<(MmId, u64)> = owned(start..off).collect();
+        let before = pages.len();
+        pages.extend(owned(off + 1..end + 1));
+        Some((pages, before))
     }
 
     /// do_swap_page → swapin_readahead for a swap entry at `vp` of `mm` that has no folio in
@@ -154,15 +154,27 @@ impl Kernel {
                 (self.cost.do_swap_page, Spent::DoSwapPage),
             ],
         );
-        let neighbours = if self.swap.cluster_readahead() {
+        // The window's neighbours in slot (or address) order, how many of them come before the
+        // faulting entry, and whether a window was read at all (more than the one page).
+        let (neighbours, before, window) = if self.swap.cluster_readahead() {
             self.swap_cluster_ra_win(mm, vp)
+                .map_or((Vec::new(), 0, false), |(n, b)| (n, b, true))
         } else {
             let (start, end) = self.swap_vma_ra_win(mm, vp);
-            (start..end).filter(|&p| p != vp).map(|p| (mm, p)).collect()
+            let n = (start..end).filter(|&p| p != vp).map(|p| (mm, p)).collect();
+            (n, vp.saturating_sub(start) as usize, end - start > 1)
         };
         let mut folios = vec![pfn];
+        // The folios in the order the window's loop allocates them (it reads the faulting
+        // entry in its place), for the lru_add batch.
+        let mut lru_order = Vec::with_capacity(neighbours.len() + 1);
+        let mut placed = false;
         self.swap_cache_add(mm, vp, pfn, pte);
-        for (m, p) in neighbours {
+        for (i, (m, p)) in neighbours.into_iter().enumerate() {
+            if i == before {
+                lru_order.push(pfn);
+                placed = true;
+            }
             let e = self.mms[m].ptes[p as usize];
             if !is_swap_pte(e) || e & PTE_SWPCACHE != 0 {
                 continue;
@@ -194,13 +206,21 @@ impl Kernel {
             b.readahead.insert((m, p));
             self.vmstat.count_vm_event(SWAP_RA);
             folios.push(ra);
+            lru_order.push(ra);
         }
-        // folio_add_lru: on the LRU (through the per-CPU batch) once allocated; the reads keep
-        // them locked, so reclaim skips them until the bio completes.
-        for &f in &folios {
-            self.lru_add_fault(f);
+        if !placed {
+            lru_order.push(pfn);
         }
-        self.lru_add_batch(cpu, folios.len() as u32);
+        // folio_add_lru through this CPU's lru_add batch in the loop's order; a window that was
+        // read goes on the LRU at once (swap_*_readahead's lru_add_drain after the loop), a
+        // lone page waits in the batch. The reads keep the folios locked, so reclaim skips
+        // them until the bio completes.
+        for f in lru_order {
+            self.lru_add_fault(cpu, f);
+        }
+        if window {
+            self.lru_add_drain(cpu);
+        }
         self.vmstat.count_vm_events(PSWPIN, folios.len() as u64);
         let read = self.swap_read_submit(cpu, &folios);
         self.swap_read_wait(cpu, read, false);

@@ -457,6 +457,7 @@ impl Kernel {
 
     /// shrink_active_list: deactivate (anon is never kept active for being referenced).
     pub fn shrink_active_list(&mut self, cpu: CpuId, nr: u64, lru: u8) {
+        self.lru_add_drain(cpu);
         let list = self.isolate_lru_folios(cpu, nr, lru);
         let scanned: u64 = list.iter().map(|&p| self.folios.get(p).nr_pages()).sum();
         self.vmstat.count_vm_events(PGREFILL, scanned);
@@ -479,6 +480,7 @@ impl Kernel {
 
     /// shrink_inactive_list.
     fn shrink_inactive_list(&mut self, cpu: CpuId, nr: u64, lru: u8, sc: &mut ScanControl) -> u64 {
+        self.lru_add_drain(cpu);
         let list = self.isolate_lru_folios(cpu, nr, lru);
         if list.is_empty() {
             self.give_list(list);
@@ -969,6 +971,8 @@ mod tests {
         for pte in &mut k.mms[mm].ptes[..pages as usize] {
             *pte &= !PTE_YOUNG;
         }
+        // The reader's last folios wait in CPU 1's lru_add batch.
+        k.lru_add_drain(1);
         let list = k.isolate_lru_folios(0, pages, LRU_INACTIVE_FILE);
         assert_eq!(list.len() as u64, folios);
         let before = k.irq.tlb_shootdowns[1];
