@@ -205,7 +205,7 @@ fn extra(k: &Kernel, sim_seconds: f64) -> Extra {
 
 /// The block swap device (mm/page_io.rs, mm/swap_state.rs): its I/O and the sleeps on it.
 fn swap_block_extra(k: &Kernel, extra: &mut Extra) {
-    if k.swap.block.is_some() {
+    if let Some(b) = &k.swap.block {
         let mut wakeups = k.sched.io_wakeups.clone();
         wakeups.resize(k.nr_cpus(), 0);
         let mut swap_block = serde_json::json!({
@@ -214,6 +214,27 @@ fn swap_block_extra(k: &Kernel, extra: &mut Extra) {
             "io_wakeups_by_cpu": wakeups,
         });
         object(&mut swap_block).extend(k.vmstat.json(Place::SwapBlock));
+        if let Some(map) = &b.map {
+            // Blocks of swap_cluster_readahead's largest window (2^page_cluster slots).
+            let cluster = b.cfg.map_or(3, |c| c.page_cluster).min(16);
+            let swapped = |m: usize, p: u64| {
+                k.mms[m]
+                    .ptes
+                    .get(p as usize)
+                    .is_some_and(|&e| crate::mm::pgtable::is_swap_pte(e))
+            };
+            let l = map.layout(1 << cluster, swapped);
+            swap_block["slot_layout"] = serde_json::json!({
+                "pages_out": l.pages,
+                "mean_run": l.mean_run,
+                "block_slots": 1u32 << cluster,
+                "block_majority_share": l.block_majority_share,
+                "next_page_pairs": l.next_page_pairs,
+                // A share, as the host script gives it.
+                "next_page_in_next_slot":
+                    l.next_page_in_next_slot as f64 / l.next_page_pairs.max(1) as f64,
+            });
+        }
         extra.insert("swap_block".into(), swap_block);
     }
 }

@@ -43,6 +43,22 @@ struct Cluster {
     seq: u32,
 }
 
+/// Where swapped-out pages lie on the device (SwapMap::layout).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct SlotLayout {
+    /// Pages out (a swap PTE) with a slot.
+    pub pages: u64,
+    /// Mean length of a run of consecutive slots held by one mm.
+    pub mean_run: f64,
+    /// Over the aligned blocks of `block` slots that hold such pages: the mean share of the
+    /// block's pages that its largest holder has (1.0: one mm per block).
+    pub block_majority_share: f64,
+    /// Pages out whose next virtual page is out too.
+    pub next_page_pairs: u64,
+    /// Of those, pairs whose slots are adjacent in that order (slot + 1).
+    pub next_page_in_next_slot: u64,
+}
+
 /// The slots of one block swap device and who holds each.
 #[derive(Debug)]
 pub struct SwapMap {
@@ -102,6 +118,62 @@ impl SwapMap {
     pub fn slot_of(&self, mm: MmId, vp: u64) -> Option<u32> {
         let s = *self.slot_of.get(mm)?.get(vp as usize)?;
         (s != NONE).then_some(s)
+    }
+
+    /// How the pages that `swapped` says are out (a swap PTE: what /proc/PID/pagemap shows
+    /// as swapped) lie on the device: `scripts/swap-slot-layout.py` measures the same on the
+    /// host. Used slots whose page is mapped again (a read fault keeps the slot) are left out.
+    pub fn layout(&self, block: u32, swapped: impl Fn(MmId, u64) -> bool) -> SlotLayout {
+        let mut l = SlotLayout::default();
+        let mut prev: Option<(u32, MmId)> = None;
+        let mut runs = 0u64;
+        let (mut blk, mut counts): (u32, Vec<(MmId, u64)>) = (u32::MAX, Vec::new());
+        let mut shares = (0.0f64, 0u64);
+        let mut close = |counts: &mut Vec<(MmId, u64)>| {
+            let used: u64 = counts.iter().map(|c| c.1).sum();
+            if used > 0 {
+                let top = counts.iter().map(|c| c.1).max().unwrap_or(0);
+                shares.0 += top as f64 / used as f64;
+                shares.1 += 1;
+            }
+            counts.clear();
+        };
+        for slot in 1..self.owner.len() as u32 {
+            let Some((mm, vp)) = self.owner(slot).filter(|&(m, p)| swapped(m, p)) else {
+                continue;
+            };
+            l.pages += 1;
+            if prev != Some((slot.wrapping_sub(1), mm)) {
+                runs += 1;
+            }
+            prev = Some((slot, mm));
+            if slot / block != blk {
+                close(&mut counts);
+                blk = slot / block;
+            }
+            match counts.iter_mut().find(|c| c.0 == mm) {
+                Some(c) => c.1 += 1,
+                None => counts.push((mm, 1)),
+            }
+            if let Some(next) = self.slot_of(mm, vp + 1).filter(|_| swapped(mm, vp + 1)) {
+                l.next_page_pairs += 1;
+                if next == slot + 1 {
+                    l.next_page_in_next_slot += 1;
+                }
+            }
+        }
+        close(&mut counts);
+        l.mean_run = if runs > 0 {
+            l.pages as f64 / runs as f64
+        } else {
+            0.0
+        };
+        l.block_majority_share = if shares.1 > 0 {
+            shares.0 / shares.1 as f64
+        } else {
+            0.0
+        };
+        l
     }
 
     /// The page slot `slot` holds, if any.
@@ -394,6 +466,38 @@ mod tests {
         assert_ne!(a / SWAPFILE_CLUSTER, b / SWAPFILE_CLUSTER);
         assert_eq!(m.owner(b), Some((1, 0)));
         assert_eq!(m.slot_of(0, 1), Some(a2));
+    }
+
+    #[test]
+    fn the_layout_counts_runs_blocks_and_next_pages_of_pages_out() {
+        // Two mms' pages 0..16 taken alternately from one cursor: slots 1, 2, 3, ... hold
+        // A0 B0 A1 B1 ...; then A's pages 16..24 in a row.
+        let mut m = SwapMap::new(4096, false, 2);
+        for vp in 0..16 {
+            m.alloc(0, 0, vp).unwrap();
+            m.alloc(1, 1, vp).unwrap();
+        }
+        for vp in 16..24 {
+            m.alloc(0, 0, vp).unwrap();
+        }
+        let l = m.layout(8, |_, _| true);
+        assert_eq!(l.pages, 40);
+        // 32 runs of one slot, then one run of 8: 40 / 33.
+        assert!((l.mean_run - 40.0 / 33.0).abs() < 1e-9, "{l:?}");
+        // Blocks 0..3 (slots 1-7, 8-15, 16-23, 24-31) are mixed half and half but for the
+        // first's 4:3; slots 32 and 33-40 hold A alone.
+        assert!(
+            l.block_majority_share > 0.5 && l.block_majority_share < 0.8,
+            "{l:?}"
+        );
+        // A's next pages: 0..15 two slots on, 15 → 16 two on, 16..23 one on.
+        assert_eq!((l.next_page_pairs, l.next_page_in_next_slot), (15 + 23, 7));
+        // Pages mapped again are left out: only B's.
+        let b = m.layout(8, |mm, _| mm == 1);
+        assert_eq!(
+            (b.pages, b.mean_run, b.block_majority_share),
+            (16, 1.0, 1.0)
+        );
     }
 
     #[test]
