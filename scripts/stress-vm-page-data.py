@@ -12,32 +12,13 @@ Needs root and a free zram device (disksize 0, not swap); resets it afterwards. 
     scripts/stress-vm-page-data.py [--device zram0] [--mib 16] [--rounds 5] [METHOD ...]
 """
 import argparse, json, mmap, os, re, signal, statistics, subprocess, sys, time
+from proctree import descendants
 
 PAGE = 4096
 METHODS = ("cache-lines cache-stripe checkerboard flip fwdrev galpat-0 galpat-1 gray grayflip "
            "rowhammer incdec inc-nybble lfsr32 rand-set rand-sum read64 ror swap move-inv "
            "modulo-x mscan wrrd128nt prime-0 prime-1 prime-gray-0 prime-gray-1 prime-incdec "
            "walk-0d walk-1d walk-0a walk-1a write64 write64nt write1024v zero-one").split()
-
-
-def children(pid):
-    out = []
-    for t in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{t}/children") as f:
-                out += [int(c) for c in f.read().split()]
-        except OSError:
-            pass
-    return out
-
-
-def descendants(pid):
-    todo, seen = [pid], []
-    while todo:
-        p = todo.pop()
-        seen.append(p)
-        todo += children(p)
-    return seen
 
 
 def calibrate_pattern(mib):

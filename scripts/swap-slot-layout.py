@@ -28,31 +28,11 @@ import subprocess
 import sys
 import time
 
+from proctree import descendants
+
 PAGE = 4096
 MIN_MAPPING = 16 << 20
 BLOCK = 8
-
-
-def children(pid):
-    out = []
-    try:
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{tid}/children") as f:
-                out += [int(c) for c in f.read().split()]
-    except OSError:
-        pass
-    return out
-
-
-def descendants(pid):
-    seen, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        for c in children(p):
-            if c not in seen:
-                seen.append(c)
-                todo.append(c)
-    return seen
 
 
 def largest_anon_mapping(pid):
@@ -152,7 +132,7 @@ def main():
                 print(f"bench ended before {at} s", file=sys.stderr)
                 break
             procs = {}
-            for pid in descendants(bench.pid):
+            for pid in descendants(bench.pid)[1:]:
                 m = largest_anon_mapping(pid)
                 if m:
                     procs[pid] = swap_entries(pid, *m)
