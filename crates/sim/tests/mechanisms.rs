@@ -35,6 +35,8 @@ fn dirty_mm_on(k: &mut Kernel, cpu: usize, pages: u64) -> usize {
     for vp in 0..pages {
         assert_eq!(k.user_access(cpu, mm, vp, true), Access::Fault);
     }
+    // Its folios on the LRU, as once its CPU's lru_add batch has moved.
+    k.lru_add_drain(cpu);
     mm
 }
 
@@ -135,6 +137,8 @@ fn reclaim_read_back_reclaim(synchronous_io: bool) -> (u64, u64, Kernel) {
     for vp in 0..8 {
         assert_eq!(k.user_access(1, mm, vp, false), Access::Fault);
     }
+    // Read without readahead windows, they wait in CPU 1's lru_add batch until it moves.
+    k.lru_add_drain(1);
     k.context_switch(0, Some(1));
     for vp in 0..8 {
         k.mms[mm].ptes[vp] &= !PTE_YOUNG;
@@ -336,8 +340,8 @@ fn two_calls_queued_to_one_busy_cpu_share_an_interrupt() {
 fn populate_read_faults_in_without_a_tlb_fill_and_marks_accessed() {
     use reclaimlab_sim::mm::folio::pg;
     let mut k = kernel(1, 1024);
-    let mm = k.mm_alloc(2, Backing::Anon, true);
-    let t = k.task_new(mm, Some(0), 0, 2);
+    let mm = k.mm_alloc(3, Backing::Anon, true);
+    let t = k.task_new(mm, Some(0), 0, 3);
     k.context_switch(0, Some(t));
     // Page 0 never touched: MADV_POPULATE_READ maps the zero page, young, and fills no TLB.
     assert_eq!(k.populate_read(0, mm, 0), Access::Fault);
@@ -350,6 +354,7 @@ fn populate_read_faults_in_without_a_tlb_fill_and_marks_accessed() {
     // Page 1 written: a resident inactive folio. The first populate sets PG_referenced, the
     // second activates it (folio_mark_accessed).
     assert_eq!(k.user_access(0, mm, 1, true), Access::Fault);
+    k.lru_add_drain(0);
     let pfn = pte_pfn(k.mms[mm].ptes[1]);
     let act0 = k.vmstat[PGACTIVATE];
     assert_eq!(k.populate_read(0, mm, 1), Access::Walk);
@@ -359,6 +364,18 @@ fn populate_read_faults_in_without_a_tlb_fill_and_marks_accessed() {
     assert!(k.folios.get(pfn).test(pg::ACTIVE));
     assert!(!k.folios.get(pfn).test(pg::REFERENCED));
     assert_eq!(k.vmstat[PGACTIVATE], act0 + 1);
+    // Page 2 written and still in the lru_add batch: the second populate only marks it
+    // active (__lru_cache_activate_folio), no PGACTIVATE; the batch's move puts it on the
+    // active list.
+    assert_eq!(k.user_access(0, mm, 2, true), Access::Fault);
+    let pfn = pte_pfn(k.mms[mm].ptes[2]);
+    k.populate_read(0, mm, 2);
+    k.populate_read(0, mm, 2);
+    assert!(k.folios.get(pfn).test(pg::ACTIVE) && !k.folios.get(pfn).test(pg::LRU));
+    assert_eq!(k.vmstat[PGACTIVATE], act0 + 1);
+    k.lru_add_drain(0);
+    use reclaimlab_sim::mm::folio::LRU_ACTIVE_ANON;
+    assert_eq!(k.folios.get(pfn).lru, LRU_ACTIVE_ANON);
     assert!(
         k.check_invariants().is_empty(),
         "{:?}",
@@ -538,6 +555,7 @@ fn active_and_inactive_anon(active: u64, inactive: u64) -> Kernel {
     for vp in 0..active + inactive {
         assert_eq!(k.user_access(0, mm, vp, true), Access::Fault);
     }
+    k.lru_add_drain(0);
     for vp in 0..active {
         k.populate_read(0, mm, vp);
         k.populate_read(0, mm, vp);
@@ -596,6 +614,8 @@ fn a_folio_populate_faults_in_is_activated_on_reclaims_first_trip() {
     assert!(!pte_present(k.mms[mm].ptes[0]) && !pte_present(k.mms[mm].ptes[1]));
     assert_eq!(k.populate_read(0, mm, 0), Access::Fault);
     assert_eq!(k.user_access(0, mm, 1, false), Access::Fault);
+    // Two folios in CPU 0's lru_add batch: reclaim's scan counts see nothing until it moves.
+    k.lru_add_drain(0);
     let (p0, p1) = (pte_pfn(k.mms[mm].ptes[0]), pte_pfn(k.mms[mm].ptes[1]));
     assert!(k.folios.get(p0).test(pg::REFERENCED));
     assert!(!k.folios.get(p1).test(pg::REFERENCED));
@@ -629,6 +649,9 @@ fn the_memcg_oom_report_flushes_the_statistics_reclaim_reads() {
     for vp in 0..8 {
         assert_eq!(k.user_access(0, mm, vp, true), Access::Fault);
     }
+    // On the list (otherwise they wait in the lru_add batch, which no reclaim of an empty
+    // list drains, and the report would find the lists empty in the kernel too).
+    k.lru_add_drain(0);
     assert_eq!(
         k.lruvec_page_state_lru(LRU_INACTIVE_ANON),
         0,
