@@ -103,6 +103,10 @@ pub struct Task {
     pub phase_entered_ns: u64,
     /// A kernel thread (kswapd): no mm of its own, runs lazily on the previous one.
     pub kthread: bool,
+    /// A kernel thread of `machine.timer_kthreads`: its sleeps end by a timer-wheel timer
+    /// (schedule_timeout), so its wake-up runs in TIMER_SOFTIRQ where timer migration puts it
+    /// (softirq.rs, sched/mod.rs timer_waker).
+    pub timer_wheel: bool,
     /// When a one-cycle task finished (its CPU's clock).
     pub done_at: Option<u64>,
     /// A workload's own thread that set it up and then waits for it (anon-sweep's main
@@ -313,7 +317,7 @@ impl Kernel {
             vmpressure: Default::default(),
             workqueue: Default::default(),
             kblockd: Default::default(),
-            softirq: Default::default(),
+            softirq: crate::softirq::Softirq::new(nr_cpus),
             cfg,
             policy,
         }
@@ -397,6 +401,7 @@ impl Kernel {
             ns_by_phase: Vec::new(),
             phase_entered_ns: 0,
             kthread: false,
+            timer_wheel: false,
             done_at: None,
             helper: false,
             initial_cpu: None,

@@ -41,7 +41,7 @@ struct Round {
 }
 
 /// Softirq state, per CPU.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Softirq {
     round: Vec<Round>,
     /// ksoftirqd/N, once the model has woken it.
@@ -55,13 +55,13 @@ pub struct Softirq {
 }
 
 impl Softirq {
-    fn size(&mut self, n: usize) {
-        if self.round.len() < n {
-            self.round.resize(n, Round::default());
-            self.ksoftirqd.resize(n, None);
-            self.deferred.resize(n, Vec::new());
-            self.armed.resize(n, None);
-            self.block_work.resize(n, BTreeMap::new());
+    pub fn new(nr_cpus: usize) -> Softirq {
+        Softirq {
+            round: vec![Round::default(); nr_cpus],
+            ksoftirqd: vec![None; nr_cpus],
+            deferred: vec![Vec::new(); nr_cpus],
+            armed: vec![None; nr_cpus],
+            block_work: vec![BTreeMap::new(); nr_cpus],
         }
     }
 
@@ -81,8 +81,6 @@ impl Kernel {
     /// its BLOCK_SOFTIRQ work there (blk_mq_complete_request on a one-queue device, then the
     /// bio's end_io per folio).
     pub(crate) fn softirq_block_queued(&mut self, cpu: CpuId, done: u64, pages: u64) {
-        let n = self.nr_cpus();
-        self.softirq.size(n);
         *self.softirq.block_work[cpu].entry(done).or_insert(0) +=
             pages * self.cost.swap_complete_page;
     }
@@ -111,8 +109,6 @@ impl Kernel {
         at: u64,
         io: bool,
     ) -> bool {
-        let n = self.nr_cpus();
-        self.softirq.size(n);
         let work = if io {
             self.softirq_block_work(cpu, at)
         } else {
@@ -145,9 +141,7 @@ impl Kernel {
     /// preempts), need_resched is set in the round; a tick later in the round leaves its
     /// softirqs to ksoftirqd.
     pub(crate) fn softirq_woke(&mut self, cpu: CpuId, at: u64) {
-        let Some(r) = self.softirq.round.get_mut(cpu) else {
-            return;
-        };
+        let r = &mut self.softirq.round[cpu];
         if at >= r.end || r.resched_at.is_some() {
             return;
         }

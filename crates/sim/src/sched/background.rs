@@ -86,6 +86,7 @@ impl Kernel {
             let timer = set >= self.sched.timer_kthreads_from;
             let t = self.task_new(usize::MAX, (!timer).then_some(cpu), 0, 1);
             self.tasks[t].kthread = true;
+            self.tasks[t].timer_wheel = timer;
             self.background_task_init(t, &b, cpu, BgSet::Kthreads(set), 0);
             if self.swap_irq_fixed_cpu() == Some(cpu) && !timer {
                 // Armed from time 0; the first completion on its CPU wakes it.

@@ -549,7 +549,7 @@ impl Kernel {
         }
         // The completion's BLOCK softirq, or the timer wheel's TIMER softirq for a kernel
         // thread's timer (softirq.rs); it may be left to ksoftirqd.
-        let softirq = io || self.timer_wheel_kthread(t);
+        let softirq = io || self.tasks[t].timer_wheel;
         if softirq && !self.softirq_raise(rqs, waker, at, io) {
             self.softirq_defer_wakeup(waker, t);
         } else {
@@ -567,17 +567,6 @@ impl Kernel {
         }
     }
 
-    /// Whether `t` is a kernel thread of `machine.timer_kthreads`, whose sleeps end by a
-    /// timer-wheel timer (schedule_timeout): its wake-up runs in TIMER_SOFTIRQ.
-    fn timer_wheel_kthread(&self, t: TaskId) -> bool {
-        let from = self.sched.timer_kthreads_from;
-        self.tasks[t].kthread
-            && self.sched.se[t].class == Class::Background
-            && self.sched.bg_state.iter().any(|s| {
-                s.task == t && matches!(s.set, background::BgSet::Kthreads(i) if i >= from)
-            })
-    }
-
     /// The CPU task `t`'s timer, due at `at`, wakes it from: a device completion's interrupt
     /// CPU, else the CPU it slept on; an unbound timer-wheel kthread's timer is a global one
     /// and fires where timer migration puts it (tmigr_cpu).
@@ -586,7 +575,7 @@ impl Kernel {
             Some(&w) => w,
             None => {
                 let last = self.sched.se[t].last_cpu.unwrap_or(0);
-                if self.timer_wheel_kthread(t) {
+                if self.tasks[t].timer_wheel {
                     self.tmigr_cpu(last, at)
                 } else {
                     last
